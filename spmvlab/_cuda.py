@@ -1,0 +1,48 @@
+"""The one place spmvlab imports ``numba.cuda``.
+
+On a machine with no CUDA driver, Numba's CUDA simulator is switched on (unless the user
+already chose with ``NUMBA_ENABLE_CUDASIM``) and spmvlab's warp-collective emulation is
+installed, so every kernel runs, slowly, on the CPU. Importing this compiles nothing.
+"""
+from __future__ import annotations
+
+import ctypes.util
+import glob
+import os
+
+from . import _compat  # noqa: F401  (must run before numba-cuda compiles)
+
+
+def driver_present() -> bool:
+    """True when a CUDA driver library and a device node are visible."""
+    if not (glob.glob("/dev/nvidia[0-9]*") or glob.glob("/dev/dxg")):
+        return False
+    return ctypes.util.find_library("cuda") is not None or bool(
+        glob.glob("/usr/lib*/**/libcuda.so*", recursive=True) +
+        glob.glob("/usr/local/nvidia/lib*/libcuda.so*"))
+
+
+if "NUMBA_ENABLE_CUDASIM" not in os.environ and not driver_present():
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    import sys
+    if "numba" in sys.modules:  # numba read its config already: make it read it again
+        from numba.core import config as _config
+        _config.reload_config()
+
+from numba import config as _nbconfig  # noqa: E402
+from numba import cuda  # noqa: E402
+
+SIMULATOR: bool = bool(_nbconfig.ENABLE_CUDASIM)
+
+if SIMULATOR:
+    from . import cudasim as _cudasim
+    _cudasim.install()
+
+
+def backend_name() -> str:
+    if SIMULATOR:
+        return "numba CUDA simulator (CPU)"
+    try:
+        return f"CUDA GPU: {cuda.get_current_device().name.decode() if isinstance(cuda.get_current_device().name, bytes) else cuda.get_current_device().name}"
+    except Exception as exc:  # pragma: no cover - broken driver
+        return f"CUDA unavailable ({exc})"

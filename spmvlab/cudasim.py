@@ -1,0 +1,251 @@
+"""Warp collectives and bit intrinsics for Numba's CUDA simulator.
+
+The stock simulator (``NUMBA_ENABLE_CUDASIM=1``) has no ``shfl_*_sync``, ``ballot_sync``,
+``all_sync``/``any_sync``, ``syncwarp`` or ``activemask``, and gets ``popc``/``clz`` wrong for
+negative and 64-bit inputs. :func:`install` adds them to the simulator's fake ``cuda``
+module so warp-per-row kernels run unchanged on a CPU-only machine.
+
+Each collective is a rendezvous: the k-th collective call of every lane named in ``mask``
+is matched with the k-th call of the others. A lane that exits, or waits in another
+barrier, without reaching the collective makes the others raise :class:`WarpDivergenceError`
+instead of hanging.
+"""
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+
+WARP = 32
+FULL_MASK = 0xFFFFFFFF
+_TIMEOUT_S = 30.0
+
+
+class WarpDivergenceError(RuntimeError):
+    """A lane named in a warp collective's mask never reached it."""
+
+
+class _Warp:
+    """Rendezvous state of one warp of one block."""
+
+    def __init__(self):
+        self.cond = threading.Condition()
+        self.slots: dict[int, dict[int, object]] = {}   # call number -> lane -> value
+        self.readers: dict[int, int] = {}                # call number -> lanes still to read
+
+
+_registry_lock = threading.Lock()
+
+
+def _me():
+    t = threading.current_thread()
+    if not hasattr(t, "thread_id"):
+        raise RuntimeError("warp collectives can only be called inside a simulated kernel")
+    return t
+
+
+def _warp_of(t) -> _Warp:
+    """The warp's rendezvous, kept on the simulator's per-block manager."""
+    with _registry_lock:
+        warps = t._manager.__dict__.setdefault("_spmvlab_warps", {})
+        w = warps.get(t.thread_id // WARP)
+        if w is None:
+            w = warps[t.thread_id // WARP] = _Warp()
+    return w
+
+
+def _block_size(t) -> int:
+    bx, by, bz = t._manager._block_dim
+    return int(bx * by * bz)
+
+
+def _lanes(mask: int) -> list[int]:
+    m = int(mask) & FULL_MASK
+    return [i for i in range(WARP) if (m >> i) & 1]
+
+
+def _exchange(mask, value):
+    """Deposit ``value`` for this lane, wait for every lane in ``mask``, return all values."""
+    t = _me()
+    lane = t.thread_id % WARP
+    lanes = _lanes(mask)
+    if lane not in lanes:
+        raise WarpDivergenceError(f"lane {lane} called a warp collective with mask {int(mask):#x} "
+                                  "that does not include itself")
+    warp_base = t.thread_id - lane
+    n_threads = _block_size(t)
+    missing = [ln for ln in lanes if warp_base + ln >= n_threads]
+    if missing:
+        raise WarpDivergenceError(f"mask {int(mask):#x} names lanes {missing} that do not exist "
+                                  f"in a block of {n_threads} threads")
+    w = _warp_of(t)
+    counters = t.__dict__.setdefault("_spmvlab_calls", {})
+    call = counters.get(id(w), 0)
+    counters[id(w)] = call + 1
+    deadline = time.monotonic() + _TIMEOUT_S
+    with w.cond:
+        slot = w.slots.setdefault(call, {})
+        slot[lane] = value
+        w.cond.notify_all()
+        while not all(ln in slot for ln in lanes):
+            w.cond.wait(timeout=0.02)
+            if not all(ln in slot for ln in lanes):
+                absent = [ln for ln in lanes if ln not in slot]
+                gone = [ln for ln in absent if not _lane_alive(t, warp_base + ln)]
+                if gone or time.monotonic() > deadline:
+                    raise WarpDivergenceError(
+                        f"lanes {gone or absent} of warp {t.thread_id // WARP} in block "
+                        f"{tuple(t.blockIdx)} never reached warp collective #{call} "
+                        f"(mask {int(mask):#x})")
+        values = dict(slot)
+        left = w.readers.get(call, len(lanes)) - 1
+        if left == 0:
+            w.slots.pop(call, None)
+            w.readers.pop(call, None)
+        else:
+            w.readers[call] = left
+    return lane, values
+
+
+def _lane_alive(t, thread_id: int) -> bool:
+    """False once that lane's thread has finished or waits in syncthreads; True while it runs
+    or has not started yet (the simulator starts a block's threads one by one)."""
+    other = t._manager.__dict__.get("_spmvlab_threads", {}).get(thread_id)
+    if other is None:
+        return True
+    return other.is_alive() and not other.syncthreads_blocked
+
+
+# -- the collectives --------------------------------------------------------------------------
+
+def shfl_sync(mask, value, src_lane):
+    lane, vals = _exchange(mask, value)
+    src = int(src_lane) % WARP
+    return vals.get(src, value)
+
+
+def shfl_up_sync(mask, value, delta):
+    lane, vals = _exchange(mask, value)
+    src = lane - int(delta)
+    return vals.get(src, value) if src >= 0 else value
+
+
+def shfl_down_sync(mask, value, delta):
+    lane, vals = _exchange(mask, value)
+    src = lane + int(delta)
+    return vals.get(src, value) if src < WARP else value
+
+
+def shfl_xor_sync(mask, value, lane_mask):
+    lane, vals = _exchange(mask, value)
+    src = lane ^ int(lane_mask)
+    return vals.get(src, value) if src < WARP else value
+
+
+def ballot_sync(mask, predicate):
+    _, vals = _exchange(mask, bool(predicate))
+    bits = 0
+    for ln, p in vals.items():
+        if p:
+            bits |= 1 << ln
+    return np.uint32(bits).view(np.int32)  # the H100 build returns int32 too
+
+
+def all_sync(mask, predicate):
+    _, vals = _exchange(mask, bool(predicate))
+    return int(all(vals.values()))
+
+
+def any_sync(mask, predicate):
+    _, vals = _exchange(mask, bool(predicate))
+    return int(any(vals.values()))
+
+
+def syncwarp(mask=FULL_MASK):
+    _exchange(mask, None)
+
+
+def activemask():
+    t = _me()
+    lane0 = t.thread_id - t.thread_id % WARP
+    n = min(WARP, _block_size(t) - lane0)
+    return np.uint32((1 << n) - 1 if n < WARP else FULL_MASK)
+
+
+def lanemask_lt():
+    t = _me()
+    return np.uint32((1 << (t.thread_id % WARP)) - 1)
+
+
+# -- bit intrinsics with the widths the hardware uses -------------------------------------------
+
+def _bits(val):
+    v = np.asarray(val)
+    width = v.dtype.itemsize * 8 if v.dtype.kind in "iu" else 32
+    return int(v) & ((1 << width) - 1), width
+
+
+def popc(val):
+    u, _ = _bits(val)
+    return bin(u).count("1")
+
+
+def clz(val):
+    u, width = _bits(val)
+    return width - u.bit_length()
+
+
+def ffs(val):
+    u, _ = _bits(val)
+    return (u & -u).bit_length()
+
+
+def brev(val):
+    u, width = _bits(val)
+    return int(format(u, f"0{width}b")[::-1], 2)
+
+
+def umulhi(a, b):
+    return np.uint32((int(a) & FULL_MASK) * (int(b) & FULL_MASK) >> 32)
+
+
+def umul64hi(a, b):
+    m = (1 << 64) - 1
+    return np.uint64(((int(a) & m) * (int(b) & m)) >> 64)
+
+
+_COLLECTIVES = dict(shfl_sync=shfl_sync, shfl_up_sync=shfl_up_sync, shfl_down_sync=shfl_down_sync,
+                    shfl_xor_sync=shfl_xor_sync, ballot_sync=ballot_sync, all_sync=all_sync,
+                    any_sync=any_sync, syncwarp=syncwarp, activemask=activemask,
+                    lanemask_lt=lanemask_lt, popc=popc, clz=clz, ffs=ffs, brev=brev)
+_LIBDEVICE = dict(umulhi=umulhi, umul64hi=umul64hi, popc=popc, popcll=popc, clz=clz, clzll=clz,
+                  ffs=ffs, ffsll=ffs, brev=brev, brevll=brev)
+
+_installed = False
+
+
+def install() -> None:
+    """Add the emulations to the simulator's fake ``cuda`` module (idempotent)."""
+    global _installed
+    if _installed:
+        return
+    from numba.cuda.simulator import kernel, kernelapi
+
+    original_run = kernel.BlockThread.run
+
+    def run(self):  # register each simulated thread with its block so lanes can see it
+        self._manager.__dict__.setdefault("_spmvlab_threads", {})[self.thread_id] = self
+        original_run(self)
+
+    kernel.BlockThread.run = run
+
+    for name, fn in _COLLECTIVES.items():
+        setattr(kernelapi.FakeCUDAModule, name, staticmethod(fn))
+    try:
+        from numba.cuda import libdevice
+        for name, fn in _LIBDEVICE.items():
+            setattr(libdevice, name, fn)
+    except ImportError:  # pragma: no cover - simulator without a libdevice stub module
+        pass
+    _installed = True

@@ -1,0 +1,84 @@
+"""Vector loads for kernels: one 8- or 16-byte load instead of several scalar ones.
+
+``vload2/4/8(arr, i)`` return the tuple ``(arr[i], ..., arr[i + n - 1])``; on the GPU they
+compile to a single vector load (``ld.global.v2/v4``), so ``i * itemsize`` must be a
+multiple of ``n * itemsize`` and the elements must lie inside the array.
+``load_u32(arr8, i)`` reads 4 bytes of a uint8 array at byte ``i`` (a multiple of 4) as one
+uint32 (little-endian, like the GPU). On the simulator each is a plain-indexing fallback
+with the same results (and a bounds/alignment assertion the GPU does not make).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._cuda import SIMULATOR
+
+if SIMULATOR:
+    def _check(arr, i, n):
+        assert i % n == 0, f"vector load at element {i} is not aligned to {n} elements"
+        assert 0 <= i and i + n <= arr.shape[0], f"vector load [{i}, {i + n}) outside {arr.shape[0]}"
+
+    def vload2(arr, i):
+        _check(arr, i, 2)
+        return (arr[i], arr[i + 1])
+
+    def vload4(arr, i):
+        _check(arr, i, 4)
+        return (arr[i], arr[i + 1], arr[i + 2], arr[i + 3])
+
+    def vload8(arr, i):
+        _check(arr, i, 8)
+        return (arr[i], arr[i + 1], arr[i + 2], arr[i + 3],
+                arr[i + 4], arr[i + 5], arr[i + 6], arr[i + 7])
+
+    def load_u32(arr, i):
+        _check(arr, i, 4)
+        return np.uint32(int(arr[i]) | (int(arr[i + 1]) << 8) | (int(arr[i + 2]) << 16)
+                         | (int(arr[i + 3]) << 24))
+
+else:
+    from llvmlite import ir
+    from numba import types
+    from numba.cuda.extending import intrinsic
+
+    def _make_vload(n):
+        @intrinsic
+        def _vload(typingctx, arr, idx):
+            if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer):
+                return None
+            elty = arr.dtype
+            sig = types.UniTuple(elty, n)(arr, idx)
+
+            def codegen(context, builder, sig, args):
+                arrty, idxty = sig.args
+                ary = context.make_array(arrty)(context, builder, args[0])
+                i = context.cast(builder, args[1], idxty, types.intp)
+                ptr = builder.gep(ary.data, [i])
+                vec = ir.VectorType(context.get_data_type(elty), n)
+                v = builder.load(builder.bitcast(ptr, vec.as_pointer()),
+                                 align=n * (elty.bitwidth // 8))
+                vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k))
+                        for k in range(n)]
+                return context.make_tuple(builder, sig.return_type, vals)
+
+            return sig, codegen
+        return _vload
+
+    vload2 = _make_vload(2)
+    vload4 = _make_vload(4)
+    vload8 = _make_vload(8)
+
+    @intrinsic
+    def load_u32(typingctx, arr, idx):
+        if not isinstance(arr, types.Array) or arr.dtype != types.uint8 or not isinstance(idx, types.Integer):
+            return None
+        sig = types.uint32(arr, idx)
+
+        def codegen(context, builder, sig, args):
+            arrty, idxty = sig.args
+            ary = context.make_array(arrty)(context, builder, args[0])
+            i = context.cast(builder, args[1], idxty, types.intp)
+            ptr = builder.bitcast(builder.gep(ary.data, [i]), ir.IntType(32).as_pointer())
+            return builder.load(ptr, align=4)
+
+        return sig, codegen
