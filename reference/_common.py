@@ -136,7 +136,10 @@ def canonical_csr(A, dtype=None) -> sp.csr_matrix:
                                      "reshape it, e.g. A.reshape(1, -1) for one row"))
         dt = _source_dtype_check(arr.dtype, dtype)
         rows, cols = np.nonzero(arr)  # NaN counts as nonzero
-        csr = sp.csr_matrix((arr[rows, cols], (rows, cols)), shape=arr.shape)
+        vals = arr[rows, cols]
+        if vals.dtype == np.float16 or vals.dtype.kind != "f":  # scipy.sparse has no float16
+            vals = vals.astype(np.float32 if vals.dtype.itemsize <= 2 else np.float64)
+        csr = sp.csr_matrix((vals, (rows, cols)), shape=arr.shape)
         csr.sum_duplicates()
     n_rows, n_cols = csr.shape
     data = csr.data.astype(dt)

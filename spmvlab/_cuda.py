@@ -43,6 +43,7 @@ def backend_name() -> str:
     if SIMULATOR:
         return "numba CUDA simulator (CPU)"
     try:
-        return f"CUDA GPU: {cuda.get_current_device().name.decode() if isinstance(cuda.get_current_device().name, bytes) else cuda.get_current_device().name}"
+        name = cuda.get_current_device().name
     except Exception as exc:  # pragma: no cover - broken driver
         return f"CUDA unavailable ({exc})"
+    return f"CUDA GPU: {name.decode() if isinstance(name, bytes) else name}"

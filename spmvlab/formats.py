@@ -107,3 +107,11 @@ def value_bytes(dtype) -> int:
 register(FormatInfo(
     name="csr", reference="reference.csr", kernels="spmvlab.kernels.csr",
     doc="compressed sparse rows; int32 indices unless a count needs int64"))
+
+register(FormatInfo(
+    name="macko", reference="reference.macko", kernels="spmvlab.kernels.macko",
+    encoder="spmvlab.encoders.macko",
+    options={"delta_bits": Option(4, (1, 2, 4, 8), "bits per column step")},
+    kernel_dtypes=("float16", "float32"),
+    doc="MACKO (Macko & Boza): column steps in [1, 2**delta_bits] packed 8/delta_bits per "
+        "byte, explicit zeros inserted where a gap is longer; values/codes padded to 8 entries"))

@@ -20,15 +20,21 @@ FULL_MASK = 0xFFFFFFFF
 
 
 def is_device_array(a) -> bool:
-    return not isinstance(a, np.ndarray) and cuda.is_cuda_array(a)
+    """A CUDA array (numba, CuPy, torch, ...) or, on the simulator, a simulated one."""
+    if isinstance(a, np.ndarray):
+        return False
+    if SIMULATOR:
+        from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+        return isinstance(a, FakeCUDAArray)
+    return cuda.is_cuda_array(a)
 
 
 def to_dev(a):
     """A device view of ``a``: device arrays pass through, host arrays are copied."""
     if isinstance(a, np.ndarray):
         return cuda.to_device(np.ascontiguousarray(a))
-    if cuda.is_cuda_array(a):
-        return cuda.as_cuda_array(a)
+    if is_device_array(a):
+        return a if SIMULATOR else cuda.as_cuda_array(a)
     raise DTypeError(problem("array", "a NumPy or CUDA array", type(a).__name__))
 
 
@@ -104,6 +110,7 @@ class PTXTarget:
     label: str
     build: Callable[[], object]          # returns the cuda.jit dispatcher
     signature: str                       # numba signature string
+    expects: tuple = ()                  # regular expressions the PTX must contain
 
 
 def array_sig(dtype, ndim=1) -> str:

@@ -55,8 +55,24 @@ else:
                 i = context.cast(builder, args[1], idxty, types.intp)
                 ptr = builder.gep(ary.data, [i])
                 vec = ir.VectorType(context.get_data_type(elty), n)
-                v = builder.load(builder.bitcast(ptr, vec.as_pointer()),
-                                 align=n * (elty.bitwidth // 8))
+                total = n * elty.bitwidth
+                if total == 128:
+                    # inline PTX: LLVM splits a <8 x half> load into two 8-byte loads
+                    i32 = ir.IntType(32)
+                    asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([i32] * 4),
+                                                       [ir.IntType(64)]),
+                                       "ld.global.nc.v4.u32 {$0, $1, $2, $3}, [$4];",
+                                       "=r,=r,=r,=r,l", side_effect=False)
+                    addr = builder.ptrtoint(ptr, ir.IntType(64))
+                    st = builder.call(asm, [addr])
+                    words = ir.VectorType(i32, 4)
+                    raw = ir.Constant(words, None)
+                    for k in range(4):
+                        raw = builder.insert_element(raw, builder.extract_value(st, k),
+                                                     ir.Constant(i32, k))
+                    v = builder.bitcast(raw, vec)
+                else:
+                    v = builder.load(builder.bitcast(ptr, vec.as_pointer()), align=total // 8)
                 vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k))
                         for k in range(n)]
                 return context.make_tuple(builder, sig.return_type, vals)

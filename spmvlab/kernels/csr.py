@@ -231,8 +231,9 @@ def ptx_targets():
                                  "void" + args))
             for vec in (1, 4):
                 c = CSRConfig(vec=vec)
+                wide = (r"ld\.global(\.nc)?\.v4",) if vec == 4 and dt == "float32" and it == "int32" else ()
                 out.append(PTXTarget(f"csr.vector{vec}[{dt},{it}]",
-                                     functools.partial(_vector_kernel, dt, c), "void" + args))
+                                     functools.partial(_vector_kernel, dt, c), "void" + args, wide))
             out.append(PTXTarget(f"csr.spmm[{dt},{it}]", functools.partial(_spmm_kernel, dt, cfg),
                                  "void" + args2))
     return out

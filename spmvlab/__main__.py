@@ -1,0 +1,7 @@
+"""``python -m spmvlab``: the command-line interface (see :mod:`spmvlab.cli`)."""
+import sys
+
+from .cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

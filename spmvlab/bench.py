@@ -1,0 +1,462 @@
+"""GPU timing harness: CUDA-event timing with an optional L2 flush, bandwidth helpers, and
+the metadata every results file records.
+
+How one timed call works (:func:`time_fn`)
+------------------------------------------
+Per repetition, on the legacy default stream (stream 0, which numba, CuPy's
+``cupy.cuda.Stream.null`` and torch's default stream all are unless a program opts into
+per-thread default streams):
+
+1. cold mode only: a numba kernel overwrites a device buffer of ``flush_bytes`` (default
+   2 x the device's L2 size), evicting ``fn``'s data from L2;
+2. a one-thread numba kernel sleeps ``pad_us`` microseconds. While the GPU sleeps the host
+   records the start event and calls ``fn``, so by the time the GPU reaches the start event
+   all of ``fn``'s launches are queued behind it: the events measure GPU time only, never
+   Python's launch overhead (27-60 us per numba launch, more than many SpMVs take);
+3. start event, ``fn()``, end event; wait for the end event.
+
+``fn`` must enqueue its work on the default stream without synchronising the host (a host
+sync inside ``fn`` would make the GPU idle while timed). The events are numba's by default;
+``events="cupy"`` or ``"torch"`` use that library's events (recorded on its current
+stream, by default the same stream 0).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import os
+import platform
+import socket
+import sys
+import time
+import warnings
+from typing import Callable
+
+import numpy as np
+
+from reference._common import OptionError, problem
+
+from ._cuda import SIMULATOR, cuda
+from .errors import BackendUnavailable
+
+__all__ = ["Timing", "time_fn", "effective_bandwidth", "copy_bandwidth", "device_info",
+           "run_metadata", "l2_size", "flush_l2", "require_gpu"]
+
+DEFAULT_L2_BYTES = 50 * 1024 * 1024
+EVENT_KINDS = ("numba", "cupy", "torch")
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+# ---------------------------------------------------------------------------------------------
+# results of one timing
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Timing:
+    """Statistics of ``reps`` timed calls, in microseconds (``samples`` in call order)."""
+
+    median_us: float
+    p10_us: float
+    p90_us: float
+    mean_us: float
+    reps: int
+    cold: bool
+    samples: tuple = dataclasses.field(default=(), repr=False)
+
+    @classmethod
+    def from_samples(cls, samples_us, cold: bool) -> "Timing":
+        s = np.asarray(samples_us, dtype=np.float64)
+        if s.size == 0:
+            raise OptionError(problem("samples", "at least one timing", "none"))
+        return cls(median_us=float(np.median(s)), p10_us=float(np.percentile(s, 10)),
+                   p90_us=float(np.percentile(s, 90)), mean_us=float(s.mean()), reps=int(s.size),
+                   cold=bool(cold), samples=tuple(float(v) for v in s))
+
+    def as_dict(self, samples: bool = False) -> dict:
+        d = dataclasses.asdict(self)
+        d["samples"] = list(self.samples) if samples else None
+        if not samples:
+            d.pop("samples")
+        return d
+
+
+def require_gpu(what: str = "timing"):
+    """Raise :class:`BackendUnavailable` unless a real CUDA GPU is in use."""
+    if SIMULATOR:
+        raise BackendUnavailable(problem(
+            what, "a real CUDA GPU", "the numba CUDA simulator (no CUDA driver or GPU found)",
+            "run on a machine with an NVIDIA GPU; simulator times mean nothing"))
+
+
+# ---------------------------------------------------------------------------------------------
+# device helpers: L2 size, flush and pad kernels
+# ---------------------------------------------------------------------------------------------
+
+def _device_attr(name, default=None):
+    try:
+        return int(getattr(cuda.get_current_device(), name))
+    except Exception:
+        return default
+
+
+def l2_size() -> int:
+    """The current device's L2 size in bytes (50 MB if the driver does not say)."""
+    v = _device_attr("L2_CACHE_SIZE")
+    return v if v else DEFAULT_L2_BYTES
+
+
+@functools.lru_cache(maxsize=None)
+def _flush_kernel():
+    @cuda.jit
+    def flush_write(buf, value):
+        """Grid-stride loop: every thread writes ``value`` to buf[i], buf[i + stride], ..."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < buf.shape[0]:
+            buf[i] = value
+            i += stride
+
+    return flush_write
+
+
+@functools.lru_cache(maxsize=None)
+def _flush_read_kernel():
+    @cuda.jit
+    def flush_read(buf, value, sink):
+        """Grid-stride loop: every thread reads buf[i], buf[i + stride], ...; the sum is
+        written only if it equals ``value`` (never, in practice) so the loads stay."""
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        s = 0
+        while i < buf.shape[0]:
+            s += buf[i]
+            i += stride
+        if s == value:
+            sink[0] = s
+
+    return flush_read
+
+
+@functools.lru_cache(maxsize=None)
+def _pad_kernel():
+    @cuda.jit
+    def sleep_pad(n_us):
+        """One thread sleeps about ``n_us`` microseconds (keeps the stream busy)."""
+        for _ in range(n_us):
+            cuda.nanosleep(1000)
+
+    return sleep_pad
+
+
+_flush_buffers: dict = {}
+_flush_count = [0]
+FLUSH_MODES = ("write", "read")
+
+
+def _flush_buffer(nbytes: int):
+    n = max(1, -(-int(nbytes) // 4))
+    buf = _flush_buffers.get(n)
+    if buf is None:
+        _flush_buffers.clear()
+        buf = cuda.device_array(n, dtype=np.int32)
+        _flush_kernel()[_blocks(), 256](buf, np.int32(0))
+        _flush_buffers[n] = buf
+        _flush_buffers["sink"] = cuda.device_array(1, dtype=np.int32)
+    return buf
+
+
+def _blocks() -> int:
+    return 8 * (_device_attr("MULTIPROCESSOR_COUNT", 132) or 132)
+
+
+def flush_l2(nbytes: int | None = None, mode: str = "write"):
+    """Evict L2 on the default stream: overwrite (``mode="write"``) or read (``"read"``)
+    ``nbytes`` (default 2 x L2) of a device buffer.
+
+    "write" leaves L2 full of dirty lines that the next kernel's misses write back to
+    memory while it runs; "read" leaves clean lines (no write-back traffic)."""
+    require_gpu("flush_l2")
+    if mode not in FLUSH_MODES:
+        raise OptionError(problem("flush mode", f"one of {FLUSH_MODES}", repr(mode)))
+    buf = _flush_buffer(nbytes or 2 * l2_size())
+    _flush_count[0] += 1
+    v = np.int32(_flush_count[0] & 0x7FFFFFFF)
+    if mode == "write":
+        _flush_kernel()[_blocks(), 256](buf, v)
+    else:
+        _flush_read_kernel()[_blocks(), 256](buf, np.int32(-1), _flush_buffers["sink"])
+
+
+def _pad(us: int):
+    if us > 0:
+        with warnings.catch_warnings():  # a 1-thread launch is the point here
+            warnings.simplefilter("ignore")
+            _pad_kernel()[1, 1](np.int32(us))
+
+
+# ---------------------------------------------------------------------------------------------
+# events
+# ---------------------------------------------------------------------------------------------
+
+class _Events:
+    """A start/end pair of one library's CUDA events recorded on its current stream."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        if kind == "numba":
+            self.start, self.end = cuda.event(timing=True), cuda.event(timing=True)
+        elif kind == "cupy":
+            from .baselines import import_cupy
+            cp = import_cupy("events='cupy'")
+            self._cp = cp
+            self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
+        elif kind == "torch":
+            from .baselines import import_torch
+            torch = import_torch("events='torch'")
+            self.start = torch.cuda.Event(enable_timing=True)
+            self.end = torch.cuda.Event(enable_timing=True)
+        else:
+            raise OptionError(problem("events", f"one of {EVENT_KINDS}", repr(kind)))
+
+    def record_start(self):
+        self.start.record()
+
+    def record_end(self):
+        self.end.record()
+
+    def elapsed_us(self) -> float:
+        self.end.synchronize()
+        if self.kind == "numba":
+            return 1e3 * cuda.event_elapsed_time(self.start, self.end)
+        if self.kind == "cupy":
+            return 1e3 * self._cp.cuda.get_elapsed_time(self.start, self.end)
+        return 1e3 * self.start.elapsed_time(self.end)
+
+
+def _sync(kind: str):
+    cuda.synchronize()
+    if kind == "torch":
+        import torch
+        torch.cuda.synchronize()
+    elif kind == "cupy":
+        import cupy
+        cupy.cuda.Device().synchronize()
+
+
+# ---------------------------------------------------------------------------------------------
+# time_fn
+# ---------------------------------------------------------------------------------------------
+
+def time_fn(fn: Callable[[], object], *, reps: int = 60, warmup: int = 10, cold: bool = True,
+            flush_bytes: int | None = None, events: str = "numba",
+            pad_us: int | None = None, flush: str = "write") -> Timing:
+    """Time ``fn()`` (a zero-argument callable that launches GPU work on the default stream)
+    with CUDA events; see the module docstring for what one timed call does.
+
+    cold        flush L2 (overwrite ``flush_bytes``, default 2 x L2) before every timed call
+    flush       "write" (overwrite the buffer, default) or "read" (read it): see flush_l2
+    events      "numba" (default), "cupy" or "torch": whose events bracket ``fn``
+    pad_us      GPU sleep before the start event, so the host can queue ``fn`` ahead of the
+                GPU; default: 1.5 x the slowest host-side duration of a warm-up call + 50 us
+    """
+    require_gpu("time_fn")
+    if reps < 1 or warmup < 0:
+        raise OptionError(problem("reps/warmup", "reps >= 1 and warmup >= 0", (reps, warmup)))
+    if events not in EVENT_KINDS:
+        raise OptionError(problem("events", f"one of {EVENT_KINDS}", repr(events)))
+    ev = _Events(events)
+    flush_n = flush_bytes or 2 * l2_size()
+    if flush not in FLUSH_MODES:
+        raise OptionError(problem("flush", f"one of {FLUSH_MODES}", repr(flush)))
+    if cold:
+        flush_l2(flush_n, flush)  # allocate and compile outside the loop
+    _pad(1)
+    host_us = []
+    for _ in range(max(warmup, 1)):
+        t0 = time.perf_counter()
+        fn()
+        host_us.append(1e6 * (time.perf_counter() - t0))
+        _sync(events)
+    if pad_us is None:
+        pad_us = int(1.5 * max(host_us[1:] or host_us) + 50)
+    samples = []
+    for _ in range(reps):
+        if cold:
+            flush_l2(flush_n, flush)
+        _pad(pad_us)
+        ev.record_start()
+        fn()
+        ev.record_end()
+        samples.append(ev.elapsed_us())
+    _sync(events)
+    return Timing.from_samples(samples, cold)
+
+
+def effective_bandwidth(nbytes: float, us: float) -> float:
+    """Bytes moved per second, in TB/s (1e12 bytes per second)."""
+    if us <= 0:
+        return float("nan")
+    return float(nbytes) / (float(us) * 1e-6) / 1e12
+
+
+def copy_bandwidth(nbytes: int = 1 << 30, reps: int = 20) -> dict:
+    """Device-to-device copy probe (cuMemcpyDtoD of ``nbytes``): TB/s counting the bytes
+    read plus the bytes written."""
+    require_gpu("copy_bandwidth")
+    n = int(nbytes) // 4
+    src = cuda.device_array(n, dtype=np.int32)
+    dst = cuda.device_array(n, dtype=np.int32)
+    _flush_kernel()[_blocks(), 256](src, np.int32(1))
+    t = time_fn(lambda: dst.copy_to_device(src), reps=reps, warmup=3, cold=False)
+    moved = 2 * n * 4
+    del src, dst
+    return {"nbytes": n * 4, "bytes_moved": moved, "median_us": t.median_us,
+            "p10_us": t.p10_us, "p90_us": t.p90_us,
+            "tb_s": effective_bandwidth(moved, t.median_us)}
+
+
+# ---------------------------------------------------------------------------------------------
+# metadata
+# ---------------------------------------------------------------------------------------------
+
+def device_info() -> dict:
+    """The GPU's name, compute capability, SM count, L2 size, memory and CUDA versions;
+    ``{"simulator": True}`` in the CUDA simulator."""
+    if SIMULATOR:
+        return {"simulator": True}
+    info: dict = {"simulator": False}
+    try:
+        dev = cuda.get_current_device()
+        name = dev.name
+        info["name"] = name.decode() if isinstance(name, bytes) else str(name)
+        info["compute_capability"] = list(dev.compute_capability)
+        info["sm_count"] = _device_attr("MULTIPROCESSOR_COUNT")
+        info["l2_bytes"] = _device_attr("L2_CACHE_SIZE")
+        info["clock_khz"] = _device_attr("CLOCK_RATE")
+        info["memory_clock_khz"] = _device_attr("MEMORY_CLOCK_RATE")
+        info["memory_bus_bits"] = _device_attr("GLOBAL_MEMORY_BUS_WIDTH")
+    except Exception as exc:  # pragma: no cover - broken driver
+        info["error"] = f"{type(exc).__name__}: {exc}"
+        return info
+    try:
+        free, total = cuda.current_context().get_memory_info()
+        info["memory_bytes"] = int(total)
+    except Exception:
+        pass
+    try:
+        from numba.cuda.cudadrv import driver
+        info["driver_cuda_version"] = ".".join(map(str, driver.get_version()))
+    except Exception as exc:
+        info["driver_cuda_version"] = f"unknown ({type(exc).__name__})"
+    try:
+        from numba.cuda.cudadrv import runtime
+        info["runtime_cuda_version"] = ".".join(map(str, runtime.get_version()))
+    except Exception as exc:
+        info["runtime_cuda_version"] = f"unknown ({type(exc).__name__})"
+    try:
+        import subprocess
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=10)
+        if out.returncode == 0 and out.stdout.strip():
+            info["driver_version"] = out.stdout.strip().splitlines()[0]
+    except Exception:
+        pass
+    return info
+
+
+def _git_dir(root: str) -> str | None:
+    g = os.path.join(root, ".git")
+    if os.path.isdir(g):
+        return g
+    if os.path.isfile(g):  # a worktree: "gitdir: <path>"
+        with open(g) as f:
+            line = f.read().strip()
+        if line.startswith("gitdir:"):
+            p = line.split(":", 1)[1].strip()
+            return p if os.path.isabs(p) else os.path.join(root, p)
+    return None
+
+
+def _git_hash(root: str = REPO_ROOT) -> str | None:
+    """HEAD's commit, read from the .git files (no git process)."""
+    try:
+        gd = _git_dir(root)
+        if gd is None:
+            return None
+        with open(os.path.join(gd, "HEAD")) as f:
+            head = f.read().strip()
+        if not head.startswith("ref:"):
+            return head
+        ref = head.split(":", 1)[1].strip()
+        common = gd
+        cd = os.path.join(gd, "commondir")
+        if os.path.isfile(cd):
+            with open(cd) as f:
+                common = os.path.normpath(os.path.join(gd, f.read().strip()))
+        for base in (gd, common):
+            p = os.path.join(base, ref)
+            if os.path.isfile(p):
+                with open(p) as f:
+                    return f.read().strip()
+        packed = os.path.join(common, "packed-refs")
+        if os.path.isfile(packed):
+            with open(packed) as f:
+                for line in f:
+                    parts = line.strip().split()
+                    if len(parts) == 2 and parts[1] == ref:
+                        return parts[0]
+    except OSError:
+        pass
+    return None
+
+
+def _git_dirty(root: str = REPO_ROOT) -> bool | None:
+    """True when tracked files differ from HEAD (``git status``); None if ``root`` is not a
+    git checkout or git is unavailable."""
+    import subprocess
+    if _git_dir(root) is None:
+        return None
+    try:
+        out = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if out.returncode != 0:
+        return None
+    return bool(out.stdout.strip())
+
+
+def _version(mod: str) -> str | None:
+    try:
+        from importlib import metadata
+        return metadata.version(mod)
+    except Exception:
+        return None
+
+
+def run_metadata() -> dict:
+    """Where, when and with what a result was measured."""
+    versions = {"python": platform.python_version(), "numpy": np.__version__}
+    for key, dist in (("scipy", "scipy"), ("numba", "numba"), ("numba_cuda", "numba-cuda"),
+                      ("matplotlib", "matplotlib")):
+        versions[key] = _version(dist)
+    cupy_v = None
+    for dist in ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"):
+        cupy_v = _version(dist)
+        if cupy_v:
+            versions["cupy"] = f"{cupy_v} ({dist})"
+            break
+    else:
+        versions["cupy"] = None
+    versions["torch"] = _version("torch")
+    return {
+        "git_hash": _git_hash(),
+        "git_dirty": _git_dirty(),
+        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "argv": list(sys.argv),
+        "versions": versions,
+        "device": device_info(),
+    }

@@ -1,0 +1,136 @@
+"""Fast MACKO encoder (numba, CPU): the same bytes as ``reference.macko.encode``, quicker.
+
+Two compiled passes over the canonical CSR arrays:
+
+1. ``_count_stored``: per row, the stored entries (nonzeros + inserted zeros), giving
+   ``row_ptr``; it also checks, for free, that columns strictly increase within each row and
+   lie in ``[0, cols)`` and that no value is zero, so an already-canonical
+   ``scipy.sparse`` CSR matrix can skip ``canonical_csr`` (if a check fails, the input is
+   canonicalised as in the reference and encoded again);
+2. ``_fill``: writes the values (copied as raw bits, so float16 needs no numba float16
+   support) and packs the codes straight into the ``deltas`` bytes.
+
+The fast path is taken for CSR input (``csr_matrix``/``csr_array``) with
+``has_canonical_format`` (sorted indices, no duplicates: scipy checks this in C and caches
+it) whose values, cast to the requested dtype, contain no zero. Any other input goes through
+``reference._common.canonical_csr`` exactly like the reference encoder.
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from numba import njit
+
+from reference._common import (
+    FormatError, canonical_csr, csr_value_array, index_dtype_for, problem, resolve_dtype,
+)
+from reference.macko import MackoMatrix, check_delta_bits, padded_length
+
+__all__ = ["encode"]
+
+# unsigned integer type with the same width as each value dtype (values are copied as bits)
+_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+@njit(cache=True, nogil=True)
+def _count_stored(indptr, indices, vbits, magnitude_mask, n_cols, b, row_ptr):
+    """Fill ``row_ptr`` (int64 [rows + 1]) with the stored-entry offsets of every row.
+
+    ``vbits`` are the values as unsigned ints of the same width and ``magnitude_mask`` has
+    every bit but the sign bit set (a value is +-0 iff its masked bits are 0). Returns False
+    if a row's
+    columns do not strictly increase, a column is outside ``[0, n_cols)`` or a value is
+    +-0 (the input is then not canonical); True otherwise.
+    """
+    ok = True
+    total = np.int64(0)
+    row_ptr[0] = 0
+    for r in range(indptr.size - 1):
+        prev = -1
+        for k in range(indptr[r], indptr[r + 1]):
+            c = np.int64(indices[k])
+            if c <= prev or c >= n_cols or (vbits[k] & magnitude_mask) == 0:
+                ok = False
+            gap = c - prev
+            total += ((gap - 1) >> b) + 1        # inserted zeros + the entry itself
+            prev = c
+        row_ptr[r + 1] = total
+    return ok
+
+
+@njit(cache=True, nogil=True)
+def _fill(indptr, indices, vbits, b, out_bits, deltas):
+    """Write every stored entry's value bits into ``out_bits`` and pack its code into
+    ``deltas`` (both zero-initialised; padding stays zero)."""
+    per_byte = 8 // b
+    max_code = (1 << b) - 1
+    pos = 0
+    for r in range(indptr.size - 1):
+        prev = -1
+        for k in range(indptr[r], indptr[r + 1]):
+            c = np.int64(indices[k])
+            gap = c - prev
+            for _ in range((gap - 1) >> b):      # inserted zeros: value 0, longest step
+                deltas[pos // per_byte] |= np.uint8(max_code << (b * (pos % per_byte)))
+                pos += 1
+            code = (gap - 1) & max_code
+            deltas[pos // per_byte] |= np.uint8(code << (b * (pos % per_byte)))
+            out_bits[pos] = vbits[k]
+            pos += 1
+            prev = c
+    return pos
+
+
+def _bits(vals: np.ndarray):
+    """``vals`` viewed as unsigned ints of the same width, and the mask of all but the sign bit."""
+    kind = _BITS[vals.dtype.itemsize]
+    return vals.view(kind), kind((1 << (8 * vals.dtype.itemsize - 1)) - 1)
+
+
+def _fast_csr_arrays(A, dt):
+    """(indptr, indices, values) of ``A`` without copying, if it may already be canonical."""
+    if not (sp.issparse(A) and A.format == "csr" and len(A.shape) == 2):
+        return None
+    if not A.has_canonical_format:              # sorted, no duplicates (checked in C, cached)
+        return None
+    data = A.data if A.data.dtype == dt else A.data.astype(dt)
+    return (np.ascontiguousarray(A.indptr), np.ascontiguousarray(A.indices),
+            np.ascontiguousarray(data))
+
+
+def encode(A, delta_bits: int = 4, dtype=None) -> MackoMatrix:
+    """Any scipy.sparse matrix or dense 2-D array -> :class:`MackoMatrix`, byte for byte the
+    result of ``reference.macko.encode(A, delta_bits, dtype)``."""
+    b = check_delta_bits(delta_bits)
+    dt = resolve_dtype(A, dtype)
+    n_rows, n_cols = (int(s) for s in A.shape) if len(getattr(A, "shape", ())) == 2 else (0, 0)
+
+    arrays = _fast_csr_arrays(A, dt)
+    row_ptr = np.empty(n_rows + 1, dtype=np.int64)
+    if arrays is not None:
+        indptr, indices, vals = arrays
+        if not _count_stored(indptr, indices, *_bits(vals), n_cols, b, row_ptr):
+            arrays = None                        # not canonical after all: take the slow road
+    if arrays is None:
+        csr = canonical_csr(A, dt)               # raises the reference's errors on bad input
+        n_rows, n_cols = (int(s) for s in csr.shape)
+        indptr, indices, vals = csr.indptr, csr.indices, csr_value_array(csr, dt)
+        row_ptr = np.empty(n_rows + 1, dtype=np.int64)
+        if not _count_stored(indptr, indices, *_bits(vals), n_cols, b, row_ptr):
+            # only possible if scipy trusted a wrong has_canonical_format flag or the
+            # indices are out of range; never write past the arrays in _fill
+            raise FormatError(problem(
+                "A", "a valid sparse matrix (sorted, in-range column indices)",
+                "indices that are unsorted, repeated or outside [0, cols) after "
+                "canonicalisation", "call A.has_sorted_indices = False; A.sort_indices(); "
+                "A.sum_duplicates(), or rebuild A"))
+
+    n_stored = int(row_ptr[-1])
+    n_padded = padded_length(n_stored)
+    values = np.zeros(n_padded, dtype=dt)
+    deltas = np.zeros(n_padded * b // 8, dtype=np.uint8)
+    _fill(indptr, indices, vals.view(_BITS[dt.itemsize]), b,
+          values.view(_BITS[dt.itemsize]), deltas)
+    return MackoMatrix(values=values, deltas=deltas,
+                       row_ptr=row_ptr.astype(index_dtype_for(n_padded), copy=False),
+                       shape=(n_rows, n_cols), delta_bits=b)

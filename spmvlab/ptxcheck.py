@@ -1,0 +1,101 @@
+"""Compile every kernel of every registered format to PTX for compute capability 9.0.
+
+The CUDA simulator runs kernels with NumPy semantics, not Numba's typing, so a kernel can
+pass every simulator test and still fail to compile for the GPU (uint32 arithmetic widened to
+64 bits, shuffles of unsupported types, ...). This check catches that on a CPU-only machine:
+it needs NVVM, which ``numba-cuda[cu13]`` (in the ``test`` extra) installs.
+
+Run: ``NUMBA_ENABLE_CUDASIM=0 python -m spmvlab.ptxcheck`` (exit code 1 on any failure).
+Targets may list regular expressions their PTX must contain (e.g. 16-byte loads).
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib
+import os
+import re
+import sys
+import time
+import types
+
+CC = (9, 0)
+
+
+@contextlib.contextmanager
+def _pretend_device(cc=CC):
+    """Kernels that call device functions ask for the current device's compute capability;
+    with no GPU there is none, so answer with ``cc`` while compiling."""
+    from numba.cuda import dispatcher
+    fake = types.SimpleNamespace(compute_capability=cc, id=0, name=b"ptxcheck")
+    saved = dispatcher.get_current_device
+    dispatcher.get_current_device = lambda: fake
+    try:
+        yield
+    finally:
+        dispatcher.get_current_device = saved
+
+
+def kernel_modules():
+    """Every kernel module: the registered formats' plus the dense baseline."""
+    from spmvlab import formats
+    mods = []
+    for info in formats.all_formats():
+        if info.kernels:
+            mods.append(info.kernels)
+    mods.append("spmvlab.kernels.dense")
+    seen, out = set(), []
+    for m in mods:
+        if m not in seen:
+            seen.add(m)
+            out.append(m)
+    return out
+
+
+def check(verbose: bool = True, pattern: str | None = None) -> list[tuple[str, str]]:
+    """Compile all targets; return (label, error) for each failure."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        raise RuntimeError("ptxcheck needs the real numba.cuda compiler: run with NUMBA_ENABLE_CUDASIM=0")
+    os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
+    from spmvlab._cuda import cuda
+
+    failures = []
+    n = 0
+    t0 = time.perf_counter()
+    with _pretend_device():
+        for modname in kernel_modules():
+            try:
+                mod = importlib.import_module(modname)
+            except ImportError as exc:
+                failures.append((modname, f"import failed: {exc}"))
+                continue
+            for target in mod.ptx_targets():
+                if pattern and not re.search(pattern, target.label):
+                    continue
+                n += 1
+                try:
+                    disp = target.build()
+                    ptx, _ = cuda.compile_ptx(disp.py_func, target.signature, cc=CC)
+                    for rx in getattr(target, "expects", ()):
+                        if not re.search(rx, ptx):
+                            raise AssertionError(f"PTX lacks /{rx}/")
+                    if verbose:
+                        print(f"ok    {target.label}")
+                except Exception as exc:  # report every failure, keep going
+                    msg = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+                    failures.append((target.label, msg))
+                    if verbose:
+                        print(f"FAIL  {target.label}: {msg}")
+    if verbose:
+        print(f"{n - len(failures)}/{n} kernels compiled for sm_{CC[0]}{CC[1]} "
+              f"in {time.perf_counter() - t0:.1f} s")
+    return failures
+
+
+def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    failures = check(pattern=argv[0] if argv else None)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

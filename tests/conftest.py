@@ -1,0 +1,55 @@
+"""Test-suite setup.
+
+* With no CUDA GPU, Numba's CUDA simulator is switched on before numba.cuda is imported
+  (``spmvlab._cuda`` does it) and spmvlab's warp-collective emulation is installed; on a GPU
+  the same kernel tests run for real.
+* Hypothesis profiles: ``ci`` (small, bounded, derandomized, prints reproduction blobs),
+  ``dev`` and ``thorough``. Choose with ``--hypothesis-profile=NAME`` or the
+  ``HYPOTHESIS_PROFILE`` environment variable (default ``dev``).
+"""
+import os
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+TESTS = os.path.dirname(os.path.abspath(__file__))
+if TESTS not in sys.path:
+    sys.path.insert(0, TESTS)
+
+from spmvlab._cuda import SIMULATOR  # noqa: E402  (decides simulator vs GPU first)
+
+_common = dict(deadline=None, print_blob=True,
+               suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                      HealthCheck.filter_too_much])
+settings.register_profile("ci", max_examples=12, derandomize=True, **_common)
+settings.register_profile("dev", max_examples=30, **_common)
+settings.register_profile("thorough", max_examples=400, **_common)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
+
+
+def pytest_report_header(config):
+    from spmvlab._cuda import backend_name
+    return f"spmvlab kernels run on: {backend_name()}"
+
+
+def pytest_collection_modifyitems(config, items):
+    if SIMULATOR:
+        skip = pytest.mark.skip(reason="needs a real CUDA GPU (running in the simulator)")
+        for item in items:
+            if "gpu" in item.keywords:
+                item.add_marker(skip)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(12345)
+
+
+@pytest.fixture(scope="session")
+def simulator():
+    return SIMULATOR

@@ -1,0 +1,122 @@
+"""Hypothesis strategies shared by every format's tests.
+
+``sparse_inputs`` draws small COO matrices (duplicates allowed) with forced edge cases:
+no nonzeros, empty rows, 1xN and Nx1, sizes that are not multiples of 32, and, on request,
+NaN/Inf and huge/tiny values. ``llm_like`` draws uniform masks at LLM sparsities and
+``power_law`` skewed row lengths. The matrix is built from a drawn seed, so a failing
+example is reproduced from the blob Hypothesis prints.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+from hypothesis import strategies as st
+
+DTYPES = (np.float16, np.float32, np.float64)
+
+# magnitudes that stress each dtype without making float32 sums overflow
+HUGE = {np.float16: 3.0e4, np.float32: 1.0e18, np.float64: 1.0e150}
+TINY = {np.float16: 6.0e-8, np.float32: 1.0e-38, np.float64: 1.0e-300}
+
+
+@dataclasses.dataclass
+class Case:
+    """One drawn test matrix with the operands to multiply it by."""
+
+    A: sp.coo_matrix            # possibly with duplicates; float16 cases hold values in float32
+    dtype: type                 # the value dtype to encode with
+    x: np.ndarray               # length n_cols, in dtype
+    X: np.ndarray               # (n_cols, k), in dtype
+    label: str
+
+    def __repr__(self):
+        return (f"Case({self.label}, shape={self.A.shape}, nnz={self.A.nnz}, "
+                f"dtype={np.dtype(self.dtype).name})")
+
+
+def _values(rng, n, dtype, special: bool, extremes: bool):
+    v = rng.standard_normal(n)
+    if extremes and n:
+        pick = rng.random(n)
+        v = np.where(pick < 0.1, v * HUGE[dtype], v)
+        v = np.where((pick >= 0.1) & (pick < 0.2), np.sign(v) * TINY[dtype] * 4, v)
+    if special and n:
+        pick = rng.random(n)
+        v = np.where(pick < 0.05, np.nan, v)
+        v = np.where((pick >= 0.05) & (pick < 0.1), np.inf, v)
+        v = np.where((pick >= 0.1) & (pick < 0.15), -np.inf, v)
+    return v.astype(dtype)
+
+
+def _sparse_ok(vals):
+    """scipy.sparse has no float16: hold float16 values exactly in float32."""
+    return vals.astype(np.float32) if vals.dtype == np.float16 else vals
+
+
+def build_case(seed: int, n_rows: int, n_cols: int, density: float, dtype, k: int = 3,
+               special: bool = False, extremes: bool = False, duplicates: bool = False,
+               empty_rows: bool = False, label: str = "random") -> Case:
+    rng = np.random.default_rng(seed)
+    nnz = int(round(density * n_rows * n_cols))
+    flat = rng.choice(n_rows * n_cols, size=nnz, replace=False) if n_rows * n_cols else np.zeros(0, int)
+    rows, cols = np.divmod(flat, max(n_cols, 1))
+    if empty_rows and n_rows > 1:
+        keep = rows % 3 != 1
+        rows, cols = rows[keep], cols[keep]
+    if duplicates and rows.size:
+        extra = rng.integers(0, rows.size, size=max(1, rows.size // 4))
+        rows, cols = np.concatenate([rows, rows[extra]]), np.concatenate([cols, cols[extra]])
+    vals = _values(rng, rows.size, dtype, special, extremes)
+    A = sp.coo_matrix((_sparse_ok(vals), (rows, cols)), shape=(n_rows, n_cols))
+    x = _values(rng, n_cols, dtype, special and rng.random() < 0.3, False)
+    X = _values(rng, n_cols * k, dtype, False, False).reshape(n_cols, k)
+    return Case(A=A, dtype=dtype, x=x, X=X, label=label)
+
+
+SHAPES_EDGE = [(0, 0), (0, 5), (5, 0), (1, 1), (1, 33), (33, 1), (1, 70), (70, 1), (31, 33), (33, 65)]
+
+
+@st.composite
+def sparse_inputs(draw, max_rows=40, max_cols=40, dtypes=DTYPES, special=None, extremes=None,
+                  max_k=4):
+    """A :class:`Case`; every ~4th draw is one of the forced edge shapes."""
+    dtype = draw(st.sampled_from(dtypes))
+    if draw(st.integers(0, 3)) == 0:
+        n_rows, n_cols = draw(st.sampled_from(SHAPES_EDGE))
+        label = "edge-shape"
+    else:
+        n_rows = draw(st.integers(1, max_rows))
+        n_cols = draw(st.integers(1, max_cols))
+        label = "random"
+    density = draw(st.sampled_from([0.0, 0.05, 0.3, 0.6, 1.0]))
+    return build_case(
+        seed=draw(st.integers(0, 2**32 - 1)), n_rows=n_rows, n_cols=n_cols, density=density,
+        dtype=dtype, k=draw(st.integers(1, max_k)),
+        special=draw(st.booleans()) if special is None else special,
+        extremes=draw(st.booleans()) if extremes is None else extremes,
+        duplicates=draw(st.booleans()), empty_rows=draw(st.booleans()), label=label)
+
+
+@st.composite
+def llm_like(draw, max_rows=48, max_cols=96, dtypes=DTYPES):
+    """Uniform random mask at an LLM sparsity (30-95 %), Gaussian values."""
+    dtype = draw(st.sampled_from(dtypes))
+    sparsity = draw(st.sampled_from([0.3, 0.5, 0.7, 0.9, 0.95]))
+    return build_case(seed=draw(st.integers(0, 2**32 - 1)), n_rows=draw(st.integers(1, max_rows)),
+                      n_cols=draw(st.integers(1, max_cols)), density=1 - sparsity, dtype=dtype,
+                      label=f"llm@{sparsity:.0%}")
+
+
+def power_law_case(seed: int, n_rows: int, n_cols: int, dtype, alpha: float = 1.5, k: int = 2) -> Case:
+    """Row lengths drawn from a Zipf law (capped at n_cols): a few long rows, many short."""
+    rng = np.random.default_rng(seed)
+    lengths = np.minimum(rng.zipf(alpha, size=n_rows), n_cols)
+    rows = np.repeat(np.arange(n_rows), lengths)
+    cols = np.concatenate([rng.choice(n_cols, size=l, replace=False) for l in lengths]) \
+        if n_rows else np.zeros(0, int)
+    vals = _values(rng, rows.size, dtype, False, False)
+    A = sp.coo_matrix((_sparse_ok(vals), (rows, cols)), shape=(n_rows, n_cols))
+    return Case(A=A, dtype=dtype, x=_values(rng, n_cols, dtype, False, False),
+                X=_values(rng, n_cols * k, dtype, False, False).reshape(n_cols, k), label="power-law")

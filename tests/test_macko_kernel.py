@@ -1,0 +1,71 @@
+"""MACKO kernels vs reference vs scipy (simulator on CPU, real on GPU)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given
+from hypothesis import strategies as st
+
+import reference.macko as R
+from reference._common import DTypeError, OptionError
+from spmvlab.kernels import macko as K
+from strategies import build_case, llm_like, power_law_case, sparse_inputs
+from parity import check_parity
+
+CFG = {u: K.MackoConfig(threads_per_block=64, unroll=u) for u in (1, 2, 4)}
+KDTYPES = (np.float16, np.float32)
+
+
+@pytest.mark.parametrize("delta_bits", [1, 2, 4, 8])
+@given(case=sparse_inputs(max_rows=10, max_cols=80, dtypes=KDTYPES), unroll=st.sampled_from([1, 2, 4]))
+def test_parity_random(delta_bits, case, unroll):
+    M = R.encode(case.A, delta_bits=delta_bits, dtype=case.dtype)
+    check_parity(R, K, M, case.x, case.X, spmv_kwargs=dict(config=CFG[unroll]),
+                 spmm_kwargs=dict(config=CFG[unroll]))
+
+
+@given(case=llm_like(max_rows=8, max_cols=700, dtypes=KDTYPES))
+def test_parity_llm_like_long_rows(case):
+    """Rows longer than a chunk (256 stored entries) and than unroll x chunk."""
+    M = R.encode(case.A, delta_bits=4, dtype=case.dtype)
+    check_parity(R, K, M, case.x, spmv_kwargs=dict(config=CFG[2]))
+
+
+@pytest.mark.parametrize("unroll", [1, 2, 4])
+def test_rows_not_multiple_of_32_and_empty_rows(unroll):
+    case = build_case(seed=3, n_rows=37, n_cols=150, density=0.4, dtype=np.float16,
+                      empty_rows=True)
+    M = R.encode(case.A, dtype=np.float16)
+    check_parity(R, K, M, case.x, np.ascontiguousarray(case.X[:, :1]), spmv_kwargs=dict(config=CFG[unroll]),
+                 spmm_kwargs=dict(config=CFG[unroll]))
+
+
+def test_single_column_and_single_row():
+    for shape in [(9, 1), (1, 600), (1, 1)]:
+        case = build_case(seed=1, n_rows=shape[0], n_cols=shape[1], density=0.6, dtype=np.float32)
+        check_parity(R, K, R.encode(case.A), case.x, case.X, spmv_kwargs=dict(config=CFG[2]))
+
+
+def test_no_nonzeros():
+    M = R.encode(sp.csr_matrix((5, 40), dtype=np.float32))
+    y = K.spmv(M, np.ones(40, np.float32), config=CFG[2])
+    assert np.array_equal(y, np.zeros(5, np.float32))
+
+
+def test_spmm_wide_batch_tiles():
+    """k = 70 needs two 64-column tiles."""
+    case = build_case(seed=5, n_rows=3, n_cols=50, density=0.5, dtype=np.float16, k=70)
+    check_parity(R, K, R.encode(case.A, dtype=np.float16), case.x, case.X,
+                 spmm_kwargs=dict(config=CFG[1]))
+
+
+def test_power_law_rows():
+    case = power_law_case(seed=11, n_rows=6, n_cols=900, dtype=np.float32, alpha=1.2)
+    check_parity(R, K, R.encode(case.A), case.x, spmv_kwargs=dict(config=CFG[4]))
+
+
+def test_unsupported_dtype_and_config():
+    M = R.encode(np.eye(3), dtype=np.float64)
+    with pytest.raises(DTypeError, match="float16, float32"):
+        K.spmv(M, np.ones(3))
+    with pytest.raises(OptionError, match="unroll"):
+        K.MackoConfig(unroll=3)
