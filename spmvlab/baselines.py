@@ -24,7 +24,8 @@ Vendor libraries (imported inside functions only; missing ones raise
   (generic ``cusparseSpMV`` with a preallocated y; falls back to ``A @ x``) or, for float16
   (cupyx refuses float16 CSR), through torch's sparse CSR tensor and ``torch.mv``
   (``pip install -e .[torch]``), which also calls ``cusparseSpMV`` (float32 compute).
-* :class:`CusparseCOO` - cuSPARSE COO SpMV through cupyx (float32/float64).
+* :class:`CusparseCOO` - cuSPARSE COO SpMV through ``cupyx.cusparse.spmv`` (float32/float64;
+  the fallback ``coo_matrix @ x`` is ~100x slower: it converts on every call).
 
 spmvlab's own kernels in the same interface: :class:`NumbaDense` (``kernels/dense.py``, the
 dense baseline when CuPy is missing) and :class:`NumbaCSR` (``kernels/csr.py``).
@@ -38,6 +39,7 @@ pad kernels order correctly before torch work. Time torch baselines with
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -324,7 +326,6 @@ class CusparseCSR(_Baseline):
         if backend == "cupy":
             cp = import_cupy("CusparseCSR (cupyx.scipy.sparse)")
             _no_gpu("CusparseCSR")
-            import cupyx
             import cupyx.scipy.sparse as csp
             self._cp = cp
             self._A = csp.csr_matrix((cp.asarray(values), cp.asarray(indices), cp.asarray(indptr)),
@@ -346,9 +347,12 @@ class CusparseCSR(_Baseline):
             self._torch = torch
             tdt = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64}[self.dtype.name]
             dev = torch.device("cuda")
-            self._A = torch.sparse_csr_tensor(
-                torch.from_numpy(indptr).to(dev), torch.from_numpy(indices).to(dev),
-                torch.from_numpy(values).to(dev), size=self.shape, dtype=tdt, device=dev)
+            with warnings.catch_warnings():  # "sparse CSR support is in beta"
+                warnings.simplefilter("ignore", UserWarning)
+                self._A = torch.sparse_csr_tensor(
+                    torch.from_numpy(np.array(indptr)).to(dev), torch.from_numpy(np.array(indices)).to(dev),
+                    torch.from_numpy(np.array(values)).to(dev), size=self.shape, dtype=tdt, device=dev,
+                    check_invariants=False)  # canonical CSR from reference.csr.encode
             self._y = torch.empty(self.shape[0], dtype=tdt, device=dev)
             self.impl = "torch.mv(out=y)"
         self.set_x(_default_x(self.shape[1], self.dtype) if x is None else x)
@@ -362,7 +366,7 @@ class CusparseCSR(_Baseline):
         if self.backend == "cupy":
             self._x = self._cp.asarray(x)
         else:
-            self._x = self._torch.from_numpy(x).to("cuda")
+            self._x = self._torch.from_numpy(np.array(x)).to("cuda")
 
     def run(self):
         if self.backend == "cupy":
@@ -405,6 +409,7 @@ class CusparseCOO(_Baseline):
         self._cp = cp
         self._host = A
         self._A = csp.coo_matrix((cp.asarray(vals), (cp.asarray(rows), cp.asarray(cols))), shape=self.shape)
+        self._A.sum_duplicates()  # cupyx.cusparse.spmv wants has_canonical_format (a no-op sort here)
         self._y = cp.empty(self.shape[0], dtype=self.dtype)
         self.nbytes = self._bytes(rows.nbytes + cols.nbytes + vals.nbytes)
         spmv = None

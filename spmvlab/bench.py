@@ -7,8 +7,8 @@ Per repetition, on the legacy default stream (stream 0, which numba, CuPy's
 ``cupy.cuda.Stream.null`` and torch's default stream all are unless a program opts into
 per-thread default streams):
 
-1. cold mode only: a numba kernel overwrites a device buffer of ``flush_bytes`` (default
-   2 x the device's L2 size), evicting ``fn``'s data from L2;
+1. cold mode only: a numba kernel reads (default) or overwrites a device buffer of
+   ``flush_bytes`` (default 2 x the device's L2 size), evicting ``fn``'s data from L2;
 2. a one-thread numba kernel sleeps ``pad_us`` microseconds. While the GPU sleeps the host
    records the start event and calls ``fn``, so by the time the GPU reaches the start event
    all of ``fn``'s launches are queued behind it: the events measure GPU time only, never
@@ -170,7 +170,7 @@ def _blocks() -> int:
     return 8 * (_device_attr("MULTIPROCESSOR_COUNT", 132) or 132)
 
 
-def flush_l2(nbytes: int | None = None, mode: str = "write"):
+def flush_l2(nbytes: int | None = None, mode: str = "read"):
     """Evict L2 on the default stream: overwrite (``mode="write"``) or read (``"read"``)
     ``nbytes`` (default 2 x L2) of a device buffer.
 
@@ -250,12 +250,16 @@ def _sync(kind: str):
 
 def time_fn(fn: Callable[[], object], *, reps: int = 60, warmup: int = 10, cold: bool = True,
             flush_bytes: int | None = None, events: str = "numba",
-            pad_us: int | None = None, flush: str = "write") -> Timing:
+            pad_us: int | None = None, flush: str = "read") -> Timing:
     """Time ``fn()`` (a zero-argument callable that launches GPU work on the default stream)
     with CUDA events; see the module docstring for what one timed call does.
 
     cold        flush L2 (overwrite ``flush_bytes``, default 2 x L2) before every timed call
-    flush       "write" (overwrite the buffer, default) or "read" (read it): see flush_l2
+    flush       "read" (default: read a 2 x L2 buffer, L2 ends up holding its clean lines) or
+                "write" (overwrite it). Measured on the H100: a write flush leaves ~50 MB of
+                dirty lines whose write-back lands inside the timed call and adds 6-10 us to
+                every cold time (cuBLAS fp16 4096x11008: 46.8 us write-flushed, 37.0 us
+                read-flushed; matrices larger than L2 time the same either way)
     events      "numba" (default), "cupy" or "torch": whose events bracket ``fn``
     pad_us      GPU sleep before the start event, so the host can queue ``fn`` ahead of the
                 GPU; default: 1.5 x the slowest host-side duration of a warm-up call + 50 us
