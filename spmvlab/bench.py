@@ -454,9 +454,14 @@ def run_metadata() -> dict:
     else:
         versions["cupy"] = None
     versions["torch"] = _version("torch")
+    # a copy of the tree without .git (e.g. shipped to a GPU machine) names its commit in
+    # SPMVLAB_GIT_HASH / SPMVLAB_GIT_DIRTY
+    env_hash = os.environ.get("SPMVLAB_GIT_HASH")
+    env_dirty = os.environ.get("SPMVLAB_GIT_DIRTY")
     return {
-        "git_hash": _git_hash(),
-        "git_dirty": _git_dirty(),
+        "git_hash": _git_hash() or env_hash,
+        "git_dirty": _git_dirty() if _git_dir(REPO_ROOT) else (
+            None if env_dirty is None else env_dirty == "1"),
         "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "hostname": socket.gethostname(),
         "platform": platform.platform(),

@@ -9,7 +9,7 @@ every call when ``cold``), and returns one row per method. Methods are named:
 ``csr_vector``    numba CSR, warp per row, 4-entry vector loads
 ``csr_scalar``    numba CSR, thread per row
 ``numba_dense``   numba dense GEMV (fallback when CuPy is missing)
-``macko``         numba MACKO, default config; ``macko_u{1,2,4}_t{128,256,512}`` variants
+``macko``         numba MACKO, default config; ``macko_u{1,2,4}_t{128,256,512}_e{1,2,4,8}`` variants
 
 Bytes moved per call = bytes the format stores + x + y (dense: rows*cols*itemsize + x + y).
 """
@@ -33,9 +33,10 @@ def _relative_error(y, exact, S) -> float:
 
 
 def _macko_config(name: str):
-    """``macko`` -> default config; ``macko_u2_t128`` -> unroll 2, 128 threads per block."""
+    """``macko`` -> default config; ``macko_u2_t128`` -> unroll 2, 128 threads per block;
+    ``macko_e2`` -> 2 entries per lane (interleaved layout)."""
     from spmvlab.kernels.macko import MackoConfig
-    keys = {"u": "unroll", "t": "threads_per_block"}
+    keys = {"u": "unroll", "t": "threads_per_block", "e": "entries_per_lane"}
     return MackoConfig(**{keys[part[0]]: int(part[1:]) for part in name.split("_")[1:]})
 
 

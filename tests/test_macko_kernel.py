@@ -15,12 +15,30 @@ CFG = {u: K.MackoConfig(threads_per_block=64, unroll=u) for u in (1, 2, 4)}
 KDTYPES = (np.float16, np.float32)
 
 
+def configs_for(delta_bits):
+    """Every SpMV layout valid for this code width: 8 entries per lane x unroll 1/2/4, and
+    the interleaved layouts with entries_per_lane x delta_bits in 8..64 bits."""
+    out = list(CFG.values())
+    out += [K.MackoConfig(threads_per_block=64, entries_per_lane=e) for e in (1, 2, 4)
+            if e * delta_bits in (8, 16, 32, 64)]
+    return out
+
+
 @pytest.mark.parametrize("delta_bits", [1, 2, 4, 8])
-@given(case=sparse_inputs(max_rows=10, max_cols=80, dtypes=KDTYPES), unroll=st.sampled_from([1, 2, 4]))
-def test_parity_random(delta_bits, case, unroll):
+@given(case=sparse_inputs(max_rows=10, max_cols=80, dtypes=KDTYPES), data=st.data())
+def test_parity_random(delta_bits, case, data):
     M = R.encode(case.A, delta_bits=delta_bits, dtype=case.dtype)
-    check_parity(R, K, M, case.x, case.X, spmv_kwargs=dict(config=CFG[unroll]),
-                 spmm_kwargs=dict(config=CFG[unroll]))
+    cfg = data.draw(st.sampled_from(configs_for(delta_bits)), label="config")
+    check_parity(R, K, M, case.x, case.X, spmv_kwargs=dict(config=cfg),
+                 spmm_kwargs=dict(config=cfg))
+
+
+@pytest.mark.parametrize("entries_per_lane", [2, 4])
+def test_interleaved_layout_long_rows(entries_per_lane):
+    """Rows spanning several chunks, starting at every offset mod 8, for the interleaved layouts."""
+    case = build_case(seed=entries_per_lane, n_rows=9, n_cols=700, density=0.5, dtype=np.float16)
+    cfg = K.MackoConfig(threads_per_block=64, entries_per_lane=entries_per_lane)
+    check_parity(R, K, R.encode(case.A, dtype=np.float16), case.x, spmv_kwargs=dict(config=cfg))
 
 
 @given(case=llm_like(max_rows=8, max_cols=700, dtypes=KDTYPES))
@@ -69,3 +87,6 @@ def test_unsupported_dtype_and_config():
         K.spmv(M, np.ones(3))
     with pytest.raises(OptionError, match="unroll"):
         K.MackoConfig(unroll=3)
+    with pytest.raises(OptionError, match="entries_per_lane"):
+        K.spmv(R.encode(np.eye(3, dtype=np.float32), delta_bits=2), np.ones(3, np.float32),
+               config=K.MackoConfig(entries_per_lane=2))

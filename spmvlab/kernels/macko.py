@@ -33,7 +33,7 @@ from ._common import (
     FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_value_dtype, finish,
     prepare, to_dev,
 )
-from ._intrinsics import vload4, vload8
+from ._intrinsics import vload2, vload4, vload8
 
 __all__ = ["MackoConfig", "DeviceMacko", "to_device", "spmv", "spmm", "ptx_targets"]
 
@@ -46,10 +46,21 @@ _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 @dataclasses.dataclass(frozen=True)
 class MackoConfig:
-    """Launch settings: threads per block (multiple of 32) and chunks loaded ahead (1, 2, 4)."""
+    """Launch settings.
+
+    threads_per_block  multiple of 32
+    unroll             chunks of 256 entries loaded before the first is used (1, 2, 4;
+                       entries_per_lane=8 only)
+    entries_per_lane   8: lane l owns 8 consecutive entries of a chunk (one 16-byte load);
+                       1, 2 or 4: the chunk is cut into 8/E blocks of 32E entries and lane l
+                       owns E consecutive entries of each block, so the k-th x gather of the
+                       warp touches 32E consecutive entries (fewer cache lines) at the price
+                       of narrower loads and one warp scan per two blocks
+    """
 
     threads_per_block: int = 256
-    unroll: int = 2
+    unroll: int = 1
+    entries_per_lane: int = 8
 
     def __post_init__(self):
         if self.threads_per_block % WARP or not 32 <= self.threads_per_block <= 1024:
@@ -57,14 +68,27 @@ class MackoConfig:
                                       "a multiple of 32 in [32, 1024]", self.threads_per_block))
         if self.unroll not in (1, 2, 4):
             raise OptionError(problem("MackoConfig.unroll", "1, 2 or 4", self.unroll))
+        if self.entries_per_lane not in (1, 2, 4, 8):
+            raise OptionError(problem("MackoConfig.entries_per_lane", "1, 2, 4 or 8",
+                                      self.entries_per_lane))
+
+    def check(self, delta_bits: int):
+        """The interleaved layouts read codes as words of entries_per_lane x delta_bits bits."""
+        bits = self.entries_per_lane * delta_bits
+        if bits not in (8, 16, 32, 64):
+            raise OptionError(problem("MackoConfig.entries_per_lane",
+                                      f"a value with entries_per_lane x delta_bits in 8..64 bits "
+                                      f"(delta_bits={delta_bits})", self.entries_per_lane,
+                                      "use entries_per_lane=8"))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DeviceMacko:
-    """A :class:`MackoMatrix` on the device (codes viewed as one word per 8 entries)."""
+    """A :class:`MackoMatrix` on the device; ``codes`` are the packed bytes, viewed as words
+    of entries_per_lane x delta_bits bits at launch."""
 
     row_ptr: object
-    words: object
+    codes: object
     values: object
     shape: tuple
     dtype: np.dtype
@@ -77,12 +101,12 @@ def to_device(M: MackoMatrix) -> DeviceMacko:
         return M
     M.validate()
     check_value_dtype(M.dtype, KERNEL_DTYPES, "MACKO kernel")
-    words = np.ascontiguousarray(M.deltas).view(_WORD[M.delta_bits])
+    words = np.ascontiguousarray(M.deltas)
     vals = M.values
     if vals.size == 0:  # keep a non-empty buffer so loads are always in bounds
         vals = np.zeros(8, vals.dtype)
-        words = np.zeros(1, _WORD[M.delta_bits])
-    return DeviceMacko(row_ptr=to_dev(M.row_ptr), words=to_dev(words), values=to_dev(vals),
+        words = np.zeros(M.delta_bits, np.uint8)
+    return DeviceMacko(row_ptr=to_dev(M.row_ptr), codes=to_dev(words), values=to_dev(vals),
                        shape=M.shape, dtype=M.dtype, delta_bits=M.delta_bits, nbytes=M.nbytes)
 
 
@@ -317,6 +341,107 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
     return macko_spmm
 
 
+def _word_dtype(entries_per_lane: int, delta_bits: int):
+    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[entries_per_lane * delta_bits]
+
+
+def _words(D: DeviceMacko, entries_per_lane: int):
+    """The packed codes as one word per ``entries_per_lane`` entries."""
+    return D.codes.view(_word_dtype(entries_per_lane, D.delta_bits))
+
+
+@functools.lru_cache(maxsize=None)
+def _spmv_kernel_interleaved(dtype_name: str, delta_bits: int, cfg: MackoConfig):
+    acc = acc_type(dtype_name)
+    warp_scan = _parts(dtype_name, delta_bits)[2]
+    warp_sum = _parts(dtype_name, delta_bits)[4]
+    wpb = cfg.threads_per_block // WARP
+    E = cfg.entries_per_lane
+    NB = 8 // E                  # blocks per chunk
+    BLK = WARP * E               # entries per block
+    b = delta_bits
+    cmask = (1 << b) - 1
+    int32 = np.int32
+    accnp = np.float64 if dtype_name == "float64" else np.float32
+    vload = {2: vload2, 4: vload4}.get(E)
+
+    @cuda.jit(device=True, inline=True)
+    def load_e(values, p):
+        if E == 1:
+            return (values[p],)
+        return vload(values, p)
+
+    @cuda.jit(device=True, inline=True)
+    def steps(w, p, start, end, interior):
+        """Sum of the steps of this lane's E entries of a block (masked outside the row)."""
+        loc = int32(0)
+        for t in range(E):
+            q = p + t
+            if interior or (q >= start and q < end):
+                loc = int32(loc + ((w >> (b * t)) & cmask) + 1)
+        return loc
+
+    @cuda.jit(device=True, inline=True)
+    def dot(w, vl, j, p, start, end, col, x, s, interior):
+        for t in range(E):
+            q = p + t
+            if interior or (q >= start and q < end):
+                col = int32(col + ((w >> (b * t)) & cmask) + 1)
+                s += vl[j * E + t] * acc(x[np.uint32(col)])
+        return s
+
+    @cuda.jit
+    def macko_spmv_interleaved(row_ptr, words, values, x, y):
+        """Warp w of block b computes y[b * warps_per_block + w]. A chunk of 256 stored
+        entries starting at ``base`` is NB blocks of 32E entries; lane l owns entries
+        [base + j*32E + l*E, ... + E) of block j. All NB blocks are loaded first; then
+        per pair of blocks one warp scan of the lanes' step sums packed as two 16-bit fields
+        gives every entry's column."""
+        lane = cuda.threadIdx.x % WARP
+        r = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
+        if r >= y.shape[0]:
+            return
+        start = row_ptr[r]
+        end = row_ptr[r + 1]
+        last = values.shape[0] - E
+        base = start - start % E
+        running = int32(0)
+        s = acc(0)
+        vl = cuda.local.array(8, accnp)
+        wl = cuda.local.array(8, np.int64)
+        while base < end:
+            interior = base >= start and base + CHUNK <= end
+            for j in range(NB):
+                pl = min(base + j * BLK + lane * E, last)
+                v = load_e(values, pl)
+                for t in range(E):
+                    vl[j * E + t] = acc(v[t])
+                wl[j] = np.int64(words[pl // E])
+            for jj in range(0, NB, 2):
+                p0 = base + jj * BLK + lane * E
+                lo = steps(wl[jj], p0, start, end, interior)
+                hi = int32(0)
+                if NB > 1:
+                    hi = steps(wl[jj + 1], p0 + BLK, start, end, interior)
+                packed = int32(lo | (hi << 16))
+                incl = warp_scan(packed, lane)
+                total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
+                excl = int32(incl - packed)
+                s = dot(wl[jj], vl, jj, p0, start, end, int32(running + (excl & 0xFFFF) - 1),
+                        x, s, interior)
+                running = int32(running + (total & 0xFFFF))
+                if NB > 1:
+                    s = dot(wl[jj + 1], vl, jj + 1, p0 + BLK, start, end,
+                            int32(running + (excl >> 16) - 1), x, s, interior)
+                    running = int32(running + (total >> 16))
+            base += CHUNK
+        s = warp_sum(s)
+        if lane == 0:
+            y[r] = s
+
+    return macko_spmv_interleaved
+
+
 # ---------------------------------------------------------------------------------------------
 # public wrappers
 # ---------------------------------------------------------------------------------------------
@@ -327,9 +452,12 @@ def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
     n_rows, n_cols = D.shape
     ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
     if n_rows:
-        k = _spmv_kernel(D.dtype.name, D.delta_bits, config)
+        config.check(D.delta_bits)
+        e = config.entries_per_lane
+        build = _spmv_kernel if e == 8 else _spmv_kernel_interleaved
+        k = build(D.dtype.name, D.delta_bits, config)
         k[blocks_for(n_rows, config.threads_per_block // WARP), config.threads_per_block](
-            D.row_ptr, D.words, D.values, ops.x, ops.out)
+            D.row_ptr, _words(D, e), D.values, ops.x, ops.out)
     return finish(ops, out)
 
 
@@ -342,7 +470,7 @@ def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
     if n_rows and k_cols:
         k = _spmm_kernel(D.dtype.name, D.delta_bits, config)
         grid = (blocks_for(n_rows, config.threads_per_block // WARP), blocks_for(k_cols, SPMM_COLS))
-        k[grid, config.threads_per_block](D.row_ptr, D.words, D.values, ops.x, ops.out)
+        k[grid, config.threads_per_block](D.row_ptr, _words(D, 8), D.values, ops.x, ops.out)
     return finish(ops, out)
 
 
@@ -351,6 +479,14 @@ def ptx_targets():
     out = []
     for dt in KERNEL_DTYPES:
         for b in DELTA_BITS:
+            for e in (1, 2, 4):
+                if e * b not in (8, 16, 32, 64):
+                    continue
+                word = np.dtype(_word_dtype(e, b)).name
+                sig = f"void(int32[::1], {array_sig(word)}, {array_sig(dt)}, {array_sig(dt)}, {array_sig(dt)})"
+                out.append(PTXTarget(f"macko.spmv[{dt},b{b},e{e}]",
+                                     functools.partial(_spmv_kernel_interleaved, dt, b,
+                                                       MackoConfig(entries_per_lane=e)), sig))
             word = np.dtype(_WORD[b]).name
             args = f"(int32[::1], {array_sig(word)}, {array_sig(dt)}, {array_sig(dt)}, {array_sig(dt)})"
             args2 = (f"(int32[::1], {array_sig(word)}, {array_sig(dt)}, "
