@@ -18,7 +18,7 @@ from spmvlab import experiment as X  # noqa: E402
 
 NAME = "tune_macko"
 VARIANTS = ["macko_u1_t256", "macko_u2_t256", "macko_u4_t256", "macko_u2_t128", "macko_u2_t512",
-            "macko_u4_t128", "macko_e1_t256", "macko_e2_t256", "macko_e4_t256", "macko_e2_t128",
+            "macko_u4_t128", "macko_e2_t256", "macko_e4_t256", "macko_e2_t128",
             "macko_e2_t512"]
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.3, 0.5, 0.7, 0.9],
             dtype="float16", methods=["cublas", "cusparse", "csr_vector"] + VARIANTS,

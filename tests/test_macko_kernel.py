@@ -90,3 +90,21 @@ def test_unsupported_dtype_and_config():
     with pytest.raises(OptionError, match="entries_per_lane"):
         K.spmv(R.encode(np.eye(3, dtype=np.float32), delta_bits=2), np.ones(3, np.float32),
                config=K.MackoConfig(entries_per_lane=2))
+
+
+@pytest.mark.parametrize("cfg", [K.MackoConfig(threads_per_block=32),
+                                 K.MackoConfig(threads_per_block=32, entries_per_lane=2)],
+                         ids=["e8", "e2"])
+def test_inserted_zeros_do_not_touch_inf_in_x(cfg):
+    """A gap longer than 2**delta_bits inserts zeros; x = Inf at their columns must not
+    turn the result into NaN (CSR semantics)."""
+    A = sp.csr_matrix((np.array([1.0, 2.0], np.float32), ([0, 0], [0, 40])), shape=(1, 41))
+    M = R.encode(A, delta_bits=4)
+    assert M.n_stored == 4  # zeros were inserted at columns 16 and 32
+    x = np.ones(41, np.float32)
+    x[16] = np.inf
+    x[32] = np.nan
+    for y in (K.spmv(M, x, config=cfg), R.spmv(M, x)):
+        assert y[0] == 3.0
+    X = np.ascontiguousarray(np.stack([x, x], axis=1))
+    assert (K.spmm(M, X, config=cfg) == 3.0).all()

@@ -6,7 +6,8 @@ chunk are masked). Lane ``l`` owns entries ``[base + 8l, base + 8l + 8)`` of a c
 loads their 8 values with one 16-byte load (two for float32) and their 8 codes with one
 naturally aligned word load (8 x delta_bits bits). Columns come from an inclusive warp
 scan (``shfl_up_sync``, 5 steps) of each lane's sum of steps; lane 31's total is broadcast
-and carried to the next chunk. ``unroll`` chunks are loaded before the first is used, so
+and carried to the next chunk. Stored zeros (the zeros MACKO inserts) are skipped, so NaN/Inf
+in x propagate exactly as in CSR. ``unroll`` chunks are loaded before the first is used, so
 more bytes are in flight per warp. Products and sums are float32; lanes reduce with
 ``shfl_xor_sync`` and lane 0 writes y[r] in the value dtype.
 
@@ -160,7 +161,9 @@ def _parts(dtype_name: str, delta_bits: int):
             q = p + k
             if q >= start and q < end:
                 col += ((w >> (b * k)) & cmask) + 1
-                s += acc(vals[k]) * acc(x[col])
+                v = acc(vals[k])
+                if v != 0:  # inserted zeros are skipped: 0 * Inf would give NaN
+                    s += v * acc(x[col])
         return s
 
     @cuda.jit(device=True, inline=True)
@@ -184,7 +187,9 @@ def _parts(dtype_name: str, delta_bits: int):
         w = np.int64(word)
         for k in range(8):
             col = int32(col + ((w >> (b * k)) & cmask) + 1)
-            s += acc(vals[k]) * acc(x[np.uint32(col)])
+            v = acc(vals[k])
+            if v != 0:  # inserted zeros are skipped (and their x is never loaded)
+                s += v * acc(x[np.uint32(col)])
         return s
 
     @cuda.jit(device=True, inline=True)
@@ -326,6 +331,8 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
             for e in range(lo, hi):
                 c = cols_sh[wid, e]
                 v = vals_sh[wid, e]
+                if v == 0:  # an inserted zero (same entry for the whole warp): skip
+                    continue
                 if j0 < k_cols:
                     s0 += v * acc(X[c, j0])
                 if j1 < k_cols:
@@ -387,7 +394,9 @@ def _spmv_kernel_interleaved(dtype_name: str, delta_bits: int, cfg: MackoConfig)
             q = p + t
             if interior or (q >= start and q < end):
                 col = int32(col + ((w >> (b * t)) & cmask) + 1)
-                s += vl[j * E + t] * acc(x[np.uint32(col)])
+                v = vl[j * E + t]
+                if v != 0:  # inserted zeros are skipped
+                    s += v * acc(x[np.uint32(col)])
         return s
 
     @cuda.jit
