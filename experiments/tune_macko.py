@@ -1,4 +1,5 @@
-"""MACKO kernel configuration sweep (unroll x threads per block) beside the baselines.
+"""MACKO kernel configuration sweep (threads per block x prefetch x register cap) beside the
+baselines.
 
 Chooses the default ``MackoConfig``: for each shape and sparsity, fp16, cold L2, every
 variant is checked on the GPU and timed; the figure shows speedup over cuBLAS per variant.
@@ -17,9 +18,8 @@ if ROOT not in sys.path:
 from spmvlab import experiment as X  # noqa: E402
 
 NAME = "tune_macko"
-VARIANTS = ["macko_u1_t256", "macko_u2_t256", "macko_u4_t256", "macko_u2_t128", "macko_u2_t512",
-            "macko_u4_t128", "macko_e2_t256", "macko_e4_t256", "macko_e2_t128",
-            "macko_e2_t512"]
+VARIANTS = ["macko_t256_p1_r48", "macko_t256_p0_r48", "macko_t256_p1_r40", "macko_t256_p1_r0",
+            "macko_t128_p1_r48", "macko_t512_p1_r48"]
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.3, 0.5, 0.7, 0.9],
             dtype="float16", methods=["cublas", "cusparse", "csr_vector"] + VARIANTS,
             reps=60, warmup=10, seed=0)

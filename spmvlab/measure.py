@@ -9,7 +9,7 @@ every call when ``cold``), and returns one row per method. Methods are named:
 ``csr_vector``    numba CSR, warp per row, 4-entry vector loads
 ``csr_scalar``    numba CSR, thread per row
 ``numba_dense``   numba dense GEMV (fallback when CuPy is missing)
-``macko``         numba MACKO, default config; ``macko_u{1,2,4}_t{128,256,512}_e{1,2,4,8}`` variants
+``macko``         numba MACKO, default config; ``macko_t{128,256,512}_p{0,1}_r{0,40,48}`` variants
 
 Bytes moved per call = bytes the format stores + x + y (dense: rows*cols*itemsize + x + y).
 """
@@ -33,11 +33,20 @@ def _relative_error(y, exact, S) -> float:
 
 
 def _macko_config(name: str):
-    """``macko`` -> default config; ``macko_u2_t128`` -> unroll 2, 128 threads per block;
-    ``macko_e2`` -> 2 entries per lane (interleaved layout)."""
+    """``macko`` -> default config; ``macko_t128_p0_r40`` -> 128 threads per block, no
+    prefetch, at most 40 registers (``r0``: no cap)."""
     from spmvlab.kernels.macko import MackoConfig
-    keys = {"u": "unroll", "t": "threads_per_block", "e": "entries_per_lane"}
-    return MackoConfig(**{keys[part[0]]: int(part[1:]) for part in name.split("_")[1:]})
+    opts = {}
+    for part in name.split("_")[1:]:
+        if part[0] == "t":
+            opts["threads_per_block"] = int(part[1:])
+        elif part[0] == "p":
+            opts["prefetch"] = part[1:] == "1"
+        elif part[0] == "r":
+            opts["max_registers"] = int(part[1:]) or None
+        else:
+            raise OptionError(problem("method", "macko[_t<threads>][_p<0|1>][_r<regs>]", repr(name)))
+    return MackoConfig(**opts)
 
 
 def build_method(name: str, A, dtype, x, W_dense=None):

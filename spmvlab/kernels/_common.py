@@ -81,6 +81,11 @@ def finish(ops: Operands, out):
     return ops.out.copy_to_host() if ops.host else ops.out
 
 
+def jit_options(max_registers=None) -> dict:
+    """Keyword arguments for ``cuda.jit``; the simulator takes no register cap."""
+    return {} if SIMULATOR or max_registers is None else {"max_registers": int(max_registers)}
+
+
 def blocks_for(n_items: int, per_block: int) -> int:
     return max(1, -(-int(n_items) // int(per_block)))
 

@@ -6,23 +6,33 @@ chunk are masked). Lane ``l`` owns entries ``[base + 8l, base + 8l + 8)`` of a c
 loads their 8 values with one 16-byte load (two for float32) and their 8 codes with one
 naturally aligned word load (8 x delta_bits bits). Columns come from an inclusive warp
 scan (``shfl_up_sync``, 5 steps) of each lane's sum of steps; lane 31's total is broadcast
-and carried to the next chunk. Stored zeros (the zeros MACKO inserts) are skipped, so NaN/Inf
-in x propagate exactly as in CSR. ``unroll`` chunks are loaded before the first is used, so
-more bytes are in flight per warp. Products and sums are float32; lanes reduce with
+and carried to the next chunk. Products and sums are float32; lanes reduce with
 ``shfl_xor_sync`` and lane 0 writes y[r] in the value dtype.
 
-SpMM (Y = M @ X, X of shape (cols, k), k <= 64 per launch column-tile): one warp per row
-again; each chunk is decoded as above into shared memory (256 columns and values per warp),
-then lane ``l`` owns output columns ``j0 + l`` and ``j0 + 32 + l`` and walks the 256 decoded
-entries, reading rows of X (coalesced across lanes).
+What makes it fast (measured with Nsight Compute on the H100, see paper_repro.md):
+* software pipelining (``prefetch=True``): the next chunk's two loads are issued before the
+  current chunk is computed, so every warp always has a chunk in flight;
+* chunks lying wholly inside the row (warp-uniform test) take a path with no masks and no
+  zero tests: per entry a nibble extract, one add for the column, the x gather, two
+  conversions and an FMA;
+* that fast path multiplies the zeros MACKO inserts by x like any value, which is exact
+  unless x is Inf/NaN at such a column (0 * Inf = NaN). So when a row's fast result is not
+  finite the warp recomputes the row on the careful path, which skips stored zeros: NaN/Inf
+  propagate exactly as in CSR, at no cost for finite results.
 
-Device copies: codes are uploaded viewed as unsigned words of 8 x delta_bits bits (one word
-per 8 entries), so the code load is a single aligned scalar load.
+SpMM (Y = M @ X, X of shape (cols, k)): one warp per row again; each chunk is decoded into
+shared memory (256 columns and values per warp), then lane ``l`` owns output columns
+``j0 + l`` and ``j0 + 32 + l`` and walks the 256 decoded entries, reading rows of X
+(coalesced across lanes); stored zeros are skipped.
+
+Device copies: codes are uploaded as bytes and viewed as unsigned words of 8 x delta_bits
+bits (one word per 8 entries), so the code load is one aligned scalar load.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 import numpy as np
 
@@ -32,9 +42,9 @@ from reference.macko import MackoMatrix
 from .._cuda import cuda
 from ._common import (
     FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_value_dtype, finish,
-    prepare, to_dev,
+    jit_options, prepare, to_dev,
 )
-from ._intrinsics import vload2, vload4, vload8
+from ._intrinsics import vload4, vload8
 
 __all__ = ["MackoConfig", "DeviceMacko", "to_device", "spmv", "spmm", "ptx_targets"]
 
@@ -49,44 +59,30 @@ _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 class MackoConfig:
     """Launch settings.
 
-    threads_per_block  multiple of 32
-    unroll             chunks of 256 entries loaded before the first is used (1, 2, 4;
-                       entries_per_lane=8 only)
-    entries_per_lane   8: lane l owns 8 consecutive entries of a chunk (one 16-byte load);
-                       1, 2 or 4: the chunk is cut into 8/E blocks of 32E entries and lane l
-                       owns E consecutive entries of each block, so the k-th x gather of the
-                       warp touches 32E consecutive entries (fewer cache lines) at the price
-                       of narrower loads and one warp scan per two blocks
+    threads_per_block  multiple of 32 in [32, 1024]
+    prefetch           issue the next chunk's loads before computing the current one
+    max_registers      register cap per thread for the SpMV kernel (None: the compiler's
+                       choice); fewer registers let more warps share an SM
     """
 
     threads_per_block: int = 256
-    unroll: int = 1
-    entries_per_lane: int = 8
+    prefetch: bool = True
+    max_registers: int | None = 48
 
     def __post_init__(self):
         if self.threads_per_block % WARP or not 32 <= self.threads_per_block <= 1024:
             raise OptionError(problem("MackoConfig.threads_per_block",
                                       "a multiple of 32 in [32, 1024]", self.threads_per_block))
-        if self.unroll not in (1, 2, 4):
-            raise OptionError(problem("MackoConfig.unroll", "1, 2 or 4", self.unroll))
-        if self.entries_per_lane not in (1, 2, 4, 8):
-            raise OptionError(problem("MackoConfig.entries_per_lane", "1, 2, 4 or 8",
-                                      self.entries_per_lane))
-
-    def check(self, delta_bits: int):
-        """The interleaved layouts read codes as words of entries_per_lane x delta_bits bits."""
-        bits = self.entries_per_lane * delta_bits
-        if bits not in (8, 16, 32, 64):
-            raise OptionError(problem("MackoConfig.entries_per_lane",
-                                      f"a value with entries_per_lane x delta_bits in 8..64 bits "
-                                      f"(delta_bits={delta_bits})", self.entries_per_lane,
-                                      "use entries_per_lane=8"))
+        if not isinstance(self.prefetch, bool):
+            raise OptionError(problem("MackoConfig.prefetch", "True or False", repr(self.prefetch)))
+        if self.max_registers is not None and not 16 <= self.max_registers <= 255:
+            raise OptionError(problem("MackoConfig.max_registers", "None or an int in [16, 255]",
+                                      self.max_registers))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DeviceMacko:
-    """A :class:`MackoMatrix` on the device; ``codes`` are the packed bytes, viewed as words
-    of entries_per_lane x delta_bits bits at launch."""
+    """A :class:`MackoMatrix` on the device; ``codes`` are the packed bytes."""
 
     row_ptr: object
     codes: object
@@ -102,13 +98,18 @@ def to_device(M: MackoMatrix) -> DeviceMacko:
         return M
     M.validate()
     check_value_dtype(M.dtype, KERNEL_DTYPES, "MACKO kernel")
-    words = np.ascontiguousarray(M.deltas)
+    codes = np.ascontiguousarray(M.deltas)
     vals = M.values
     if vals.size == 0:  # keep a non-empty buffer so loads are always in bounds
         vals = np.zeros(8, vals.dtype)
-        words = np.zeros(M.delta_bits, np.uint8)
-    return DeviceMacko(row_ptr=to_dev(M.row_ptr), codes=to_dev(words), values=to_dev(vals),
+        codes = np.zeros(M.delta_bits, np.uint8)
+    return DeviceMacko(row_ptr=to_dev(M.row_ptr), codes=to_dev(codes), values=to_dev(vals),
                        shape=M.shape, dtype=M.dtype, delta_bits=M.delta_bits, nbytes=M.nbytes)
+
+
+def _words(D: DeviceMacko):
+    """The packed codes as one word of 8 x delta_bits bits per 8 entries."""
+    return D.codes.view(_WORD[D.delta_bits])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -132,14 +133,32 @@ def _parts(dtype_name: str, delta_bits: int):
         return vload4(values, p) + vload4(values, p + 4)
 
     @cuda.jit(device=True, inline=True)
-    def lane_steps(word, p, start, end):
+    def load_word(words, p):
+        """The codes of entries [p, p + 8) as one integer (p >= 0, a multiple of 8)."""
+        return np.int64(words[np.uint64(p >> 3)])
+
+    @cuda.jit(device=True, inline=True)
+    def lane_steps(w, p, start, end):
         """Sum of the column steps (code + 1) of this lane's entries inside [start, end)."""
-        w = np.int64(word)
         loc = int32(0)
         for k in range(8):
             q = p + k
             if q >= start and q < end:
                 loc = int32(loc + ((w >> (b * k)) & cmask) + 1)
+        return loc
+
+    @cuda.jit(device=True, inline=True)
+    def full_steps(w):
+        """Sum of the 8 steps of a lane whose entries all lie inside the row."""
+        if b == 4:  # add nibbles pairwise into bytes, then the 4 bytes with one multiply
+            u = np.uint32(w)
+            t = np.uint32((u & np.uint32(0x0F0F0F0F)) + ((u >> np.uint32(4)) & np.uint32(0x0F0F0F0F)))
+            return int32((np.uint32(t * np.uint32(0x01010101)) >> np.uint32(24)) + 8)
+        if b == 1:
+            return int32(cuda.popc(np.uint32(w)) + 8)
+        loc = int32(8)
+        for k in range(8):
+            loc = int32(loc + ((w >> (b * k)) & cmask))
         return loc
 
     @cuda.jit(device=True, inline=True)
@@ -154,42 +173,25 @@ def _parts(dtype_name: str, delta_bits: int):
         return v
 
     @cuda.jit(device=True, inline=True)
-    def chunk_dot(word, vals, p, start, end, col, x, s):
-        """Add this lane's products to ``s``; ``col`` is the column before its first entry."""
-        w = np.int64(word)
+    def masked_dot(w, vals, p, start, end, col, x, s):
+        """Add the products of this lane's entries inside [start, end), skipping stored
+        zeros; ``col`` is the column before the lane's first entry."""
         for k in range(8):
             q = p + k
             if q >= start and q < end:
-                col += ((w >> (b * k)) & cmask) + 1
+                col = int32(col + ((w >> (b * k)) & cmask) + 1)
                 v = acc(vals[k])
-                if v != 0:  # inserted zeros are skipped: 0 * Inf would give NaN
-                    s += v * acc(x[col])
+                if v != 0:
+                    s += v * acc(x[np.uint32(col)])
         return s
 
     @cuda.jit(device=True, inline=True)
-    def full_steps(word):
-        """Sum of the 8 steps of a lane whose entries all lie inside the row."""
-        if b == 4:  # add nibbles pairwise into bytes, then the 4 bytes with one multiply
-            w = np.uint32(word)
-            t = np.uint32((w & np.uint32(0x0F0F0F0F)) + ((w >> np.uint32(4)) & np.uint32(0x0F0F0F0F)))
-            return int32((np.uint32(t * np.uint32(0x01010101)) >> np.uint32(24)) + 8)
-        if b == 1:
-            return int32(cuda.popc(np.uint32(word)) + 8)
-        w = np.int64(word)
-        loc = int32(8)
-        for k in range(8):
-            loc = int32(loc + ((w >> (b * k)) & cmask))
-        return loc
-
-    @cuda.jit(device=True, inline=True)
-    def full_dot(word, vals, col, x, s):
-        """Add the 8 products of a lane whose entries all lie inside the row (no masks)."""
-        w = np.int64(word)
+    def full_dot(w, vals, col, x, s):
+        """Add the 8 products of a lane whose entries all lie inside the row: no masks, no
+        zero tests (see the module docstring for why that is exact for finite results)."""
         for k in range(8):
             col = int32(col + ((w >> (b * k)) & cmask) + 1)
-            v = acc(vals[k])
-            if v != 0:  # inserted zeros are skipped (and their x is never loaded)
-                s += v * acc(x[np.uint32(col)])
+            s += acc(vals[k]) * acc(x[np.uint32(col)])
         return s
 
     @cuda.jit(device=True, inline=True)
@@ -200,36 +202,69 @@ def _parts(dtype_name: str, delta_bits: int):
             off //= 2
         return s
 
-    return load_values, lane_steps, warp_scan, chunk_dot, warp_sum, full_steps, full_dot
+    return dict(load_values=load_values, load_word=load_word, lane_steps=lane_steps,
+                full_steps=full_steps, warp_scan=warp_scan, masked_dot=masked_dot,
+                full_dot=full_dot, warp_sum=warp_sum)
 
 
 @functools.lru_cache(maxsize=None)
 def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
     acc = acc_type(dtype_name)
-    (load_values, lane_steps, warp_scan, chunk_dot, warp_sum, full_steps,
-     full_dot) = _parts(dtype_name, delta_bits)
+    P = _parts(dtype_name, delta_bits)
+    load_values, load_word, lane_steps, full_steps = (P["load_values"], P["load_word"],
+                                                      P["lane_steps"], P["full_steps"])
+    warp_scan, masked_dot, full_dot, warp_sum = (P["warp_scan"], P["masked_dot"], P["full_dot"],
+                                                 P["warp_sum"])
     wpb = cfg.threads_per_block // WARP
-    unroll = cfg.unroll
+    prefetch = cfg.prefetch
     int32 = np.int32
 
     @cuda.jit(device=True, inline=True)
-    def step(word, vals, p, start, end, running, lane, x, s, interior):
-        """One chunk: scan the lanes' step sums, then accumulate; returns (s, running).
-        ``interior`` (warp-uniform): the whole chunk lies inside the row, so no masks."""
+    def chunk(w, vals, base, p, start, end, running, lane, x, s, careful):
+        """One chunk: scan the lanes' step sums, accumulate; returns (s, running)."""
+        interior = (not careful) and base >= start and base + CHUNK <= end   # warp-uniform
         if interior:
-            loc = full_steps(word)
+            loc = full_steps(w)
         else:
-            loc = lane_steps(word, p, start, end)
+            loc = lane_steps(w, p, start, end)
         incl = warp_scan(loc, lane)
         total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
         col = int32(running + incl - loc - 1)
         if interior:
-            s = full_dot(word, vals, col, x, s)
+            s = full_dot(w, vals, col, x, s)
         else:
-            s = chunk_dot(word, vals, p, start, end, col, x, s)
+            s = masked_dot(w, vals, p, start, end, col, x, s)
         return s, int32(running + total)
 
-    @cuda.jit
+    @cuda.jit(device=True, inline=True)
+    def row_dot(values, words, x, start, end, last, lane, careful):
+        """This lane's share of row [start, end); with ``prefetch`` the next chunk's loads
+        are in flight while the current chunk is computed."""
+        base = start - start % 8
+        running = int32(0)
+        s = acc(0)
+        p = base + lane * 8
+        pl = min(p, last)
+        vals = load_values(values, pl)
+        w = load_word(words, pl)
+        while base < end:
+            if prefetch:
+                pn = min(p + CHUNK, last)
+                vals_n = load_values(values, pn)
+                w_n = load_word(words, pn)
+            s, running = chunk(w, vals, base, p, start, end, running, lane, x, s, careful)
+            base += CHUNK
+            p += CHUNK
+            if prefetch:
+                vals = vals_n
+                w = w_n
+            else:
+                pl = min(p, last)
+                vals = load_values(values, pl)
+                w = load_word(words, pl)
+        return warp_sum(s)
+
+    @cuda.jit(**jit_options(max_registers=cfg.max_registers))
     def macko_spmv(row_ptr, words, values, x, y):
         """Warp w of block b computes y[b * warps_per_block + w]; see the module docstring."""
         lane = cuda.threadIdx.x % WARP
@@ -239,37 +274,12 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
         start = row_ptr[r]
         end = row_ptr[r + 1]
         last = values.shape[0] - 8            # last aligned load position (clamp)
-        base = start - start % 8
-        running = int32(0)
-        s = acc(0)
-        while base < end:
-            p0 = base + lane * 8
-            pa = min(p0, last)
-            v0 = load_values(values, pa)
-            w0 = words[pa // 8]
-            if unroll >= 2:
-                pb = min(p0 + CHUNK, last)
-                v1 = load_values(values, pb)
-                w1 = words[pb // 8]
-            if unroll >= 4:
-                pc = min(p0 + 2 * CHUNK, last)
-                v2 = load_values(values, pc)
-                w2 = words[pc // 8]
-                pd = min(p0 + 3 * CHUNK, last)
-                v3 = load_values(values, pd)
-                w3 = words[pd // 8]
-            s, running = step(w0, v0, p0, start, end, running, lane, x, s,
-                              base >= start and base + CHUNK <= end)
-            if unroll >= 2:
-                s, running = step(w1, v1, p0 + CHUNK, start, end, running, lane, x, s,
-                                  base + CHUNK >= start and base + 2 * CHUNK <= end)
-            if unroll >= 4:
-                s, running = step(w2, v2, p0 + 2 * CHUNK, start, end, running, lane, x, s,
-                                  base + 2 * CHUNK >= start and base + 3 * CHUNK <= end)
-                s, running = step(w3, v3, p0 + 3 * CHUNK, start, end, running, lane, x, s,
-                                  base + 3 * CHUNK >= start and base + 4 * CHUNK <= end)
-            base += unroll * CHUNK
-        s = warp_sum(s)
+        careful = False
+        while True:   # one copy of the row loop: a second pass only for non-finite rows
+            s = row_dot(values, words, x, start, end, last, lane, careful)
+            if careful or not (math.isinf(s) or math.isnan(s)):   # warp-uniform
+                break
+            careful = True                    # redo the row skipping stored zeros
         if lane == 0:
             y[r] = s
 
@@ -279,7 +289,9 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
 @functools.lru_cache(maxsize=None)
 def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
     acc = acc_type(dtype_name)
-    load_values, lane_steps, warp_scan = _parts(dtype_name, delta_bits)[:3]
+    P = _parts(dtype_name, delta_bits)
+    load_values, load_word, lane_steps, warp_scan = (P["load_values"], P["load_word"],
+                                                     P["lane_steps"], P["warp_scan"])
     wpb = cfg.threads_per_block // WARP
     b = delta_bits
     cmask = (1 << b) - 1
@@ -312,8 +324,8 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
             p = base + lane * 8
             pl = min(p, last)
             vals = load_values(values, pl)
-            w = np.int64(words[pl // 8])
-            loc = lane_steps(words[pl // 8], p, start, end)
+            w = load_word(words, pl)
+            loc = lane_steps(w, p, start, end)
             incl = warp_scan(loc, lane)
             total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
             col = running + incl - loc - 1
@@ -348,109 +360,6 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
     return macko_spmm
 
 
-def _word_dtype(entries_per_lane: int, delta_bits: int):
-    return {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[entries_per_lane * delta_bits]
-
-
-def _words(D: DeviceMacko, entries_per_lane: int):
-    """The packed codes as one word per ``entries_per_lane`` entries."""
-    return D.codes.view(_word_dtype(entries_per_lane, D.delta_bits))
-
-
-@functools.lru_cache(maxsize=None)
-def _spmv_kernel_interleaved(dtype_name: str, delta_bits: int, cfg: MackoConfig):
-    acc = acc_type(dtype_name)
-    warp_scan = _parts(dtype_name, delta_bits)[2]
-    warp_sum = _parts(dtype_name, delta_bits)[4]
-    wpb = cfg.threads_per_block // WARP
-    E = cfg.entries_per_lane
-    NB = 8 // E                  # blocks per chunk
-    BLK = WARP * E               # entries per block
-    b = delta_bits
-    cmask = (1 << b) - 1
-    int32 = np.int32
-    accnp = np.float64 if dtype_name == "float64" else np.float32
-    vload = {2: vload2, 4: vload4}.get(E)
-
-    @cuda.jit(device=True, inline=True)
-    def load_e(values, p):
-        if E == 1:
-            return (values[p],)
-        return vload(values, p)
-
-    @cuda.jit(device=True, inline=True)
-    def steps(w, p, start, end, interior):
-        """Sum of the steps of this lane's E entries of a block (masked outside the row)."""
-        loc = int32(0)
-        for t in range(E):
-            q = p + t
-            if interior or (q >= start and q < end):
-                loc = int32(loc + ((w >> (b * t)) & cmask) + 1)
-        return loc
-
-    @cuda.jit(device=True, inline=True)
-    def dot(w, vl, j, p, start, end, col, x, s, interior):
-        for t in range(E):
-            q = p + t
-            if interior or (q >= start and q < end):
-                col = int32(col + ((w >> (b * t)) & cmask) + 1)
-                v = vl[j * E + t]
-                if v != 0:  # inserted zeros are skipped
-                    s += v * acc(x[np.uint32(col)])
-        return s
-
-    @cuda.jit
-    def macko_spmv_interleaved(row_ptr, words, values, x, y):
-        """Warp w of block b computes y[b * warps_per_block + w]. A chunk of 256 stored
-        entries starting at ``base`` is NB blocks of 32E entries; lane l owns entries
-        [base + j*32E + l*E, ... + E) of block j. All NB blocks are loaded first; then
-        per pair of blocks one warp scan of the lanes' step sums packed as two 16-bit fields
-        gives every entry's column."""
-        lane = cuda.threadIdx.x % WARP
-        r = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
-        if r >= y.shape[0]:
-            return
-        start = row_ptr[r]
-        end = row_ptr[r + 1]
-        last = values.shape[0] - E
-        base = start - start % E
-        running = int32(0)
-        s = acc(0)
-        vl = cuda.local.array(8, accnp)
-        wl = cuda.local.array(8, np.int64)
-        while base < end:
-            interior = base >= start and base + CHUNK <= end
-            for j in range(NB):
-                pl = min(base + j * BLK + lane * E, last)
-                v = load_e(values, pl)
-                for t in range(E):
-                    vl[j * E + t] = acc(v[t])
-                wl[j] = np.int64(words[pl // E])
-            for jj in range(0, NB, 2):
-                p0 = base + jj * BLK + lane * E
-                lo = steps(wl[jj], p0, start, end, interior)
-                hi = int32(0)
-                if NB > 1:
-                    hi = steps(wl[jj + 1], p0 + BLK, start, end, interior)
-                packed = int32(lo | (hi << 16))
-                incl = warp_scan(packed, lane)
-                total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
-                excl = int32(incl - packed)
-                s = dot(wl[jj], vl, jj, p0, start, end, int32(running + (excl & 0xFFFF) - 1),
-                        x, s, interior)
-                running = int32(running + (total & 0xFFFF))
-                if NB > 1:
-                    s = dot(wl[jj + 1], vl, jj + 1, p0 + BLK, start, end,
-                            int32(running + (excl >> 16) - 1), x, s, interior)
-                    running = int32(running + (total >> 16))
-            base += CHUNK
-        s = warp_sum(s)
-        if lane == 0:
-            y[r] = s
-
-    return macko_spmv_interleaved
-
-
 # ---------------------------------------------------------------------------------------------
 # public wrappers
 # ---------------------------------------------------------------------------------------------
@@ -461,12 +370,9 @@ def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
     n_rows, n_cols = D.shape
     ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
     if n_rows:
-        config.check(D.delta_bits)
-        e = config.entries_per_lane
-        build = _spmv_kernel if e == 8 else _spmv_kernel_interleaved
-        k = build(D.dtype.name, D.delta_bits, config)
+        k = _spmv_kernel(D.dtype.name, D.delta_bits, config)
         k[blocks_for(n_rows, config.threads_per_block // WARP), config.threads_per_block](
-            D.row_ptr, _words(D, e), D.values, ops.x, ops.out)
+            D.row_ptr, _words(D), D.values, ops.x, ops.out)
     return finish(ops, out)
 
 
@@ -479,33 +385,23 @@ def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
     if n_rows and k_cols:
         k = _spmm_kernel(D.dtype.name, D.delta_bits, config)
         grid = (blocks_for(n_rows, config.threads_per_block // WARP), blocks_for(k_cols, SPMM_COLS))
-        k[grid, config.threads_per_block](D.row_ptr, _words(D, 8), D.values, ops.x, ops.out)
+        k[grid, config.threads_per_block](D.row_ptr, _words(D), D.values, ops.x, ops.out)
     return finish(ops, out)
 
 
 def ptx_targets():
-    """SpMV for every (dtype, delta_bits, unroll) and SpMM for every (dtype, delta_bits)."""
+    """SpMV (with and without prefetch) and SpMM for every (dtype, delta_bits)."""
     out = []
     for dt in KERNEL_DTYPES:
         for b in DELTA_BITS:
-            for e in (1, 2, 4):
-                if e * b not in (8, 16, 32, 64):
-                    continue
-                word = np.dtype(_word_dtype(e, b)).name
-                sig = f"void(int32[::1], {array_sig(word)}, {array_sig(dt)}, {array_sig(dt)}, {array_sig(dt)})"
-                out.append(PTXTarget(f"macko.spmv[{dt},b{b},e{e}]",
-                                     functools.partial(_spmv_kernel_interleaved, dt, b,
-                                                       MackoConfig(entries_per_lane=e)), sig))
             word = np.dtype(_WORD[b]).name
-            args = f"(int32[::1], {array_sig(word)}, {array_sig(dt)}, {array_sig(dt)}, {array_sig(dt)})"
-            args2 = (f"(int32[::1], {array_sig(word)}, {array_sig(dt)}, "
-                     f"{array_sig(dt, 2)}, {array_sig(dt, 2)})")
-            for u in (1, 2, 4):
-                wide = (r"ld\.global(\.nc)?\.v4",)
-                out.append(PTXTarget(f"macko.spmv[{dt},b{b},u{u}]",
-                                     functools.partial(_spmv_kernel, dt, b, MackoConfig(unroll=u)),
-                                     "void" + args, wide))
+            head = f"void(int32[::1], {array_sig(word)}, {array_sig(dt)}, "
+            wide = (r"ld\.global(\.nc)?\.v4",)
+            for pf in (True, False):
+                out.append(PTXTarget(f"macko.spmv[{dt},b{b},prefetch={pf}]",
+                                     functools.partial(_spmv_kernel, dt, b, MackoConfig(prefetch=pf)),
+                                     head + f"{array_sig(dt)}, {array_sig(dt)})", wide))
             out.append(PTXTarget(f"macko.spmm[{dt},b{b}]",
                                  functools.partial(_spmm_kernel, dt, b, MackoConfig()),
-                                 "void" + args2))
+                                 head + f"{array_sig(dt, 2)}, {array_sig(dt, 2)})"))
     return out
