@@ -18,8 +18,8 @@ if ROOT not in sys.path:
 from spmvlab import experiment as X  # noqa: E402
 
 NAME = "tune_macko"
-VARIANTS = ["macko_t256_p1_r48", "macko_t256_p0_r48", "macko_t256_p1_r40", "macko_t256_p1_r0",
-            "macko_t128_p1_r48", "macko_t512_p1_r48"]
+VARIANTS = ["macko_t256_p0_r48", "macko_t256_p1_r48", "macko_t512_p1_r48", "macko_t256_p2_r0",
+            "macko_t512_p2_r56", "macko_t512_p2_r0"]
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.3, 0.5, 0.7, 0.9],
             dtype="float16", methods=["cublas", "cusparse", "csr_vector"] + VARIANTS,
             reps=60, warmup=10, seed=0)

@@ -9,7 +9,7 @@ every call when ``cold``), and returns one row per method. Methods are named:
 ``csr_vector``    numba CSR, warp per row, 4-entry vector loads
 ``csr_scalar``    numba CSR, thread per row
 ``numba_dense``   numba dense GEMV (fallback when CuPy is missing)
-``macko``         numba MACKO, default config; ``macko_t{128,256,512}_p{0,1}_r{0,40,48}`` variants
+``macko``         numba MACKO, default config; ``macko_t{128,256,512}_p{0,1,2}_r{0,40,48}`` variants
 
 Bytes moved per call = bytes the format stores + x + y (dense: rows*cols*itemsize + x + y).
 """
@@ -41,11 +41,11 @@ def _macko_config(name: str):
         if part[0] == "t":
             opts["threads_per_block"] = int(part[1:])
         elif part[0] == "p":
-            opts["prefetch"] = part[1:] == "1"
+            opts["prefetch"] = int(part[1:])
         elif part[0] == "r":
             opts["max_registers"] = int(part[1:]) or None
         else:
-            raise OptionError(problem("method", "macko[_t<threads>][_p<0|1>][_r<regs>]", repr(name)))
+            raise OptionError(problem("method", "macko[_t<threads>][_p<0|1|2>][_r<regs>]", repr(name)))
     return MackoConfig(**opts)
 
 

@@ -11,8 +11,8 @@ from spmvlab.kernels import macko as K
 from strategies import build_case, llm_like, power_law_case, sparse_inputs
 from parity import check_parity
 
-CFG = {1: K.MackoConfig(threads_per_block=64), 2: K.MackoConfig(threads_per_block=64, prefetch=False),
-       4: K.MackoConfig(threads_per_block=32)}
+CFG = {1: K.MackoConfig(threads_per_block=64), 2: K.MackoConfig(threads_per_block=64, prefetch=0),
+       4: K.MackoConfig(threads_per_block=32, prefetch=2)}
 KDTYPES = (np.float16, np.float32)
 
 
@@ -65,12 +65,13 @@ def test_unsupported_dtype_and_config():
     with pytest.raises(OptionError, match="threads_per_block"):
         K.MackoConfig(threads_per_block=48)
     with pytest.raises(OptionError, match="prefetch"):
-        K.MackoConfig(prefetch=2)
+        K.MackoConfig(prefetch=3)
 
 
 @pytest.mark.parametrize("cfg", [K.MackoConfig(threads_per_block=32),
-                                 K.MackoConfig(threads_per_block=32, prefetch=False)],
-                         ids=["prefetch", "no-prefetch"])
+                                 K.MackoConfig(threads_per_block=32, prefetch=0),
+                                 K.MackoConfig(threads_per_block=32, prefetch=2)],
+                         ids=["prefetch1", "prefetch0", "prefetch2"])
 def test_inserted_zeros_do_not_touch_inf_in_x(cfg):
     """A gap longer than 2**delta_bits inserts zeros; x = Inf at their columns must not
     turn the result into NaN (CSR semantics). Row 1 is long enough for the unmasked

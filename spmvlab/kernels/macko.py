@@ -10,8 +10,8 @@ and carried to the next chunk. Products and sums are float32; lanes reduce with
 ``shfl_xor_sync`` and lane 0 writes y[r] in the value dtype.
 
 What makes it fast (measured with Nsight Compute on the H100, see paper_repro.md):
-* software pipelining (``prefetch=True``): the next chunk's two loads are issued before the
-  current chunk is computed, so every warp always has a chunk in flight;
+* software pipelining (``prefetch=1`` or ``2``): the loads of the chunk 1 (or 2) ahead are
+  issued before the current chunk is computed, so every warp always has chunks in flight;
 * chunks lying wholly inside the row (warp-uniform test) take a path with no masks and no
   zero tests: per entry a nibble extract, one add for the column, the x gather, two
   conversions and an FMA;
@@ -60,21 +60,22 @@ class MackoConfig:
     """Launch settings.
 
     threads_per_block  multiple of 32 in [32, 1024]
-    prefetch           issue the next chunk's loads before computing the current one
+    prefetch           chunks whose loads are issued before the current chunk is computed
+                       (0, 1 or 2)
     max_registers      register cap per thread for the SpMV kernel (None: the compiler's
                        choice); fewer registers let more warps share an SM
     """
 
     threads_per_block: int = 256
-    prefetch: bool = True
+    prefetch: int = 1
     max_registers: int | None = 48
 
     def __post_init__(self):
         if self.threads_per_block % WARP or not 32 <= self.threads_per_block <= 1024:
             raise OptionError(problem("MackoConfig.threads_per_block",
                                       "a multiple of 32 in [32, 1024]", self.threads_per_block))
-        if not isinstance(self.prefetch, bool):
-            raise OptionError(problem("MackoConfig.prefetch", "True or False", repr(self.prefetch)))
+        if self.prefetch not in (0, 1, 2) or isinstance(self.prefetch, bool):
+            raise OptionError(problem("MackoConfig.prefetch", "0, 1 or 2", repr(self.prefetch)))
         if self.max_registers is not None and not 16 <= self.max_registers <= 255:
             raise OptionError(problem("MackoConfig.max_registers", "None or an int in [16, 255]",
                                       self.max_registers))
@@ -247,21 +248,30 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
         pl = min(p, last)
         vals = load_values(values, pl)
         w = load_word(words, pl)
+        if prefetch >= 2:
+            pl = min(p + CHUNK, last)
+            vals_1 = load_values(values, pl)
+            w_1 = load_word(words, pl)
         while base < end:
-            if prefetch:
-                pn = min(p + CHUNK, last)
+            if prefetch >= 1:   # loads for `prefetch` chunks ahead, issued before computing
+                pn = min(p + prefetch * CHUNK, last)
                 vals_n = load_values(values, pn)
                 w_n = load_word(words, pn)
             s, running = chunk(w, vals, base, p, start, end, running, lane, x, s, careful)
             base += CHUNK
             p += CHUNK
-            if prefetch:
-                vals = vals_n
-                w = w_n
-            else:
+            if prefetch == 0:
                 pl = min(p, last)
                 vals = load_values(values, pl)
                 w = load_word(words, pl)
+            elif prefetch == 1:
+                vals = vals_n
+                w = w_n
+            else:
+                vals = vals_1
+                w = w_1
+                vals_1 = vals_n
+                w_1 = w_n
         return warp_sum(s)
 
     @cuda.jit(**jit_options(max_registers=cfg.max_registers))
@@ -397,7 +407,7 @@ def ptx_targets():
             word = np.dtype(_WORD[b]).name
             head = f"void(int32[::1], {array_sig(word)}, {array_sig(dt)}, "
             wide = (r"ld\.global(\.nc)?\.v4",)
-            for pf in (True, False):
+            for pf in (0, 1, 2):
                 out.append(PTXTarget(f"macko.spmv[{dt},b{b},prefetch={pf}]",
                                      functools.partial(_spmv_kernel, dt, b, MackoConfig(prefetch=pf)),
                                      head + f"{array_sig(dt)}, {array_sig(dt)})", wide))
