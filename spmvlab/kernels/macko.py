@@ -64,9 +64,11 @@ class MackoConfig:
                        (0, 1 or 2)
     max_registers      register cap per thread for the SpMV kernel (None: the compiler's
                        choice); fewer registers let more warps share an SM
+
+    The defaults are the fastest of the sweep in results/tune_macko.json (H100, fp16).
     """
 
-    threads_per_block: int = 256
+    threads_per_block: int = 512
     prefetch: int = 1
     max_registers: int | None = 48
 
