@@ -70,6 +70,8 @@ def plot_speedup(results: dict, fig_path: str, title_extra: str = ""):
     ax.set(xlabel="sparsity (%)", ylabel="speedup over cuBLAS GEMV (fp16)",
            title=f"SpMV {shape[0]}x{shape[1]}, fp16, cold L2, {gpu}{title_extra}")
     ax.set_yscale("log", base=2)
+    ticks = [t for t in (0.125, 0.25, 0.5, 1, 2, 4, 8) if ax.get_ylim()[0] <= t <= ax.get_ylim()[1]]
+    ax.set_yticks(ticks, [f"{t:g}x" for t in ticks])
     ax.legend()
     fig.tight_layout()
     return X.savefig(fig, fig_path)
