@@ -35,8 +35,14 @@ from numba import cuda  # noqa: E402
 SIMULATOR: bool = bool(_nbconfig.ENABLE_CUDASIM)
 
 if SIMULATOR:
+    import warnings
+
     from . import cudasim as _cudasim
     _cudasim.install()
+    # kernels rely on uint32 wrap-around (e.g. MACKO's byte-sum multiply); on the simulator
+    # NumPy scalars warn about it, the GPU does not
+    warnings.filterwarnings("ignore", message="overflow encountered in scalar multiply",
+                            category=RuntimeWarning, module=r"spmvlab\.kernels\.")
 
 
 def backend_name() -> str:

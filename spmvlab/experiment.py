@@ -256,13 +256,14 @@ def _describe(results: dict) -> tuple[str, str]:
 
 def main(name: str, *, description: str, measure: Callable[[argparse.Namespace], dict],
          plot: Callable[[dict, str], object], extra: Callable | None = None,
-         report: Callable[[dict], object] | None = None, argv=None) -> int:
+         report: Callable[[dict], object] | None = None, argv=None, needs_gpu: bool = True) -> int:
     """Parse the flags, then measure+save+plot (GPU), or plot the saved results (no GPU or
     ``--plot-only``); after a measurement ``report(results)`` prints its summary last.
+    Experiments that measure on the CPU (sizes, encodings) pass ``needs_gpu=False``.
     Returns the process exit code."""
     args = parse_args(description, extra, name=name, argv=argv)
     rel = os.path.relpath(args.out, ROOT) if args.out.startswith(ROOT) else args.out
-    if args.plot_only or not gpu_available():
+    if args.plot_only or (needs_gpu and not gpu_available()):
         if not os.path.isfile(args.out):
             why = "--plot-only" if args.plot_only else "no CUDA GPU"
             print(f"{why}: there are no saved results at {rel} to plot. Run "

@@ -1,0 +1,112 @@
+"""MACKO paper, Fig. 2: effective density (format size / dense size) vs density, for
+16-bit values (and the 8- and 4-bit value variants the paper also draws).
+
+Curves: the paper's formulas (``reference.density``: CSR32, CSR16, Tiled-CSL, bitmask, MACKO
+best/expected/worst, dense). Points: real encodings, measured on the CPU, of
+* uniform random masks (``datasets.uniform``, 2048 x 2048) and
+* the real transformer weights in ``<data>/weights`` pruned per row by magnitude,
+with MACKO (delta_bits=4) and CSR (int32 indices). Measured sizes count every stored byte,
+row pointers and padding included; for 8/4-bit values the value array is counted at that
+width (the codes and row pointers do not change).
+
+    python experiments/fig2_macko.py [--quick] [--plot-only]
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+
+from spmvlab import experiment as X  # noqa: E402
+
+NAME = "fig2_macko"
+VALUE_BITS = (16, 8, 4)
+
+
+def size_bits(M, b_val: int) -> int:
+    """Bits ``M`` (MACKO or CSR) needs with its values stored at ``b_val`` bits."""
+    values = M.values
+    other = M.nbytes - values.nbytes
+    return 8 * other + values.size * b_val
+
+
+def measure(args) -> dict:
+    from reference import csr as RC
+    from spmvlab import datasets
+    from spmvlab.encoders import macko as EM
+    n = 512 if args.quick else 2048
+    densities = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9] if args.quick else \
+        [0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0]
+    sparsities = [0.3, 0.5, 0.7, 0.9] if args.quick else [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    try:
+        names = datasets.weights_names()
+    except Exception as exc:   # no data directory: uniform points only
+        print(f"real weights unavailable ({exc}); measuring uniform matrices only", file=sys.stderr)
+        names = []
+    cfg = dict(uniform_shape=[n, n], densities=densities, weight_sparsities=sparsities,
+               weights=names, prune="magnitude, per row", seed=0, delta_bits=4)
+    jobs = [("uniform", d) for d in densities] + [(w, 1 - s) for w in names for s in sparsities]
+    rows = []
+    for source, d in X.progress(jobs, total=len(jobs), desc=NAME):
+        if source == "uniform":
+            A = datasets.uniform((n, n), 1 - d, dtype=np.float32, seed=cfg["seed"])
+        else:
+            W = datasets.weights(source)
+            A = datasets.prune(W, 1 - d, method="magnitude", per_row=True)
+        M = EM.encode(A, delta_bits=4, dtype=np.float16)
+        C = RC.encode(A, dtype=np.float16)
+        dense_elems = M.n_rows * M.n_cols
+        real_d = M.nnz / dense_elems
+        for b in VALUE_BITS:
+            rows.append(dict(source=source, shape=list(M.shape), density=real_d, value_bits=b,
+                             macko=size_bits(M, b) / (dense_elems * b),
+                             csr32=size_bits(C, b) / (dense_elems * b),
+                             inserted_zeros=int(M.n_inserted)))
+    return dict(rows=rows, config=cfg)
+
+
+def plot(results: dict, fig_path: str):
+    from reference import density as F
+    plt = X.pyplot()
+    rows = results["rows"]
+    d = np.linspace(0.005, 1.0, 400)
+    fig, axes = plt.subplots(1, len(VALUE_BITS), figsize=(5.2 * len(VALUE_BITS), 4.4), sharey=True)
+    for ax, b in zip(axes, VALUE_BITS):
+        ax.plot(d, F.dense(d, b), "k-", lw=1, label="dense")
+        ax.plot(d, F.csr32(d, b), color="tab:blue", label="CSR32")
+        ax.plot(d, F.csr16(d, b), color="tab:cyan", label="CSR16")
+        ax.plot(d, F.tiled_csl(d, b), color="tab:purple", ls="--", label="Tiled-CSL")
+        ax.plot(d, F.bitmask(d, b), color="tab:green", label="bitmask")
+        ax.plot(d, F.macko_expected(d, 4, b), color="tab:red", label="MACKO expected")
+        ax.fill_between(d, F.macko_best(d, 4, b), F.macko_worst(d, 4, b), color="tab:red",
+                        alpha=0.12, label="MACKO best..worst")
+        uni = [r for r in rows if r["value_bits"] == b and r["source"] == "uniform"]
+        real = [r for r in rows if r["value_bits"] == b and r["source"] != "uniform"]
+        ax.plot([r["density"] for r in uni], [r["macko"] for r in uni], "o", color="tab:red",
+                mfc="none", label="MACKO measured (uniform)")
+        ax.plot([r["density"] for r in real], [r["macko"] for r in real], "x", color="darkred",
+                label="MACKO measured (real weights)")
+        ax.plot([r["density"] for r in uni], [r["csr32"] for r in uni], "s", color="tab:blue",
+                mfc="none", ms=4, label="CSR32 measured (uniform)")
+        ax.set(xlabel="density d = nnz / (rows x cols)", title=f"{b}-bit values", xlim=(0, 1),
+               ylim=(0, 2.0))
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("effective density (size / dense size)")
+    axes[0].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return X.savefig(fig, fig_path)
+
+
+def report(results: dict):
+    cols = [("source", "source", ""), ("value_bits", "bits", ""), ("density", "d", ".3f"),
+            ("macko", "MACKO effd", ".4f"), ("csr32", "CSR32 effd", ".4f")]
+    print(X.format_table([r for r in results["rows"] if r["value_bits"] == 16], cols))
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(NAME, description=__doc__, measure=measure, plot=plot, report=report,
+                    needs_gpu=False))
