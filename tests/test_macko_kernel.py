@@ -90,3 +90,11 @@ def test_inserted_zeros_do_not_touch_inf_in_x(cfg):
         assert y.tolist() == [3.0, 600.0]
     X = np.ascontiguousarray(np.stack([x, x], axis=1))
     assert (K.spmm(M, X, config=cfg) == [[3.0, 3.0], [600.0, 600.0]]).all()
+
+
+def test_columns_beyond_int32_raise():
+    from reference._common import IndexOverflowError
+    A = sp.csr_matrix((np.ones(2, np.float32), ([0, 0], [3, 2**31 + 5])), shape=(1, 2**31 + 9))
+    M = R.encode(A)
+    with pytest.raises(IndexOverflowError, match="int32"):
+        K.to_device(M)

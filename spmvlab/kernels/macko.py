@@ -41,8 +41,8 @@ from reference.macko import MackoMatrix
 
 from .._cuda import cuda
 from ._common import (
-    FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_value_dtype, finish,
-    jit_options, prepare, to_dev,
+    FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32, check_value_dtype,
+    finish, jit_options, prepare, to_dev,
 )
 from ._intrinsics import vload4, vload8
 
@@ -101,6 +101,8 @@ def to_device(M: MackoMatrix) -> DeviceMacko:
         return M
     M.validate()
     check_value_dtype(M.dtype, KERNEL_DTYPES, "MACKO kernel")
+    check_int32("shape[1] (columns)", M.n_cols)           # columns are decoded in int32
+    check_int32("stored entries", int(M.values.size))
     codes = np.ascontiguousarray(M.deltas)
     vals = M.values
     if vals.size == 0:  # keep a non-empty buffer so loads are always in bounds
