@@ -314,7 +314,6 @@ def copy_bandwidth(nbytes: int = 1 << 30, reps: int = 20) -> dict:
     _flush_kernel()[_blocks(), 256](src, np.int32(1))
     t = time_fn(lambda: dst.copy_to_device(src), reps=reps, warmup=3, cold=False)
     moved = 2 * n * 4
-    del src, dst
     return {"nbytes": n * 4, "bytes_moved": moved, "median_us": t.median_us,
             "p10_us": t.p10_us, "p90_us": t.p90_us,
             "tb_s": effective_bandwidth(moved, t.median_us)}

@@ -81,6 +81,24 @@ def finish(ops: Operands, out):
     return ops.out.copy_to_host() if ops.host else ops.out
 
 
+def check_threads_per_block(owner: str, value: int) -> None:
+    """The launch-size rule every kernel config shares: whole warps, at most 1024 threads."""
+    from reference._common import OptionError
+    if not isinstance(value, int) or value % WARP or not WARP <= value <= 1024:
+        raise OptionError(problem(f"{owner}.threads_per_block", "a multiple of 32 in [32, 1024]",
+                                  value))
+
+
+@cuda.jit(device=True, inline=True)
+def warp_sum(s):
+    """Sum of ``s`` over the 32 lanes of a full warp, returned in every lane (butterfly)."""
+    off = 16
+    while off > 0:
+        s += cuda.shfl_xor_sync(FULL_MASK, s, off)
+        off //= 2
+    return s
+
+
 def jit_options(max_registers=None) -> dict:
     """Keyword arguments for ``cuda.jit``; the simulator takes no register cap."""
     return {} if SIMULATOR or max_registers is None else {"max_registers": int(max_registers)}

@@ -6,7 +6,7 @@ Variants
 ``vector``  one warp per row; with ``vec > 1`` each lane loads ``vec`` consecutive entries
             (index and value) with one vector load per array, the row's first chunk starting
             at the row start rounded down to a multiple of ``vec`` and entries outside the
-            row masked; lanes reduce with ``shfl_down_sync``.
+            row masked; lanes reduce with ``shfl_xor_sync`` (``warp_sum``).
 ``spmm``    one warp per (row, 32 columns of X): every lane walks the row's entries and
             owns one column of X/Y, so reads of X and writes of Y are coalesced.
 
@@ -24,7 +24,8 @@ from reference.csr import CSRMatrix
 
 from .._cuda import cuda
 from ._common import (
-    FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, finish, prepare, to_dev,
+    WARP, PTXTarget, acc_type, array_sig, blocks_for, check_threads_per_block, finish, prepare,
+    to_dev, warp_sum,
 )
 from ._intrinsics import vload2, vload4
 
@@ -42,9 +43,7 @@ class CSRConfig:
 
     def __post_init__(self):
         from reference._common import OptionError, problem
-        if self.threads_per_block % WARP or not 32 <= self.threads_per_block <= 1024:
-            raise OptionError(problem("CSRConfig.threads_per_block", "a multiple of 32 in [32, 1024]",
-                                      self.threads_per_block))
+        check_threads_per_block("CSRConfig", self.threads_per_block)
         if self.vec not in (1, 2, 4):
             raise OptionError(problem("CSRConfig.vec", "1, 2 or 4", self.vec))
 
@@ -117,10 +116,7 @@ def _vector_kernel(dtype_name: str, cfg: CSRConfig):
             s = acc(0)
             for p in range(indptr[r] + lane, indptr[r + 1], WARP):
                 s += acc(values[p]) * acc(x[indices[p]])
-            off = 16
-            while off > 0:
-                s += cuda.shfl_down_sync(FULL_MASK, s, off)
-                off //= 2
+            s = warp_sum(s)
             if lane == 0:
                 y[r] = s
 
@@ -150,10 +146,7 @@ def _vector_kernel(dtype_name: str, cfg: CSRConfig):
                     if q >= start and q < end:
                         s += acc(vals[k]) * acc(x[cols[k]])
             base += WARP * vec
-        off = 16
-        while off > 0:
-            s += cuda.shfl_down_sync(FULL_MASK, s, off)
-            off //= 2
+        s = warp_sum(s)
         if lane == 0:
             y[r] = s
 

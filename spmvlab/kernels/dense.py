@@ -5,7 +5,7 @@
             and the same columns of x, with one vector load per array (``vload2/4/8``: 16
             bytes per load, i.e. 8 float16, 4 float32 or 2 float64 values) when the column
             count is a multiple of ``vec``, otherwise one element at a time (``vec = 1``:
-            columns l, l + 32, ...). Lanes reduce with ``shfl_down_sync``; lane 0 writes y[r].
+            columns l, l + 32, ...). Lanes reduce with ``warp_sum`` (butterfly); lane 0 writes y[r].
 
 Sums are in float32 for float16/float32 values and float64 for float64; y has W's dtype.
 """
@@ -20,8 +20,8 @@ from reference._common import DTypeError, OptionError, ShapeError, LayoutError, 
 
 from .._cuda import cuda
 from ._common import (
-    FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_value_dtype, finish,
-    is_device_array, prepare, to_dev,
+    WARP, PTXTarget, acc_type, array_sig, blocks_for, check_threads_per_block, check_value_dtype,
+    finish, is_device_array, prepare, to_dev, warp_sum,
 )
 from ._intrinsics import vload2, vload4, vload8
 
@@ -40,9 +40,7 @@ class DenseConfig:
     vec: int = 0
 
     def __post_init__(self):
-        if self.threads_per_block % WARP or not 32 <= self.threads_per_block <= 1024:
-            raise OptionError(problem("DenseConfig.threads_per_block", "a multiple of 32 in [32, 1024]",
-                                      self.threads_per_block))
+        check_threads_per_block("DenseConfig", self.threads_per_block)
         if self.vec not in (0, 1, 2, 4, 8):
             raise OptionError(problem("DenseConfig.vec", "0 (automatic), 1, 2, 4 or 8", self.vec))
 
@@ -109,10 +107,7 @@ def _gemv_kernel(dtype_name: str, cfg: DenseConfig, vec: int):
             s = acc(0)
             for c in range(lane, n, WARP):
                 s += acc(W[base + c]) * acc(x[c])
-            off = 16
-            while off > 0:
-                s += cuda.shfl_down_sync(FULL_MASK, s, off)
-                off //= 2
+            s = warp_sum(s)
             if lane == 0:
                 y[r] = s
 
@@ -137,10 +132,7 @@ def _gemv_kernel(dtype_name: str, cfg: DenseConfig, vec: int):
             xv = load(x, c)
             for k in range(vec):
                 s += acc(w[k]) * acc(xv[k])
-        off = 16
-        while off > 0:
-            s += cuda.shfl_down_sync(FULL_MASK, s, off)
-            off //= 2
+        s = warp_sum(s)
         if lane == 0:
             y[r] = s
 

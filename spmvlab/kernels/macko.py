@@ -41,8 +41,8 @@ from reference.macko import MackoMatrix
 
 from .._cuda import cuda
 from ._common import (
-    FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32, check_value_dtype,
-    finish, jit_options, prepare, to_dev,
+    FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32,
+    check_threads_per_block, check_value_dtype, finish, jit_options, prepare, to_dev, warp_sum,
 )
 from ._intrinsics import vload4, vload8
 
@@ -73,9 +73,7 @@ class MackoConfig:
     max_registers: int | None = 48
 
     def __post_init__(self):
-        if self.threads_per_block % WARP or not 32 <= self.threads_per_block <= 1024:
-            raise OptionError(problem("MackoConfig.threads_per_block",
-                                      "a multiple of 32 in [32, 1024]", self.threads_per_block))
+        check_threads_per_block("MackoConfig", self.threads_per_block)
         if self.prefetch not in (0, 1, 2) or isinstance(self.prefetch, bool):
             raise OptionError(problem("MackoConfig.prefetch", "0, 1 or 2", repr(self.prefetch)))
         if self.max_registers is not None and not 16 <= self.max_registers <= 255:
@@ -199,17 +197,9 @@ def _parts(dtype_name: str, delta_bits: int):
             s += acc(vals[k]) * acc(x[np.uint32(col)])
         return s
 
-    @cuda.jit(device=True, inline=True)
-    def warp_sum(s):
-        off = 16
-        while off > 0:
-            s += cuda.shfl_xor_sync(FULL_MASK, s, off)
-            off //= 2
-        return s
-
     return dict(load_values=load_values, load_word=load_word, lane_steps=lane_steps,
                 full_steps=full_steps, warp_scan=warp_scan, masked_dot=masked_dot,
-                full_dot=full_dot, warp_sum=warp_sum)
+                full_dot=full_dot)
 
 
 @functools.lru_cache(maxsize=None)
@@ -218,8 +208,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
     P = _parts(dtype_name, delta_bits)
     load_values, load_word, lane_steps, full_steps = (P["load_values"], P["load_word"],
                                                       P["lane_steps"], P["full_steps"])
-    warp_scan, masked_dot, full_dot, warp_sum = (P["warp_scan"], P["masked_dot"], P["full_dot"],
-                                                 P["warp_sum"])
+    warp_scan, masked_dot, full_dot = P["warp_scan"], P["masked_dot"], P["full_dot"]
     wpb = cfg.threads_per_block // WARP
     prefetch = cfg.prefetch
     int32 = np.int32
