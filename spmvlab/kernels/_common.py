@@ -71,6 +71,13 @@ def prepare(x, out, n: int, out_shape, dtype, name="x", ndim=1) -> Operands:
     return Operands(x=to_dev(x), out=d_out, host=host)
 
 
+def prepare_spmm(D, X, out) -> tuple[Operands, int]:
+    """``prepare`` for Y = D @ X (X of shape (n_cols, k)); also returns k."""
+    n_rows, n_cols = D.shape
+    k_cols = int(X.shape[1]) if getattr(X, "ndim", 0) == 2 else 0
+    return prepare(X, out, n_cols, (n_rows, k_cols), D.dtype, name="X", ndim=2), k_cols
+
+
 def finish(ops: Operands, out):
     """Return the result in the caller's space, writing a host ``out`` in place."""
     if isinstance(out, np.ndarray):

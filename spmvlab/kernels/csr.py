@@ -25,7 +25,7 @@ from reference.csr import CSRMatrix
 from .._cuda import cuda
 from ._common import (
     WARP, PTXTarget, acc_type, array_sig, blocks_for, check_threads_per_block, finish, prepare,
-    to_dev, warp_sum,
+    prepare_spmm, to_dev, warp_sum,
 )
 from ._intrinsics import vload2, vload4
 
@@ -201,9 +201,8 @@ def spmv(D, x, out=None, variant: str = "vector", config: CSRConfig = CSRConfig(
 def spmm(D, X, out=None, config: CSRConfig = CSRConfig()):
     """Y = D @ X for X of shape (n_cols, k)."""
     D = to_device(D)
-    n_rows, n_cols = D.shape
-    k_cols = int(X.shape[1]) if getattr(X, "ndim", 0) == 2 else 0
-    ops = prepare(X, out, n_cols, (n_rows, k_cols), D.dtype, name="X", ndim=2)
+    n_rows = D.shape[0]
+    ops, k_cols = prepare_spmm(D, X, out)
     if n_rows and k_cols:
         k = _spmm_kernel(D.dtype.name, config)
         grid = (blocks_for(n_rows, config.threads_per_block // WARP), blocks_for(k_cols, WARP))

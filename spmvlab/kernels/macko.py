@@ -42,7 +42,8 @@ from reference.macko import MackoMatrix
 from .._cuda import cuda
 from ._common import (
     FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32,
-    check_threads_per_block, check_value_dtype, finish, jit_options, prepare, to_dev, warp_sum,
+    check_threads_per_block, check_value_dtype, finish, jit_options, prepare, prepare_spmm, to_dev,
+    warp_sum,
 )
 from ._intrinsics import vload4, vload8
 
@@ -382,9 +383,8 @@ def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
 def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
     """Y = D @ X for X of shape (n_cols, k); any k (tiles of 64 columns per launch column)."""
     D = to_device(D)
-    n_rows, n_cols = D.shape
-    k_cols = int(X.shape[1]) if getattr(X, "ndim", 0) == 2 else 0
-    ops = prepare(X, out, n_cols, (n_rows, k_cols), D.dtype, name="X", ndim=2)
+    n_rows = D.shape[0]
+    ops, k_cols = prepare_spmm(D, X, out)
     if n_rows and k_cols:
         k = _spmm_kernel(D.dtype.name, D.delta_bits, config)
         grid = (blocks_for(n_rows, config.threads_per_block // WARP), blocks_for(k_cols, SPMM_COLS))
