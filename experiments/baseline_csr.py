@@ -68,39 +68,13 @@ DTYPE_STYLE = {"float16": dict(ls="-", marker="o"), "float32": dict(ls="--", mar
 # matrices
 # ---------------------------------------------------------------------------------------------
 
-def _uniform_fallback(shape, sparsity, dtype, seed):
-    """Only if spmvlab.datasets is missing: same row count per row (+-1), columns uniform
-    without replacement, values uniform in [-1, 1)."""
-    import scipy.sparse as sp
-    rows, cols = shape
-    nnz = int(round(rows * cols * (1.0 - sparsity)))
-    rng = np.random.default_rng(seed)
-    per_row = np.full(rows, nnz // rows, dtype=np.int64)
-    per_row[rng.permutation(rows)[: nnz - per_row.sum()]] += 1
-    indptr = np.concatenate([[0], np.cumsum(per_row)])
-    indices = np.empty(nnz, dtype=np.int32)
-    for r0 in range(0, rows, 512):
-        r1 = min(rows, r0 + 512)
-        keys = rng.random((r1 - r0, cols), dtype=np.float32)
-        order = np.argsort(keys, axis=1)
-        for r in range(r0, r1):
-            k = per_row[r]
-            indices[indptr[r]:indptr[r + 1]] = np.sort(order[r - r0, :k])
-    data = rng.uniform(-1.0, 1.0, nnz).astype(np.float32)
-    return sp.csr_matrix((data, indices, indptr), shape=shape)
-
-
 def make_matrix(shape, sparsity, dtype, seed):
     """(CSRMatrix, source name)."""
     import reference.csr as R
-    try:
-        from spmvlab.datasets import uniform
-        src = "spmvlab.datasets.uniform"
-    except ImportError:
-        uniform, src = _uniform_fallback, "experiments/baseline_csr.py:_uniform_fallback"
+    from spmvlab.datasets import uniform
     A = uniform(tuple(shape), sparsity, dtype=np.dtype(dtype), seed=seed)
     M = R.encode(A, dtype=np.dtype(dtype))
-    return M, src
+    return M, "spmvlab.datasets.uniform"
 
 
 # ---------------------------------------------------------------------------------------------
