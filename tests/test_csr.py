@@ -3,12 +3,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from hypothesis import given
-from hypothesis import strategies as st
 
 import reference.csr as R
 from reference._common import (
-    DTypeError, FormatError, IndexOverflowError, LayoutError, ShapeError, canonical_csr,
-    index_dtype_for,
+    DTypeError, FormatError, IndexOverflowError, LayoutError, ShapeError, index_dtype_for,
 )
 from spmvlab.kernels import csr as K
 from strategies import build_case, llm_like, power_law_case, sparse_inputs

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import reference.macko as R
 from reference._common import DTypeError, OptionError
 from spmvlab.kernels import macko as K
-from strategies import build_case, llm_like, power_law_case, sparse_inputs
+from strategies import build_case, power_law_case, sparse_inputs
 from parity import check_parity
 
 CFG = {1: K.MackoConfig(threads_per_block=64), 2: K.MackoConfig(threads_per_block=64, prefetch=0),
