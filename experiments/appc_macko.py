@@ -1,6 +1,6 @@
 """MACKO paper, appendix C: effective density of MACKO with delta_bits 1, 2, 4 and 8 vs
-sparsity (16-bit values): the expected-case formula (``reference.density``, eq. 10) as
-curves, real encodings of uniform random 2048 x 2048 masks (every stored byte counted) as
+sparsity (16-bit values): the expected-case formula (``spmvlab.analysis.density``, eq. 10)
+as curves, real encodings of uniform random 2048 x 2048 masks (every stored byte counted) as
 points, measured on the CPU.
 
     python experiments/appc_macko.py [--quick] [--plot-only]
@@ -16,37 +16,44 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
 
 from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
 
 NAME = "appc_macko"
-DELTA_BITS = (1, 2, 4, 8)
+NEEDS_GPU = False
+FULL = dict(shape=[2048, 2048],
+            sparsities=[0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98],
+            delta_bits=[1, 2, 4, 8], seed=0, value_dtype="float16")
+QUICK = dict(shape=[512, 512], sparsities=[0.1, 0.3, 0.5, 0.7, 0.9])
+COLORS = ("tab:orange", "tab:green", "tab:red", "tab:blue")
 
 
-def measure(args) -> dict:
-    from reference.density import macko_expected, measured_effective_density
+def config(quick: bool = False, **overrides) -> dict:
+    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+
+
+def measure(cfg: dict) -> dict:
     from spmvlab import datasets
+    from spmvlab.analysis.density import macko_expected, measured_effective_density
     from spmvlab.encoders import macko as EM
-    n = 512 if args.quick else 2048
-    sparsities = [0.1, 0.3, 0.5, 0.7, 0.9] if args.quick else \
-        [0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98]
-    cfg = dict(shape=[n, n], sparsities=sparsities, delta_bits=list(DELTA_BITS), seed=0,
-               value_dtype="float16")
+    dtype = np.dtype(cfg["value_dtype"])
     rows = []
-    for s in X.progress(sparsities, total=len(sparsities), desc=NAME):
-        A = datasets.uniform((n, n), s, dtype=np.float32, seed=cfg["seed"])
-        for b in DELTA_BITS:
-            M = EM.encode(A, delta_bits=b, dtype=np.float16)
+    for s in X.progress(cfg["sparsities"], total=len(cfg["sparsities"]), desc=NAME):
+        # drawn in the value dtype (float32 draws cast, zeros redrawn): nothing lost at encode
+        A = datasets.uniform(tuple(cfg["shape"]), s, dtype=dtype, seed=cfg["seed"])
+        for b in cfg["delta_bits"]:
+            M = EM.encode(A, delta_bits=b, dtype=dtype)
             rows.append(dict(sparsity=s, delta_bits=b, measured=measured_effective_density(M),
-                             expected=float(macko_expected(1 - s, b, 16)),
+                             expected=float(macko_expected(1 - s, b, 8 * dtype.itemsize)),
                              inserted_zeros=int(M.n_inserted), nnz=int(M.nnz)))
-    return dict(rows=rows, config=cfg)
+    return dict(rows=rows)
 
 
-def plot(results: dict, fig_path: str):
-    from reference.density import macko_expected
-    plt = X.pyplot()
+def plot(results: dict, fig_path: str) -> list[str]:
+    from spmvlab.analysis.density import macko_expected
+    plt = P.pyplot()
     s = np.linspace(0.0, 0.99, 300)
     fig, ax = plt.subplots(figsize=(6.4, 4.4))
-    for b, color in zip(DELTA_BITS, ("tab:orange", "tab:green", "tab:red", "tab:blue")):
+    for b, color in zip(results["config"]["delta_bits"], COLORS):
         ax.plot(100 * s, macko_expected(1 - s, b, 16), color=color, label=f"{b}-bit deltas (expected)")
         pts = [r for r in results["rows"] if r["delta_bits"] == b]
         ax.plot([100 * r["sparsity"] for r in pts], [r["measured"] for r in pts], "o", color=color,
@@ -55,16 +62,41 @@ def plot(results: dict, fig_path: str):
     ax.set(xlabel="sparsity (%)", ylabel="effective density (16-bit values)", ylim=(0, 1.6),
            title="MACKO delta width: formula (lines) vs encodings (circles)")
     ax.legend()
-    fig.tight_layout()
-    return X.savefig(fig, fig_path)
+    return P.savefig(fig, fig_path)
 
 
 def report(results: dict):
     cols = [("sparsity", "sparsity", ".2f"), ("delta_bits", "bits", ""),
             ("expected", "expected", ".4f"), ("measured", "measured", ".4f")]
-    print(X.format_table(results["rows"], cols))
+    P.print_table(results["rows"], cols)
+
+
+def deviation(results: dict) -> list[dict]:
+    """The rows with ``abs_diff`` = |measured - expected| (formula vs real encoding)."""
+    return [dict(r, abs_diff=abs(r["measured"] - r["expected"])) for r in results["rows"]]
+
+
+def thresholds(results: dict, b_val: int = 16) -> list[dict]:
+    """From eq. 10 for each delta width of the results: ``below_dense_from``, the sparsity
+    above which MACKO is smaller than dense, and ``smallest_from``/``smallest_to``, the
+    sparsity range in which this width gives the smallest expected size (found on a 0.0001
+    grid, to 0.999 sparsity), also as a text (``smallest``: "< 24 %", "24–56 %", "> 89 %")."""
+    from spmvlab.analysis.density import macko_expected
+    bits = list(results["config"]["delta_bits"])
+    s = np.round(np.arange(0.0, 0.9991, 0.0001), 6)
+    sizes = np.array([macko_expected(1 - s, b, b_val) for b in bits])
+    best = np.argmin(sizes, axis=0)
+    out = []
+    for i, b in enumerate(bits):
+        below = s[sizes[i] < 1.0]
+        won = s[best == i]
+        lo, hi = (float(won[0]), float(won[-1])) if won.size else (None, None)
+        text = ("never" if lo is None else f"< {100 * hi:.0f} %" if lo == 0 else
+                f"> {100 * lo:.0f} %" if hi >= s[-1] else f"{100 * lo:.0f}–{100 * hi:.0f} %")
+        out.append(dict(delta_bits=b, below_dense_from=float(below[0]) if below.size else None,
+                        smallest_from=lo, smallest_to=hi, smallest=text))
+    return out
 
 
 if __name__ == "__main__":
-    sys.exit(X.main(NAME, description=__doc__, measure=measure, plot=plot, report=report,
-                    needs_gpu=False))
+    sys.exit(X.main(sys.modules[__name__]))

@@ -23,14 +23,14 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
 
 from spmvlab import experiment as X  # noqa: E402
-from spmvlab.errors import BackendUnavailable  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
 
 NAME = "baseline_csr"
+NEEDS_GPU = True
 
 FULL = dict(
     shapes=[[4096, 11008], [11008, 4096], [12288, 12288], [36864, 12288]],
@@ -41,45 +41,89 @@ FULL = dict(
     # 0 % is 453M entries (3.6 GB fp32 CSR, ~20 GB host peak while building, ~1.5 min of
     # host time): the H100 machine handles it, so nothing is skipped by default.
     csr_max_nnz=None,
-    tol={"float16": 1e-2, "float32": 1e-5},
 )
-QUICK = dict(FULL, shapes=[[4096, 11008]], sparsities=[0.5, 0.9], dtypes=["float32"], reps=20, warmup=5)
+QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.5, 0.9], dtypes=["float32"], reps=20, warmup=5)
 
-CSR_METHODS = ["numba_csr_scalar", "numba_csr_vector4", "numba_csr_vector1", "cusparse_csr"]
-DENSE_METHODS = ["cublas_gemv", "cublas_sgemv", "numba_dense"]
+CSR_METHODS = ["csr_scalar", "csr_vector", "csr_vector1", "cusparse"]
 METHOD_LABELS = {
-    "numba_csr_scalar": "numba CSR scalar (thread/row)",
-    "numba_csr_vector4": "numba CSR vector, vec=4",
-    "numba_csr_vector1": "numba CSR vector, vec=1",
-    "cusparse_csr": "cuSPARSE CSR",
-    "cublas_gemv": "cuBLAS dense (GemmEx n=1)",
+    "csr_scalar": "numba CSR scalar (thread/row)",
+    "csr_vector": "numba CSR vector, vec=4",
+    "csr_vector1": "numba CSR vector, vec=1",
+    "cusparse": "cuSPARSE CSR",
+    "cublas": "cuBLAS dense (GemmEx n=1)",
     "cublas_sgemv": "cuBLAS dense (Sgemv)",
     "numba_dense": "numba dense GEMV",
 }
 COLORS = {
-    "numba_csr_scalar": "tab:gray", "numba_csr_vector4": "tab:blue", "numba_csr_vector1": "tab:cyan",
-    "cusparse_csr": "tab:red", "cublas_gemv": "black", "cublas_sgemv": "tab:brown",
+    "csr_scalar": "tab:gray", "csr_vector": "tab:blue", "csr_vector1": "tab:cyan",
+    "cusparse": "tab:red", "cublas": "black", "cublas_sgemv": "tab:brown",
     "numba_dense": "tab:green",
 }
 DTYPE_STYLE = {"float16": dict(ls="-", marker="o"), "float32": dict(ls="--", marker="s")}
 
 
 # ---------------------------------------------------------------------------------------------
-# matrices
-# ---------------------------------------------------------------------------------------------
-
-def make_matrix(shape, sparsity, dtype, seed):
-    """(CSRMatrix, source name)."""
-    import reference.csr as R
-    from spmvlab.datasets import uniform
-    A = uniform(tuple(shape), sparsity, dtype=np.dtype(dtype), seed=seed)
-    M = R.encode(A, dtype=np.dtype(dtype))
-    return M, "spmvlab.datasets.uniform"
-
-
-# ---------------------------------------------------------------------------------------------
 # measurement
 # ---------------------------------------------------------------------------------------------
+
+def config(quick: bool = False, **overrides) -> dict:
+    """``csr_max_nnz`` 0 means never skip (as None)."""
+    cfg = X.make_config(NAME, FULL, QUICK, quick, overrides)
+    cfg["csr_max_nnz"] = cfg["csr_max_nnz"] or None
+    return cfg
+
+
+def cli(p):
+    p.add_argument("--reps", type=int, help="timed calls per method")
+    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC list, e.g. 4096x11008,12288x12288")
+    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions, e.g. 0,0.5,0.9")
+    p.add_argument("--dtypes", type=X.words, help="comma-separated, e.g. float16,float32")
+    p.add_argument("--flush", choices=("write", "read"),
+                   help="L2 flush before each timed call: read, or overwrite a 2xL2 buffer")
+    p.add_argument("--csr-max-nnz", type=int, help="skip CSR methods above this many nonzeros (0: never skip)")
+
+
+def measure(cfg: dict) -> dict:
+    import warnings
+
+    from numba.core.errors import NumbaPerformanceWarning
+
+    from spmvlab import bench, datasets, methods, runinfo
+    warnings.simplefilter("ignore", NumbaPerformanceWarning)  # small grids are intended here
+    warnings.filterwarnings("ignore", message=".*Grid size")   # (numba-cuda's own class of it)
+    cases = [(tuple(s), sp_, dt) for s in cfg["shapes"] for sp_ in cfg["sparsities"] for dt in cfg["dtypes"]]
+    print(f"{NAME}: {len(cases)} cases on {runinfo.device_info().get('name')}", file=sys.stderr)
+    copy = bench.copy_bandwidth()
+    print(f"device-to-device copy: {copy['tb_s']:.2f} TB/s", file=sys.stderr)
+
+    rows, skipped = [], []
+    for shape, sparsity, dt in X.progress(cases, desc=NAME):
+        A = datasets.uniform(shape, sparsity, dtype=np.dtype(dt), seed=cfg["seed"])
+        p = methods.Problem.make(A, dt, seed=cfg["seed"] + 1, dist="uniform")
+        skip_csr = cfg["csr_max_nnz"] is not None and A.nnz > cfg["csr_max_nnz"]
+        names = [m for m in METHOD_LABELS if not (skip_csr and m in CSR_METHODS)
+                 and not (m == "cublas_sgemv" and dt != "float32")]
+        if skip_csr:
+            skipped.append(dict(shape=list(shape), sparsity=sparsity, dtype=dt, methods=CSR_METHODS,
+                                reason=f"nnz {A.nnz} > csr_max_nnz {cfg['csr_max_nnz']} (host encode "
+                                       "time/memory); dense methods cover this case"))
+        rows += methods.measure_problem(p, names, reps=cfg["reps"], warmup=cfg["warmup"],
+                                        cold=cfg["cold"], flush=cfg["flush"], keep_going=True,
+                                        extra=dict(sparsity=sparsity))
+        del A, p
+        _free_gpu()
+    unavailable = {r["method"]: r["error"] for r in rows if "BackendUnavailable" in r.get("error", "")}
+    rows = [r for r in rows if "BackendUnavailable" not in r.get("error", "")]
+    return dict(rows=rows, copy_bandwidth=copy, skipped=skipped,
+                unavailable=unavailable, matrix_source=["spmvlab.datasets.uniform"],
+                notes=["speedup_vs_X = median_us(X) / median_us(method), same shape/sparsity/dtype",
+                       "cusparse: cupyx.cusparse.spmv for float32, torch sparse CSR torch.mv for float16",
+                       "cublas: cupy.dot -> cublasGemmEx (n=1, CUBLAS_COMPUTE_32F); "
+                       "cublas_sgemv: cublasSgemv (float32 only)",
+                       f"L2 flush mode {cfg['flush']!r}: 'write' leaves ~L2-size of dirty lines whose "
+                       "write-back lands in the timed call (on the H100 +6..10 us vs 'read', which "
+                       "matched warm timings for matrices larger than L2)"])
+
 
 def _free_gpu():
     gc.collect()
@@ -94,132 +138,19 @@ def _free_gpu():
                 pass
 
 
-def _builders(M, W, dtype, skip_csr):
-    """(method, zero-arg constructor) in timing order."""
-    from spmvlab import baselines as B
-    from spmvlab.kernels import csr as KC
-    out = []
-    if not skip_csr:
-        D = KC.to_device(M)
-        out += [
-            ("numba_csr_scalar", lambda: B.NumbaCSR(D, "scalar", KC.CSRConfig(), host=M)),
-            ("numba_csr_vector4", lambda: B.NumbaCSR(D, "vector", KC.CSRConfig(vec=4), host=M)),
-            ("numba_csr_vector1", lambda: B.NumbaCSR(D, "vector", KC.CSRConfig(vec=1), host=M)),
-            ("cusparse_csr", lambda: B.CusparseCSR(M, dtype)),
-        ]
-    out.append(("cublas_gemv", lambda: B.DenseGemv(W(), dtype, impl="gemmex")))
-    if np.dtype(dtype) == np.float32:
-        out.append(("cublas_sgemv", lambda: B.DenseGemv(W(), dtype, impl="gemv")))
-    out.append(("numba_dense", lambda: B.NumbaDense(W(), dtype)))
-    return out
-
-
-def measure(args) -> dict:
-    from spmvlab import bench
-    from spmvlab import baselines as B
-
-    cfg = dict(QUICK if args.quick else FULL)
-    if args.reps:
-        cfg["reps"] = args.reps
-    if args.shapes:
-        cfg["shapes"] = [[int(v) for v in s.lower().split("x")] for s in args.shapes.split(",")]
-    if args.sparsities:
-        cfg["sparsities"] = [float(v) for v in args.sparsities.split(",")]
-    if args.dtypes:
-        cfg["dtypes"] = args.dtypes.split(",")
-    if args.flush:
-        cfg["flush"] = args.flush
-    if args.csr_max_nnz is not None:
-        cfg["csr_max_nnz"] = args.csr_max_nnz or None
-    cases = [(tuple(s), sp_, dt) for s in cfg["shapes"] for sp_ in cfg["sparsities"] for dt in cfg["dtypes"]]
-    print(f"{NAME}: {len(cases)} cases on {bench.device_info().get('name')}", file=sys.stderr)
-    copy = bench.copy_bandwidth()
-    print(f"device-to-device copy: {copy['tb_s']:.2f} TB/s", file=sys.stderr)
-
-    rows, skipped, unavailable, sources = [], [], {}, set()
-    for shape, sparsity, dt in X.progress(cases, desc=NAME):
-        dtype = np.dtype(dt)
-        M, src = make_matrix(shape, sparsity, dtype, cfg["seed"])
-        sources.add(src)
-        skip_csr = cfg["csr_max_nnz"] is not None and M.nnz > cfg["csr_max_nnz"]
-        if skip_csr:
-            skipped.append(dict(shape=list(shape), sparsity=sparsity, dtype=dt, methods=CSR_METHODS,
-                                reason=f"nnz {M.nnz} > csr_max_nnz {cfg['csr_max_nnz']} (host encode "
-                                       "time/memory); dense methods cover this case"))
-        x = np.random.default_rng(cfg["seed"] + 1).uniform(-1, 1, shape[1]).astype(dtype)
-        ref = B.reference_product(M, x)
-        dense_cache = []
-
-        def W():
-            if not dense_cache:
-                dense_cache.append(M.to_csr().toarray().astype(dtype))
-            return dense_cache[0]
-
-        base = dict(shape=f"{shape[0]}x{shape[1]}", rows=shape[0], cols=shape[1], sparsity=sparsity,
-                    nnz=M.nnz, dtype=dt)
-        for method, build in _builders(M, W, dtype, skip_csr):
-            row = dict(base, method=method)
-            try:
-                obj = build()
-            except BackendUnavailable as exc:
-                unavailable.setdefault(method, str(exc))
-                continue
-            except Exception as exc:  # keep a long run going; the row says what broke
-                rows.append(dict(row, error=f"build: {type(exc).__name__}: {exc}"))
-                continue
-            try:
-                row["impl"] = getattr(obj, "impl", obj.name)
-                obj.set_x(x)
-                chk = obj.check(tol=cfg["tol"][dt], ref=ref)
-                row.update(check_passed=chk.passed, max_rel_err=chk.max_rel_err, tol=chk.tol,
-                           n_bad_rows=chk.n_bad)
-                t = bench.time_fn(obj.run, reps=cfg["reps"], warmup=cfg["warmup"], cold=cfg["cold"],
-                                  events=obj.events, flush=cfg["flush"])
-                row.update(median_us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us, mean_us=t.mean_us,
-                           reps=t.reps, bytes=obj.nbytes,
-                           tb_s=bench.effective_bandwidth(obj.nbytes, t.median_us))
-            except Exception as exc:
-                row["error"] = f"{type(exc).__name__}: {exc}"
-            rows.append(row)
-            del obj
-        dense_cache.clear()
-        del M, ref
-        _free_gpu()
-
-    add_speedups(rows)
-    return dict(config=cfg, rows=rows, copy_bandwidth=copy, skipped=skipped,
-                unavailable=unavailable, matrix_source=sorted(sources),
-                notes=["speedup_vs_X = median_us(X) / median_us(method), same shape/sparsity/dtype",
-                       "cusparse_csr: cupyx.cusparse.spmv for float32, torch sparse CSR torch.mv for float16",
-                       "cublas_gemv: cupy.dot -> cublasGemmEx (n=1, CUBLAS_COMPUTE_32F); "
-                       "cublas_sgemv: cublasSgemv (float32 only)",
-                       f"L2 flush mode {cfg['flush']!r}: 'write' leaves ~L2-size of dirty lines whose "
-                       "write-back lands in the timed call (on the H100 +6..10 us vs 'read', which "
-                       "matched warm timings for matrices larger than L2)"])
-
-
-def add_speedups(rows):
-    """speedup_vs_cusparse / speedup_vs_cublas on every timed row (None when missing)."""
-    ref = {}
-    for r in rows:
-        if r.get("median_us") and r["method"] in ("cusparse_csr", "cublas_gemv"):
-            ref[(r["shape"], r["sparsity"], r["dtype"], r["method"])] = r["median_us"]
-    for r in rows:
-        for m, key in (("cusparse_csr", "speedup_vs_cusparse"), ("cublas_gemv", "speedup_vs_cublas")):
-            t = ref.get((r["shape"], r["sparsity"], r["dtype"], m))
-            r[key] = (t / r["median_us"]) if (t and r.get("median_us")) else None
-    return rows
-
-
 # ---------------------------------------------------------------------------------------------
 # plot and report (never measure)
 # ---------------------------------------------------------------------------------------------
 
+def _shape(r) -> str:
+    return "x".join(str(v) for v in r["shape"])
+
+
 def plot(results: dict, fig_path: str):
-    plt = X.pyplot()
+    plt = P.pyplot()
     from matplotlib.lines import Line2D
     rows = [r for r in results["rows"] if r.get("median_us")]
-    shapes = list(dict.fromkeys(r["shape"] for r in results["rows"]))
+    shapes = list(dict.fromkeys(_shape(r) for r in results["rows"]))
     methods = [m for m in METHOD_LABELS if any(r["method"] == m for r in rows)]
     dtypes = [d for d in ("float16", "float32") if any(r["dtype"] == d for r in rows)]
     ncol = max(1, len(shapes))
@@ -230,7 +161,7 @@ def plot(results: dict, fig_path: str):
         for m in methods:
             for d in dtypes:
                 pts = sorted((r["sparsity"], r["median_us"], r.get("speedup_vs_cublas"), r.get("check_passed", True))
-                             for r in rows if r["shape"] == shape and r["method"] == m and r["dtype"] == d)
+                             for r in rows if _shape(r) == shape and r["method"] == m and r["dtype"] == d)
                 if not pts:
                     continue
                 xs = [100 * p[0] for p in pts]
@@ -254,10 +185,10 @@ def plot(results: dict, fig_path: str):
         if j == 0:
             ax_s.set_ylabel("speedup over cuBLAS GEMV\nof the same dtype (×)")
         for ax in (ax_t, ax_s):
-            sps = sorted({100 * r["sparsity"] for r in results["rows"] if r["shape"] == shape})
+            sps = sorted({100 * r["sparsity"] for r in results["rows"] if _shape(r) == shape})
             ax.set_xticks(sps)
             ax.grid(True, which="both", alpha=0.3)
-    dev = (results.get("meta", {}).get("device") or {}).get("name", "unknown GPU")
+    dev = P.device_name(results)
     date = results.get("meta", {}).get("date_utc", "")[:10]
     cb = results.get("copy_bandwidth") or {}
     extra = f"; D2D copy {cb['tb_s']:.2f} TB/s" if cb.get("tb_s") else ""
@@ -270,9 +201,7 @@ def plot(results: dict, fig_path: str):
     fig.legend(handles=handles, loc="lower center", ncol=min(5, len(handles)), frameon=False,
                bbox_to_anchor=(0.5, -0.02))
     fig.tight_layout(rect=(0, 0.08, 1, 0.95))
-    out = X.savefig(fig, fig_path)
-    plt.close(fig)
-    return out
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):
@@ -280,10 +209,10 @@ def report(results: dict):
     rows = results["rows"]
     sps = sorted({r["sparsity"] for r in rows})
     table = []
-    for shape in dict.fromkeys(r["shape"] for r in rows):
+    for shape in dict.fromkeys(_shape(r) for r in rows):
         for d in dict.fromkeys(r["dtype"] for r in rows):
             for m in METHOD_LABELS:
-                sel = {r["sparsity"]: r for r in rows if r["shape"] == shape and r["dtype"] == d and r["method"] == m}
+                sel = {r["sparsity"]: r for r in rows if _shape(r) == shape and r["dtype"] == d and r["method"] == m}
                 if not sel:
                     continue
                 t = dict(shape=shape, dtype=d, method=m)
@@ -311,24 +240,8 @@ def report(results: dict):
         print(f"error {r['shape']} {r['sparsity']:.0%} {r['dtype']} {r['method']}: {r['error']}")
     bad = [r for r in rows if r.get("check_passed") is False]
     print(f"correctness: {sum(1 for r in rows if r.get('check_passed'))} passed, {len(bad)} failed")
-    print(X.format_table(table, cols))
-
-
-def _extra_args(p):
-    p.add_argument("--reps", type=int, default=None, help="timed calls per method (default 60, quick 20)")
-    p.add_argument("--shapes", default=None, help="comma-separated RxC list, e.g. 4096x11008,12288x12288")
-    p.add_argument("--sparsities", default=None, help="comma-separated fractions, e.g. 0,0.5,0.9")
-    p.add_argument("--dtypes", default=None, help="comma-separated, e.g. float16,float32")
-    p.add_argument("--flush", choices=("write", "read"), default=None,
-                   help="L2 flush before each timed call: read (default) or overwrite a 2xL2 buffer")
-    p.add_argument("--csr-max-nnz", type=int, default=None,
-                   help="skip CSR methods above this many nonzeros (0: never skip)")
+    print(P.format_table(table, cols))
 
 
 if __name__ == "__main__":
-    import warnings
-    from numba.core.errors import NumbaPerformanceWarning
-    warnings.simplefilter("ignore", NumbaPerformanceWarning)  # small grids are intended here
-    warnings.filterwarnings("ignore", message=".*Grid size")   # (numba-cuda's own class of it)
-    sys.exit(X.main(NAME, description=__doc__.splitlines()[0], measure=measure, plot=plot,
-                    extra=_extra_args, report=report))
+    sys.exit(X.main(sys.modules[__name__]))

@@ -1,7 +1,7 @@
 """MACKO paper, Fig. 2: effective density (format size / dense size) vs density, for
 16-bit values (and the 8- and 4-bit value variants the paper also draws).
 
-Curves: the paper's formulas (``reference.density``: CSR32, CSR16, Tiled-CSL, bitmask, MACKO
+Curves: the paper's formulas (``spmvlab.analysis.density``: CSR32, CSR16, Tiled-CSL, bitmask, MACKO
 best/expected/worst, dense). Points: real encodings, measured on the CPU, of
 * uniform random masks (``datasets.uniform``, 2048 x 2048) and
 * the real transformer weights in ``<data>/weights`` pruned per row by magnitude,
@@ -22,9 +22,23 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
 
 from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
 
 NAME = "fig2_macko"
+NEEDS_GPU = False
 VALUE_BITS = (16, 8, 4)
+FULL = dict(uniform_shape=[2048, 2048],
+            densities=[0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0],
+            weight_sparsities=[0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+            weights=None, prune="magnitude, per row", seed=0, delta_bits=4)
+QUICK = dict(uniform_shape=[512, 512], densities=[0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9],
+             weight_sparsities=[0.3, 0.5, 0.7, 0.9])
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    """``weights`` None: every weight matrix found in the data directory (measure() records
+    which)."""
+    return X.make_config(NAME, FULL, QUICK, quick, overrides)
 
 
 def size_bits(M, b_val: int) -> int:
@@ -34,31 +48,32 @@ def size_bits(M, b_val: int) -> int:
     return 8 * other + values.size * b_val
 
 
-def measure(args) -> dict:
+def measure(cfg: dict) -> dict:
     from reference import csr as RC
     from spmvlab import datasets
     from spmvlab.encoders import macko as EM
-    n = 512 if args.quick else 2048
-    densities = [0.05, 0.1, 0.2, 0.3, 0.5, 0.7, 0.9] if args.quick else \
-        [0.02, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0]
-    sparsities = [0.3, 0.5, 0.7, 0.9] if args.quick else [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
-    try:
-        names = datasets.weights_names()
-    except Exception as exc:   # no data directory: uniform points only
-        print(f"real weights unavailable ({exc}); measuring uniform matrices only", file=sys.stderr)
-        names = []
-    cfg = dict(uniform_shape=[n, n], densities=densities, weight_sparsities=sparsities,
-               weights=names, prune="magnitude, per row", seed=0, delta_bits=4)
-    jobs = [("uniform", d) for d in densities] + [(w, 1 - s) for w in names for s in sparsities]
+    names = cfg["weights"]
+    if names is None:
+        try:
+            names = datasets.weights_names()
+        except Exception as exc:   # no data directory: uniform points only
+            print(f"real weights unavailable ({exc}); measuring uniform matrices only", file=sys.stderr)
+            names = []
+    cfg = dict(cfg, weights=list(names))
+    shape = tuple(cfg["uniform_shape"])
+    jobs = [("uniform", d) for d in cfg["densities"]]
+    jobs += [(w, 1 - s) for w in names for s in cfg["weight_sparsities"]]
     rows = []
     for source, d in X.progress(jobs, total=len(jobs), desc=NAME):
         if source == "uniform":
-            A = datasets.uniform((n, n), 1 - d, dtype=np.float32, seed=cfg["seed"])
+            A = datasets.uniform(shape, 1 - d, dtype=np.float16, seed=cfg["seed"])
         else:
             W = datasets.weights(source)
             A = datasets.prune(W, 1 - d, method="magnitude", per_row=True)
-        M = EM.encode(A, delta_bits=4, dtype=np.float16)
-        C = RC.encode(A, dtype=np.float16)
+        # real float32 weights can lie below float16's normal range: the figure counts bytes
+        # of the float16 encoding, so their underflow is accepted (and reported as a warning)
+        M = EM.encode(A, delta_bits=cfg["delta_bits"], dtype=np.float16, lossy=True)
+        C = RC.encode(A, dtype=np.float16, lossy=True)
         dense_elems = M.n_rows * M.n_cols
         real_d = M.nnz / dense_elems
         for b in VALUE_BITS:
@@ -70,8 +85,8 @@ def measure(args) -> dict:
 
 
 def plot(results: dict, fig_path: str):
-    from reference import density as F
-    plt = X.pyplot()
+    from spmvlab.analysis import density as F
+    plt = P.pyplot()
     rows = results["rows"]
     d = np.linspace(0.005, 1.0, 400)
     fig, axes = plt.subplots(1, len(VALUE_BITS), figsize=(5.2 * len(VALUE_BITS), 4.4), sharey=True)
@@ -97,16 +112,37 @@ def plot(results: dict, fig_path: str):
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("effective density (size / dense size)")
     axes[0].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    return X.savefig(fig, fig_path)
+    return P.savefig(fig, fig_path)
 
 
 def report(results: dict):
     cols = [("source", "source", ""), ("value_bits", "bits", ""), ("density", "d", ".3f"),
             ("macko", "MACKO effd", ".4f"), ("csr32", "CSR32 effd", ".4f")]
-    print(X.format_table([r for r in results["rows"] if r["value_bits"] == 16], cols))
+    P.print_table(results["rows"], cols, where=lambda r: r["value_bits"] == 16)
+
+
+def crossings(results: dict) -> list[dict]:
+    """Where eq. 10 (MACKO expected, the results' delta width) equals dense, for each value
+    width: the density ``d`` with effective density 1 (bisection to 1e-9)."""
+    from spmvlab.analysis.density import macko_expected
+    b = results["config"]["delta_bits"]
+    out = []
+    for b_val in VALUE_BITS:
+        lo, hi = 0.0, 1.0                       # expected < 1 at lo, > 1 at hi
+        while hi - lo > 1e-9:
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if macko_expected(mid, b, b_val) < 1 else (lo, mid)
+        out.append(dict(value_bits=b_val, delta_bits=b, equals_dense_at=(lo + hi) / 2))
+    return out
+
+
+def with_formula(results: dict) -> list[dict]:
+    """The rows with ``expected`` = eq. 10 at the row's density and value width."""
+    from spmvlab.analysis.density import macko_expected
+    b = results["config"]["delta_bits"]
+    return [dict(r, expected=float(macko_expected(r["density"], b, r["value_bits"])))
+            for r in results["rows"]]
 
 
 if __name__ == "__main__":
-    sys.exit(X.main(NAME, description=__doc__, measure=measure, plot=plot, report=report,
-                    needs_gpu=False))
+    sys.exit(X.main(sys.modules[__name__]))

@@ -12,40 +12,41 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
 
 from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
 
 NAME = "fig4_macko"
+NEEDS_GPU = True
 METHODS = ["cublas", "macko"]
 
 
-def extra(p):
-    p.add_argument("--sparsities", default=None,
-                   help="comma-separated fractions (default 0.3,0.5,0.7,0.9; quick: 0.5)")
-
-
-def measure(args) -> dict:
+def config(quick: bool = False, **overrides) -> dict:
     from spmvlab import datasets
-    from spmvlab.measure import measure_matrix
     shapes = [list(s) for s in datasets.LLM_SHAPES]
-    sparsities = ([float(v) for v in args.sparsities.split(",")] if args.sparsities
-                  else [0.5] if args.quick else [0.3, 0.5, 0.7, 0.9])
-    if args.quick:
-        shapes = shapes[:4]
-    cfg = dict(shapes=shapes, sparsities=sparsities, dtype="float16", methods=METHODS,
-               reps=20 if args.quick else 40, warmup=5, seed=0)
+    full = dict(shapes=shapes, sparsities=[0.3, 0.5, 0.7, 0.9], dtype="float16", methods=METHODS,
+                reps=40, warmup=5, seed=0)
+    return X.make_config(NAME, full, dict(shapes=shapes[:4], sparsities=[0.5], reps=20), quick,
+                         overrides)
+
+
+def cli(p):
+    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
+
+
+def measure(cfg: dict) -> dict:
+    from spmvlab import datasets, methods
     rows = []
-    jobs = [(tuple(sh), s) for s in sparsities for sh in shapes]
+    jobs = [(tuple(sh), s) for s in cfg["sparsities"] for sh in cfg["shapes"]]
     for shape, sparsity in X.progress(jobs, total=len(jobs), desc=NAME):
-        A = datasets.uniform(shape, sparsity, dtype="float32", seed=cfg["seed"])
-        rows += measure_matrix(A, "float16", METHODS, reps=cfg["reps"], warmup=cfg["warmup"],
-                               extra=dict(sparsity=sparsity))
+        A = datasets.uniform(shape, sparsity, dtype=cfg["dtype"], seed=cfg["seed"])
+        rows += methods.measure(A, cfg["dtype"], cfg["methods"], reps=cfg["reps"],
+                                warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
         del A
-    return dict(rows=rows, config=cfg)
+    return dict(rows=rows)
 
 
-def plot(results: dict, fig_path: str):
-    plt = X.pyplot()
+def plot(results: dict, fig_path: str) -> list[str]:
+    plt = P.pyplot()
     cfg = results["config"]
-    gpu, _ = X._describe(results)
     rows = [r for r in results["rows"] if r["method"] == "macko" and "speedup_vs_cublas" in r]
     labels = [f"{r}x{c}" for r, c in cfg["shapes"]]
     fig, ax = plt.subplots(figsize=(13, 4.5))
@@ -56,18 +57,17 @@ def plot(results: dict, fig_path: str):
         ax.bar([k + i * width for k in range(len(labels))], ys, width, label=f"{100 * s:.0f} %")
     ax.axhline(1.0, color="black", lw=1, ls="--")
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(labels))], labels, rotation=70, fontsize=7)
-    ax.set(ylabel="MACKO speedup over cuBLAS GEMV", title=f"31 LLM layer shapes, fp16, cold L2, {gpu}")
+    ax.set(ylabel="MACKO speedup over cuBLAS GEMV",
+           title=f"31 LLM layer shapes, fp16, cold L2, {P.device_name(results)}")
     ax.legend(title="sparsity")
-    fig.tight_layout()
-    return X.savefig(fig, fig_path)
+    return P.savefig(fig, fig_path)
 
 
 def report(results: dict):
     cols = [("shape", "shape", ""), ("sparsity", "sparsity", ".2f"), ("median_us", "MACKO us", ".1f"),
-            ("tbps", "TB/s", ".2f"), ("speedup_vs_cublas", "x cuBLAS", ".2f")]
-    print(X.format_table([r for r in results["rows"] if r["method"] == "macko" and "median_us" in r],
-                         cols))
+            ("tb_s", "TB/s", ".2f"), ("speedup_vs_cublas", "x cuBLAS", ".2f")]
+    P.print_table(results["rows"], cols, where=lambda r: r["method"] == "macko")
 
 
 if __name__ == "__main__":
-    sys.exit(X.main(NAME, description=__doc__, measure=measure, plot=plot, extra=extra, report=report))
+    sys.exit(X.main(sys.modules[__name__]))

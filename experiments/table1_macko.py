@@ -17,41 +17,37 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
 
+from paper_values import MACKO_TABLE1 as PAPER  # noqa: E402
 from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
 
 NAME = "table1_macko"
-# the paper's Table 1 (RTX 4090, end to end, whole model): sparsity -> (dense GB, MACKO GB,
-# dense tok/s, MACKO tok/s)
-PAPER = {0.2: (13.59, 13.77, 66.55, 66.36), 0.3: (13.59, 12.08, 66.49, 73.88),
-         0.4: (13.59, 10.53, 66.48, 85.46), 0.5: (13.59, 8.87, 66.53, 98.60),
-         0.6: (13.59, 7.14, 66.51, 119.27), 0.7: (13.59, 5.61, 66.50, 150.78),
-         0.8: (13.59, 4.06, 66.54, 193.79), 0.9: (13.59, 2.67, 66.48, 255.01)}
+NEEDS_GPU = True
+QUICK = dict(sparsities=[0.5, 0.9], reps=30)
 
 
-def layers():
+def config(quick: bool = False, **overrides) -> dict:
     from spmvlab.datasets import LLAMA2_7B_LAYERS
-    counts = {}
-    for name, shape in LLAMA2_7B_LAYERS["layers"].items():
-        counts[tuple(shape)] = counts.get(tuple(shape), 0) + 1
-    return LLAMA2_7B_LAYERS["n_blocks"], counts
+    counts: dict = {}
+    for shape in LLAMA2_7B_LAYERS["layers"].values():
+        key = f"{shape[0]}x{shape[1]}"
+        counts[key] = counts.get(key, 0) + 1
+    full = dict(sparsities=sorted(PAPER), n_blocks=LLAMA2_7B_LAYERS["n_blocks"],
+                layer_shapes=counts, dtype="float16", reps=60, warmup=10, seed=0)
+    return X.make_config(NAME, full, QUICK, quick, overrides)
 
 
-def measure(args) -> dict:
-    from spmvlab import datasets
-    from spmvlab.measure import measure_matrix
-    n_blocks, counts = layers()
-    sparsities = [0.5, 0.9] if args.quick else sorted(PAPER)
-    cfg = dict(sparsities=sparsities, n_blocks=n_blocks,
-               layer_shapes={f"{r}x{c}": n for (r, c), n in counts.items()},
-               dtype="float16", reps=30 if args.quick else 60, warmup=10, seed=0)
+def measure(cfg: dict) -> dict:
+    from spmvlab import datasets, methods
+    layers = {tuple(int(v) for v in k.split("x")): n for k, n in cfg["layer_shapes"].items()}
     rows = []
-    jobs = [(sh, s) for s in sparsities for sh in counts]
+    jobs = [(sh, s) for s in cfg["sparsities"] for sh in layers]
     for shape, sparsity in X.progress(jobs, total=len(jobs), desc=NAME):
-        A = datasets.uniform(shape, sparsity, dtype="float32", seed=cfg["seed"])
-        rows += measure_matrix(A, "float16", ["cublas", "macko"], reps=cfg["reps"],
-                               warmup=cfg["warmup"],
-                               extra=dict(sparsity=sparsity, layers_per_block=counts[shape]))
-    return dict(rows=rows, config=cfg)
+        A = datasets.uniform(shape, sparsity, dtype=cfg["dtype"], seed=cfg["seed"])
+        rows += methods.measure(A, cfg["dtype"], ["cublas", "macko"], reps=cfg["reps"],
+                                warmup=cfg["warmup"],
+                                extra=dict(sparsity=sparsity, layers_per_block=layers[shape]))
+    return dict(rows=rows)
 
 
 def table(results: dict) -> list[dict]:
@@ -74,10 +70,10 @@ def table(results: dict) -> list[dict]:
     return out
 
 
-def plot(results: dict, fig_path: str):
-    plt = X.pyplot()
+def plot(results: dict, fig_path: str) -> list[str]:
+    plt = P.pyplot()
     rows = table(results)
-    gpu, _ = X._describe(results)
+    gpu = P.device_name(results)
     sp = [100 * r["sparsity"] for r in rows]
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
     a1.plot(sp, [r["dense_gb"] for r in rows], "k--", label="dense (ours: linear layers)")
@@ -91,10 +87,9 @@ def plot(results: dict, fig_path: str):
             label="MACKO (paper, RTX 4090, end to end)")
     a2.set(xlabel="sparsity (%)", ylabel="decode tokens/s (linear layers only)",
            title="decode speed")
-    for a in (a1, a2):
-        a.legend()
-    fig.tight_layout()
-    return X.savefig(fig, fig_path)
+    a1.legend()
+    a2.legend()
+    return P.savefig(fig, fig_path)
 
 
 def report(results: dict):
@@ -102,8 +97,8 @@ def report(results: dict):
             ("paper_macko_gb", "paper GB", ".2f"), ("dense_tok_s", "dense tok/s", ".0f"),
             ("macko_tok_s", "MACKO tok/s", ".0f"), ("speedup", "speedup", ".2f"),
             ("paper_macko_tok_s", "paper tok/s", ".1f")]
-    print(X.format_table(table(results), cols))
+    P.print_table(table(results), cols)
 
 
 if __name__ == "__main__":
-    sys.exit(X.main(NAME, description=__doc__, measure=measure, plot=plot, report=report))
+    sys.exit(X.main(sys.modules[__name__]))

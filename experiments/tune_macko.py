@@ -11,60 +11,63 @@ from __future__ import annotations
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
 
 from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
 
 NAME = "tune_macko"
-VARIANTS = ["macko_t256_p0_r48", "macko_t256_p1_r48", "macko_t512_p1_r48", "macko_t256_p2_r0",
-            "macko_t512_p2_r56", "macko_t512_p2_r0"]
+NEEDS_GPU = True
+# name -> MackoConfig fields (max_registers None: the compiler's choice)
+VARIANTS = {
+    "macko_t256_p0_r48": dict(threads_per_block=256, prefetch=0, max_registers=48),
+    "macko_t256_p1_r48": dict(threads_per_block=256, prefetch=1, max_registers=48),
+    "macko_t512_p1_r48": dict(threads_per_block=512, prefetch=1, max_registers=48),
+    "macko_t256_p2_r0": dict(threads_per_block=256, prefetch=2, max_registers=None),
+    "macko_t512_p2_r56": dict(threads_per_block=512, prefetch=2, max_registers=56),
+    "macko_t512_p2_r0": dict(threads_per_block=512, prefetch=2, max_registers=None),
+}
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.3, 0.5, 0.7, 0.9],
-            dtype="float16", methods=["cublas", "cusparse", "csr_vector"] + VARIANTS,
+            dtype="float16", methods=["cublas", "cusparse", "csr_vector"] + list(VARIANTS),
             reps=60, warmup=10, seed=0)
-QUICK = dict(FULL, shapes=[[4096, 11008]], sparsities=[0.5, 0.9], reps=30)
+QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.5, 0.9], reps=30)
 
 
-def measure(args) -> dict:
-    from spmvlab import datasets
-    from spmvlab.measure import measure_matrix
-    cfg = QUICK if args.quick else FULL
+def config(quick: bool = False, **overrides) -> dict:
+    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+
+
+def measure(cfg: dict) -> dict:
+    from spmvlab import datasets, methods
     rows = []
     jobs = [(s, p) for s in cfg["shapes"] for p in cfg["sparsities"]]
     for shape, sparsity in X.progress(jobs, total=len(jobs), desc=NAME):
-        A = datasets.uniform(tuple(shape), sparsity, dtype="float32", seed=cfg["seed"])
-        rows += measure_matrix(A, cfg["dtype"], cfg["methods"], reps=cfg["reps"],
-                               warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
-    return dict(rows=rows, config=cfg)
+        A = datasets.uniform(tuple(shape), sparsity, dtype=cfg["dtype"], seed=cfg["seed"])
+        specs = [methods.format_method("macko", m, VARIANTS[m]) if m in VARIANTS else m
+                 for m in cfg["methods"]]
+        rows += methods.measure(A, cfg["dtype"], specs, reps=cfg["reps"],
+                                warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
+    return dict(rows=rows)
 
 
-def plot(results: dict, fig_path: str):
-    plt = X.pyplot()
+def plot(results: dict, fig_path: str) -> list[str]:
+    plt = P.pyplot()
     rows = [r for r in results["rows"] if "median_us" in r]
     shapes = sorted({tuple(r["shape"]) for r in rows})
     fig, axes = plt.subplots(1, len(shapes), figsize=(6 * len(shapes), 4.2), squeeze=False)
     for ax, shape in zip(axes[0], shapes):
         sub = [r for r in rows if tuple(r["shape"]) == shape]
-        for m in sorted({r["method"] for r in sub}):
-            pts = sorted((r["sparsity"], r.get("speedup_vs_cublas", float("nan")))
-                         for r in sub if r["method"] == m)
-            ax.plot([100 * p for p, _ in pts], [v for _, v in pts], marker="o", label=m)
-        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
-        ax.set(title=f"{shape[0]}x{shape[1]} fp16, cold L2", xlabel="sparsity (%)",
-               ylabel="speedup over cuBLAS GEMV")
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    return X.savefig(fig, fig_path)
+        P.method_lines(ax, sub, "speedup_vs_cublas", methods=sorted({r["method"] for r in sub}),
+                       label=str)
+        P.speedup_axis(ax, title=f"{shape[0]}x{shape[1]} fp16, cold L2",
+                       ylabel="speedup over cuBLAS GEMV", legend_size=7)
+    return P.savefig(fig, fig_path)
 
 
 def report(results: dict):
-    cols = [("shape", "shape", ""), ("sparsity", "sparsity", ".2f"), ("method", "method", ""),
-            ("median_us", "median us", ".1f"), ("tbps", "TB/s", ".2f"),
-            ("speedup_vs_cublas", "x cuBLAS", ".2f"), ("correct", "ok", "")]
-    print(X.format_table([r for r in results["rows"] if "median_us" in r], cols))
+    P.print_table(results["rows"], [("shape", "shape", "")] + P.TIMING_COLUMNS)
 
 
 if __name__ == "__main__":
-    sys.exit(X.main(NAME, description=__doc__, measure=measure, plot=plot, report=report))
+    sys.exit(X.main(sys.modules[__name__]))

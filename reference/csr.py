@@ -37,42 +37,44 @@ class CSRMatrix(SparseFormat):
     format_name = "csr"
 
     @property
-    def dtype(self) -> np.dtype:
-        return self.values.dtype
-
-    @property
     def nnz(self) -> int:
         return int(self.values.size)
 
     def to_csr(self) -> sp.csr_matrix:
+        self.validate(expensive=True)
         return csr_from_arrays(self.shape, self.indptr, self.indices, self.values)
 
-    def validate(self, expensive: bool = False) -> "CSRMatrix":
-        """Cheap checks always; ``expensive=True`` also checks every index."""
-        self._check_shape_field()
-        n_rows, n_cols = self.shape
-        self._check_indptr("indptr", self.indptr, n_rows, self.values.size)
-        self._require(self.indices.size == self.values.size, "indices",
-                      f"{self.values.size} entries (one per value)", self.indices.size)
+    def _check_arrays(self):
+        """indptr (rows + 1 non-decreasing pointers from 0 to nnz), indices of the same
+        length and index dtype as the values."""
+        self._check_indptr("indptr", self.indptr, self.n_rows, self.values.size)
+        self._check_index_array("indices", self.indices, self.values.size)
         self._require(self.indices.dtype == self.indptr.dtype, "indices.dtype",
                       f"{self.indptr.dtype} (same as indptr)", self.indices.dtype)
-        if expensive and self.indices.size:
-            self._require(int(self.indices.min()) >= 0 and int(self.indices.max()) < n_cols,
-                          "indices", f"columns in [0, {n_cols})",
-                          f"range [{self.indices.min()}, {self.indices.max()}]")
-            rid = row_ids(self.indptr)
-            key = rid.astype(np.int64) * max(n_cols, 1) + self.indices
+
+    def _check_entries(self, canonical: bool):
+        """Every column in [0, cols); canonical: strictly increasing within each row, no
+        explicit zeros."""
+        if not self.indices.size:
+            return
+        n_cols = self.n_cols
+        lo, hi = int(self.indices.min()), int(self.indices.max())
+        self._require(lo >= 0 and hi < n_cols, "indices", f"columns in [0, {n_cols})",
+                      f"range [{lo}, {hi}]")
+        if canonical:
+            key = row_ids(self.indptr) * max(n_cols, 1) + self.indices
             self._require(bool(np.all(np.diff(key) > 0)), "indices",
                           "strictly increasing columns within each row", "unsorted or repeated")
             self._require(bool(np.all(self.values != 0)), "values", "no explicit zeros",
-                          "a stored zero", "re-encode with csr.encode")
-        return self
+                          "a stored zero", "re-encode with reference.csr.encode")
 
 
-def encode(A, dtype=None) -> CSRMatrix:
-    """Any scipy.sparse matrix or dense 2-D array -> canonical :class:`CSRMatrix`."""
+def encode(A, dtype=None, lossy: bool = False) -> CSRMatrix:
+    """Any scipy.sparse matrix or dense 2-D array -> canonical :class:`CSRMatrix`.
+
+    ``lossy``: accept values that overflow or underflow in ``dtype`` (see ``canonical_csr``)."""
     dt = resolve_dtype(A, dtype)
-    csr = canonical_csr(A, dt)
+    csr = canonical_csr(A, dt, lossy)
     return CSRMatrix(indptr=np.ascontiguousarray(csr.indptr), indices=np.ascontiguousarray(csr.indices),
                      values=csr_value_array(csr, dt), shape=tuple(int(s) for s in csr.shape))
 
@@ -83,7 +85,9 @@ def row_ids(indptr: np.ndarray) -> np.ndarray:
 
 
 def spmv(M: CSRMatrix, x: np.ndarray) -> np.ndarray:
-    """y = M @ x, products and sums in the accumulator type, y in M's value type."""
+    """y = M @ x, products and sums in the accumulator type, y in M's value type. ``M`` is
+    validated fully first (:class:`FormatError` if inconsistent)."""
+    M = CSRMatrix.checked(M)
     x = check_operand(np.asarray(x) if not hasattr(x, "dtype") else x, M.n_cols, M.dtype)
     acc = accumulator_dtype(M.dtype)
     products = M.values.astype(acc) * np.asarray(x).astype(acc)[M.indices]
@@ -94,6 +98,7 @@ def spmv(M: CSRMatrix, x: np.ndarray) -> np.ndarray:
 
 def spmm(M: CSRMatrix, X: np.ndarray) -> np.ndarray:
     """Y = M @ X for X of shape (n_cols, k); Y has shape (n_rows, k)."""
+    M = CSRMatrix.checked(M)
     X = check_operand(X, M.n_cols, M.dtype, name="X", ndim=2)
     acc = accumulator_dtype(M.dtype)
     products = M.values.astype(acc)[:, None] * np.asarray(X).astype(acc)[M.indices, :]

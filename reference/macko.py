@@ -13,7 +13,8 @@ Conventions of this implementation (the byte layout every spmvlab kernel reads):
 * the stored *code* is ``step - 1`` (the number of zero columns skipped), so
   ``column = (position within the row) + (running sum of the row's codes, inclusive)``;
 * codes are packed ``8 // b`` per byte, entry ``k`` of the whole stored array at bit offset
-  ``b * (k % (8 // b))`` of byte ``k // (8 // b)`` (for b = 4, the even entry is the low nibble);
+  ``b * (k % (8 // b))`` of byte ``k // (8 // b)`` (for b = 4, the even entry is the low nibble;
+  the layout is defined once, in ``reference/codec/packing.py``);
 * one row-pointer array over the stored entries (inserted zeros included); rows are *not*
   aligned individually (kernels use reverse-offset alignment instead);
 * ``values`` and the codes are padded at the end with zeros to a multiple of 8 entries, so a
@@ -39,14 +40,15 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._common import (
-    VALUE_DTYPES, FormatError, OptionError, SparseFormat, accumulator_dtype, canonical_csr,
+    FormatError, OptionError, SparseFormat, accumulator_dtype, canonical_csr,
     check_operand, csr_from_arrays, csr_value_array, index_dtype_for, problem, resolve_dtype,
 )
+from .codec.packing import code_mask, code_shift, codes_per_byte
 from .csr import row_ids
 
 __all__ = [
     "DELTA_BITS", "PAD_ENTRIES", "MackoMatrix", "encode", "spmv", "spmm",
-    "unpack_codes", "pack_codes", "columns", "stored_row_ids", "check_delta_bits",
+    "unpack_codes", "pack_codes", "columns", "row_steps", "stored_row_ids", "check_delta_bits",
 ]
 
 #: the step widths MACKO supports (8 // b codes per byte)
@@ -55,11 +57,14 @@ DELTA_BITS = (1, 2, 4, 8)
 PAD_ENTRIES = 8
 
 
+def _is_delta_bits(v) -> bool:
+    return (isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+            and int(v) in DELTA_BITS)
+
+
 def check_delta_bits(delta_bits) -> int:
     """``delta_bits`` as an int, or :class:`OptionError` if it is not one of 1, 2, 4, 8."""
-    ok = (isinstance(delta_bits, (int, np.integer)) and not isinstance(delta_bits, (bool, np.bool_))
-          and int(delta_bits) in DELTA_BITS)
-    if not ok:
+    if not _is_delta_bits(delta_bits):
         raise OptionError(problem("delta_bits", f"one of {DELTA_BITS}", repr(delta_bits),
                                   "use delta_bits=4 (the paper's default)"))
     return int(delta_bits)
@@ -96,10 +101,6 @@ class MackoMatrix(SparseFormat):
     format_name = "macko"
 
     @property
-    def dtype(self) -> np.dtype:
-        return self.values.dtype
-
-    @property
     def n_stored(self) -> int:
         """Stored entries: nonzeros plus inserted zeros, end padding excluded."""
         return int(self.row_ptr[-1]) if self.row_ptr.size else 0
@@ -121,6 +122,7 @@ class MackoMatrix(SparseFormat):
 
     def to_csr(self) -> sp.csr_matrix:
         """The canonical CSR matrix this encodes, exactly (inserted zeros dropped)."""
+        self.validate(expensive=True)
         n = self.n_stored
         vals = self.values[:n]
         real = vals != 0                     # every stored zero is an inserted one
@@ -128,24 +130,12 @@ class MackoMatrix(SparseFormat):
         indptr = before[self.row_ptr]        # nonzeros before each row start
         return csr_from_arrays(self.shape, indptr, columns(self)[real], vals[real])
 
-    def validate(self, expensive: bool = False) -> "MackoMatrix":
-        """Check the arrays are consistent; raise :class:`FormatError` if not.
-
-        Cheap (always): shape, ``delta_bits``, dtypes and lengths, padding to a multiple of 8
-        with zeros (values and codes), ``row_ptr`` starting at 0, non-decreasing and ending
-        at ``n_stored``. ``expensive=True`` also decodes every column and checks each lies in
-        ``[0, cols)``, and that zeros were inserted only where needed: every stored zero has
-        the longest step ``2**delta_bits`` and is not its row's last entry (which is what the
-        greedy rule produces, and the fewest zeros possible).
-        """
-        self._check_shape_field()
-        n_rows, n_cols = self.shape
-        self._require(self.delta_bits in DELTA_BITS and not isinstance(self.delta_bits, bool),
-                      "delta_bits", f"one of {DELTA_BITS}", repr(self.delta_bits))
+    def _check_arrays(self):
+        """``delta_bits``, dtypes and lengths, padding to a multiple of 8 with zeros (values
+        and codes), ``row_ptr`` starting at 0, non-decreasing and ending at ``n_stored``."""
+        self._require(_is_delta_bits(self.delta_bits), "delta_bits", f"one of {DELTA_BITS}",
+                      repr(self.delta_bits))
         b = int(self.delta_bits)
-        self._require(self.values.ndim == 1 and self.values.dtype in VALUE_DTYPES, "values",
-                      "a 1-D float16/float32/float64 array",
-                      f"{self.values.ndim}-D {self.values.dtype}")
         self._require(self.deltas.ndim == 1 and self.deltas.dtype == np.uint8, "deltas",
                       "a 1-D uint8 array", f"{self.deltas.ndim}-D {self.deltas.dtype}")
         n_padded = self.values.size
@@ -153,25 +143,34 @@ class MackoMatrix(SparseFormat):
                       f"a multiple of {PAD_ENTRIES} (end padding)", n_padded)
         self._require(self.deltas.size * 8 == n_padded * b, "deltas.size",
                       f"{n_padded * b // 8} bytes (one {b}-bit code per value)", self.deltas.size)
-        self._require(self.row_ptr.ndim == 1 and self.row_ptr.size == n_rows + 1, "row_ptr",
-                      f"{n_rows + 1} entries (rows + 1)", self.row_ptr.size)
         want_idx = index_dtype_for(n_padded)
         self._require(self.row_ptr.dtype == want_idx, "row_ptr.dtype",
                       f"{want_idx} (int64 only if the stored count needs it)", self.row_ptr.dtype)
+        self._check_index_array("row_ptr", self.row_ptr, self.n_rows + 1)
         n = int(self.row_ptr[-1])
         self._require(0 <= n <= n_padded and padded_length(n) == n_padded, "row_ptr[-1]",
                       f"the stored count, with values.size = {n_padded} its round-up to a "
                       f"multiple of {PAD_ENTRIES}", n)
-        self._check_indptr("row_ptr", self.row_ptr, n_rows, n)
+        self._check_indptr("row_ptr", self.row_ptr, self.n_rows, n)
         self._require(bool(np.all(self.values[n:] == 0)), "values",
                       "zeros in the end padding", self.values[n:])
-        self._require(bool(np.all(unpack_codes(self, include_padding=True)[n:] == 0)), "deltas",
-                      "zero codes in the end padding", "a nonzero padding code")
-        if expensive and n:
-            cols = columns(self)
-            self._require(int(cols.max()) < n_cols, "deltas",
-                          f"decoded columns in [0, {n_cols})", f"column {int(cols.max())}",
-                          "re-encode the matrix; a step points past the last column")
+        per_byte = codes_per_byte(b)
+        tail = _unpack(self.deltas[n // per_byte:], b)[n % per_byte:]   # codes n, n + 1, ...
+        self._require(bool(np.all(tail == 0)), "deltas", "zero codes in the end padding",
+                      "a nonzero padding code")
+
+    def _check_entries(self, canonical: bool):
+        """Every decoded column in ``[0, cols)``; canonical: zeros inserted only where needed
+        (every stored zero has the longest step ``2**delta_bits`` and is not its row's last
+        entry, which is what the greedy rule produces, and the fewest zeros possible)."""
+        n = self.n_stored
+        if not n:
+            return
+        last = int(row_steps(self).max()) - 1                 # the largest column
+        self._require(last < self.n_cols, "deltas", f"decoded columns in [0, {self.n_cols})",
+                      f"column {last}", "re-encode the matrix; a step points past the last column")
+        if canonical:
+            b = int(self.delta_bits)
             codes = unpack_codes(self)
             zero_at = np.flatnonzero(self.values[:n] == 0)
             self._require(bool(np.all(codes[zero_at] == (1 << b) - 1)), "values",
@@ -181,17 +180,17 @@ class MackoMatrix(SparseFormat):
             self._require(bool(np.all(zero_at + 1 < row_end)), "values",
                           "inserted zeros only before a later entry of the same row",
                           "a zero as the last entry of its row (not needed)")
-        return self
 
 
-def encode(A, delta_bits: int = 4, dtype=None) -> MackoMatrix:
+def encode(A, delta_bits: int = 4, dtype=None, lossy: bool = False) -> MackoMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`MackoMatrix`.
 
-    ``delta_bits`` in {1, 2, 4, 8}; ``dtype`` the value dtype (default: A's own).
+    ``delta_bits`` in {1, 2, 4, 8}; ``dtype`` the value dtype (default: A's own); ``lossy``:
+    accept values that overflow or underflow in ``dtype`` (see ``canonical_csr``).
     """
     b = check_delta_bits(delta_bits)
     dt = resolve_dtype(A, dtype)
-    csr = canonical_csr(A, dt)
+    csr = canonical_csr(A, dt, lossy)
     vals = csr_value_array(csr, dt)
     indptr = csr.indptr.astype(np.int64)
     cols = csr.indices.astype(np.int64)
@@ -230,28 +229,48 @@ def encode(A, delta_bits: int = 4, dtype=None) -> MackoMatrix:
 # ---------------------------------------------------------------------------------------------
 
 
-def _shifts(b: int) -> np.ndarray:
-    """Bit offset of each code within its byte: 0, b, 2b, ... (8 // b of them)."""
-    return (np.arange(8 // b, dtype=np.uint8) * b).astype(np.uint8)
+def _byte_shifts(b: int) -> np.ndarray:
+    """``code_shift`` of a byte's entries, uint8 [8 // b]: byte i holds entries
+    ``i * (8 // b) + j`` for j < 8 // b (their ``code_byte`` is i), i.e. row i of
+    ``codes.reshape(-1, 8 // b)``, and every byte has the same shifts."""
+    return code_shift(np.arange(codes_per_byte(b)), b).astype(np.uint8)
 
 
 def pack_codes(codes: np.ndarray, delta_bits: int) -> np.ndarray:
-    """Pack one ``delta_bits``-bit code per entry into bytes (entry k at bit b * (k % (8//b)))."""
+    """Pack one ``delta_bits``-bit code per entry into bytes (layout: ``reference.codec.packing``)."""
     b = check_delta_bits(delta_bits)
     codes = np.asarray(codes, dtype=np.uint8)
-    per_byte = 8 // b
+    per_byte = codes_per_byte(b)
     if codes.size % per_byte:
         raise FormatError(problem("codes.size", f"a multiple of {per_byte}", codes.size))
-    groups = codes.reshape(-1, per_byte) & np.uint8((1 << b) - 1)
-    return np.bitwise_or.reduce(groups << _shifts(b), axis=1).astype(np.uint8)
+    by_byte = codes.reshape(-1, per_byte) & np.uint8(code_mask(b))     # row i: byte i's codes
+    return np.bitwise_or.reduce(by_byte << _byte_shifts(b), axis=1).astype(np.uint8)
+
+
+def _unpack(packed: np.ndarray, b: int) -> np.ndarray:
+    """The codes of packed bytes, ``8 // b`` per byte, uint8 [packed.size * 8 // b]."""
+    shifts = _byte_shifts(b)
+    codes = np.empty((packed.size, shifts.size), dtype=np.uint8)     # row i: byte i's codes
+    for j, shift in enumerate(shifts):                                # one pass per code of a byte
+        codes[:, j] = (packed >> shift) & np.uint8(code_mask(b))
+    return codes.reshape(-1)
 
 
 def unpack_codes(M: MackoMatrix, include_padding: bool = False) -> np.ndarray:
     """The code (``step - 1``) of every stored entry, uint8 [n_stored] (or [n_padded])."""
-    b = int(M.delta_bits)
-    codes = (M.deltas[:, None] >> _shifts(b)) & np.uint8((1 << b) - 1)
-    codes = codes.reshape(-1)
+    codes = _unpack(M.deltas, int(M.delta_bits))
     return codes if include_padding else codes[:M.n_stored]
+
+
+def row_steps(M: MackoMatrix) -> np.ndarray:
+    """The sum of each row's column steps, int64 [rows]: its last column + 1 (0 for an empty
+    row). Steps are >= 1, so a row's columns all lie in ``[0, cols)`` iff this is <= cols
+    (what ``validate(expensive=True)`` and the kernel module's device check test)."""
+    codes = unpack_codes(M)
+    through = np.zeros(codes.size + 1, dtype=np.int64)       # codes before each entry
+    np.cumsum(codes, dtype=np.int64, out=through[1:])
+    start, end = M.row_ptr[:-1].astype(np.int64), M.row_ptr[1:].astype(np.int64)
+    return through[end] - through[start] + (end - start)
 
 
 def stored_row_ids(M: MackoMatrix) -> np.ndarray:
@@ -286,7 +305,9 @@ def spmv(M: MackoMatrix, x: np.ndarray) -> np.ndarray:
     """y = M @ x, products and sums in the accumulator type, y in M's value type.
 
     Inserted zeros are skipped, so the result equals ``reference.csr.spmv`` on the same matrix.
+    ``M`` is validated fully first (:class:`FormatError` if inconsistent).
     """
+    M = MackoMatrix.checked(M)
     x = check_operand(np.asarray(x) if not hasattr(x, "dtype") else x, M.n_cols, M.dtype)
     acc = accumulator_dtype(M.dtype)
     rows, cols, vals = _nonzeros(M)
@@ -298,6 +319,7 @@ def spmv(M: MackoMatrix, x: np.ndarray) -> np.ndarray:
 
 def spmm(M: MackoMatrix, X: np.ndarray) -> np.ndarray:
     """Y = M @ X for X of shape (n_cols, k); Y has shape (n_rows, k)."""
+    M = MackoMatrix.checked(M)
     X = check_operand(X, M.n_cols, M.dtype, name="X", ndim=2)
     acc = accumulator_dtype(M.dtype)
     rows, cols, vals = _nonzeros(M)

@@ -4,8 +4,8 @@ Importing spmvlab is cheap: numba.cuda is imported by the kernel modules only, a
 kernel compiles before its first launch.
 """
 from reference._common import (  # noqa: F401
-    DTypeError, FormatError, IndexOverflowError, LayoutError, OptionError, ShapeError,
-    SpmvlabError, StreamError,
+    ChecksumError, DTypeError, FormatError, IndexOverflowError, LayoutError, LossyConversionError,
+    LossyConversionWarning, NotEncodedError, OptionError, ShapeError, SpmvlabError, StreamError,
 )
 
 __version__ = "0.1.0"

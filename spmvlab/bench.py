@@ -1,5 +1,5 @@
-"""GPU timing harness: CUDA-event timing with an optional L2 flush, bandwidth helpers, and
-the metadata every results file records.
+"""GPU timing harness: CUDA-event timing with an optional L2 flush and bandwidth helpers
+(the metadata every results file records is :mod:`spmvlab.runinfo`).
 
 How one timed call works (:func:`time_fn`)
 ------------------------------------------
@@ -23,12 +23,7 @@ stream, by default the same stream 0).
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import functools
-import os
-import platform
-import socket
-import sys
 import time
 import warnings
 from typing import Callable
@@ -37,15 +32,14 @@ import numpy as np
 
 from reference._common import OptionError, problem
 
-from ._cuda import SIMULATOR, cuda
-from .errors import BackendUnavailable
+from ._cuda import cuda
+from .backends import import_cupy, import_torch, require_gpu
 
-__all__ = ["Timing", "time_fn", "effective_bandwidth", "copy_bandwidth", "device_info",
-           "run_metadata", "l2_size", "flush_l2", "require_gpu"]
+__all__ = ["Timing", "time_fn", "effective_bandwidth", "copy_bandwidth", "l2_size", "flush_l2",
+           "require_gpu"]
 
 DEFAULT_L2_BYTES = 50 * 1024 * 1024
 EVENT_KINDS = ("numba", "cupy", "torch")
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,14 +73,6 @@ class Timing:
         if not samples:
             d.pop("samples")
         return d
-
-
-def require_gpu(what: str = "timing"):
-    """Raise :class:`BackendUnavailable` unless a real CUDA GPU is in use."""
-    if SIMULATOR:
-        raise BackendUnavailable(problem(
-            what, "a real CUDA GPU", "the numba CUDA simulator (no CUDA driver or GPU found)",
-            "run on a machine with an NVIDIA GPU; simulator times mean nothing"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -207,12 +193,10 @@ class _Events:
         if kind == "numba":
             self.start, self.end = cuda.event(timing=True), cuda.event(timing=True)
         elif kind == "cupy":
-            from .baselines import import_cupy
             cp = import_cupy("events='cupy'")
             self._cp = cp
             self.start, self.end = cp.cuda.Event(), cp.cuda.Event()
         elif kind == "torch":
-            from .baselines import import_torch
             torch = import_torch("events='torch'")
             self.start = torch.cuda.Event(enable_timing=True)
             self.end = torch.cuda.Event(enable_timing=True)
@@ -317,154 +301,3 @@ def copy_bandwidth(nbytes: int = 1 << 30, reps: int = 20) -> dict:
     return {"nbytes": n * 4, "bytes_moved": moved, "median_us": t.median_us,
             "p10_us": t.p10_us, "p90_us": t.p90_us,
             "tb_s": effective_bandwidth(moved, t.median_us)}
-
-
-# ---------------------------------------------------------------------------------------------
-# metadata
-# ---------------------------------------------------------------------------------------------
-
-def device_info() -> dict:
-    """The GPU's name, compute capability, SM count, L2 size, memory and CUDA versions;
-    ``{"simulator": True}`` in the CUDA simulator."""
-    if SIMULATOR:
-        return {"simulator": True}
-    info: dict = {"simulator": False}
-    try:
-        dev = cuda.get_current_device()
-        name = dev.name
-        info["name"] = name.decode() if isinstance(name, bytes) else str(name)
-        info["compute_capability"] = list(dev.compute_capability)
-        info["sm_count"] = _device_attr("MULTIPROCESSOR_COUNT")
-        info["l2_bytes"] = _device_attr("L2_CACHE_SIZE")
-        info["clock_khz"] = _device_attr("CLOCK_RATE")
-        info["memory_clock_khz"] = _device_attr("MEMORY_CLOCK_RATE")
-        info["memory_bus_bits"] = _device_attr("GLOBAL_MEMORY_BUS_WIDTH")
-    except Exception as exc:  # pragma: no cover - broken driver
-        info["error"] = f"{type(exc).__name__}: {exc}"
-        return info
-    try:
-        free, total = cuda.current_context().get_memory_info()
-        info["memory_bytes"] = int(total)
-    except Exception:
-        pass
-    try:
-        from numba.cuda.cudadrv import driver
-        info["driver_cuda_version"] = ".".join(map(str, driver.get_version()))
-    except Exception as exc:
-        info["driver_cuda_version"] = f"unknown ({type(exc).__name__})"
-    try:
-        from numba.cuda.cudadrv import runtime
-        info["runtime_cuda_version"] = ".".join(map(str, runtime.get_version()))
-    except Exception as exc:
-        info["runtime_cuda_version"] = f"unknown ({type(exc).__name__})"
-    try:
-        import subprocess
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=10)
-        if out.returncode == 0 and out.stdout.strip():
-            info["driver_version"] = out.stdout.strip().splitlines()[0]
-    except Exception:
-        pass
-    return info
-
-
-def _git_dir(root: str) -> str | None:
-    g = os.path.join(root, ".git")
-    if os.path.isdir(g):
-        return g
-    if os.path.isfile(g):  # a worktree: "gitdir: <path>"
-        with open(g) as f:
-            line = f.read().strip()
-        if line.startswith("gitdir:"):
-            p = line.split(":", 1)[1].strip()
-            return p if os.path.isabs(p) else os.path.join(root, p)
-    return None
-
-
-def _git_hash(root: str = REPO_ROOT) -> str | None:
-    """HEAD's commit, read from the .git files (no git process)."""
-    try:
-        gd = _git_dir(root)
-        if gd is None:
-            return None
-        with open(os.path.join(gd, "HEAD")) as f:
-            head = f.read().strip()
-        if not head.startswith("ref:"):
-            return head
-        ref = head.split(":", 1)[1].strip()
-        common = gd
-        cd = os.path.join(gd, "commondir")
-        if os.path.isfile(cd):
-            with open(cd) as f:
-                common = os.path.normpath(os.path.join(gd, f.read().strip()))
-        for base in (gd, common):
-            p = os.path.join(base, ref)
-            if os.path.isfile(p):
-                with open(p) as f:
-                    return f.read().strip()
-        packed = os.path.join(common, "packed-refs")
-        if os.path.isfile(packed):
-            with open(packed) as f:
-                for line in f:
-                    parts = line.strip().split()
-                    if len(parts) == 2 and parts[1] == ref:
-                        return parts[0]
-    except OSError:
-        pass
-    return None
-
-
-def _git_dirty(root: str = REPO_ROOT) -> bool | None:
-    """True when tracked files differ from HEAD (``git status``); None if ``root`` is not a
-    git checkout or git is unavailable."""
-    import subprocess
-    if _git_dir(root) is None:
-        return None
-    try:
-        out = subprocess.run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"],
-                             capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    if out.returncode != 0:
-        return None
-    return bool(out.stdout.strip())
-
-
-def _version(mod: str) -> str | None:
-    try:
-        from importlib import metadata
-        return metadata.version(mod)
-    except Exception:
-        return None
-
-
-def run_metadata() -> dict:
-    """Where, when and with what a result was measured."""
-    versions = {"python": platform.python_version(), "numpy": np.__version__}
-    for key, dist in (("scipy", "scipy"), ("numba", "numba"), ("numba_cuda", "numba-cuda"),
-                      ("matplotlib", "matplotlib")):
-        versions[key] = _version(dist)
-    cupy_v = None
-    for dist in ("cupy-cuda13x", "cupy-cuda12x", "cupy-cuda11x", "cupy"):
-        cupy_v = _version(dist)
-        if cupy_v:
-            versions["cupy"] = f"{cupy_v} ({dist})"
-            break
-    else:
-        versions["cupy"] = None
-    versions["torch"] = _version("torch")
-    # a copy of the tree without .git (e.g. shipped to a GPU machine) names its commit in
-    # SPMVLAB_GIT_HASH / SPMVLAB_GIT_DIRTY
-    env_hash = os.environ.get("SPMVLAB_GIT_HASH")
-    env_dirty = os.environ.get("SPMVLAB_GIT_DIRTY")
-    return {
-        "git_hash": _git_hash() or env_hash,
-        "git_dirty": _git_dirty() if _git_dir(REPO_ROOT) else (
-            None if env_dirty is None else env_dirty == "1"),
-        "date_utc": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "hostname": socket.gethostname(),
-        "platform": platform.platform(),
-        "argv": list(sys.argv),
-        "versions": versions,
-        "device": device_info(),
-    }

@@ -1,21 +1,37 @@
-"""spmvlab's command line: ``spmvlab info | formats | stats MATRIX``.
+"""spmvlab's command line: ``spmvlab info | formats | stats MATRIX | bench MATRIX``.
 
 * ``info``    -- where kernels run (GPU or the numba CUDA simulator), package versions, data;
 * ``formats`` -- the registered formats and their encode options;
-* ``stats``   -- structure of a matrix and its size in every registered format.
+* ``stats``   -- structure of a matrix and its size in every registered format;
+* ``bench``   -- size and encode time per format and, on a GPU, the SpMV (SpMM with ``--k``)
+  time of every format's kernel and of the vendor baselines, through ``spmvlab.methods``
+  (the objects the experiments time: checked, cold L2, median).
 
-Errors from bad input print one line to stderr and exit with status 2.
+``stats`` and ``bench`` take MATRIX as a file, a SuiteSparse name or a weights name, prune
+dense ones with ``--prune``, pass encode options with ``--option``/``--delta-bits`` and write
+JSON with ``--json``. Errors from bad input print one line to stderr and exit with status 2
+(values that overflow or underflow in ``--dtype`` are such an error unless ``--lossy``
+accepts them).
 """
 from __future__ import annotations
 
 import argparse
+import ast
 import importlib.metadata
+import os
 import platform
 import sys
+import time
+import warnings
 
 import numpy as np
 
-from reference._common import SpmvlabError
+from reference._common import (
+    LossyConversionError, OptionError, SpmvlabError, canonical_csr, problem,
+)
+
+from . import formats
+from .plotting import format_table
 
 __all__ = ["main", "matrix_stats", "format_sizes"]
 
@@ -59,28 +75,48 @@ def matrix_stats(A) -> dict:
     }
 
 
-def format_sizes(A, dtype) -> list[dict]:
+def format_sizes(A, dtype, lossy: bool = False, *, infos=None, options=None,
+                 repeats: int | None = None, progress: bool = False) -> list[dict]:
     """Bytes of ``A`` in every registered format (fast encoders), one dict per format.
 
-    Each dict has ``format``, and either ``nbytes``, ``bytes_per_nnz`` and
-    ``effective_density`` (nbytes / (rows * cols * value bytes)) or ``error`` (the reason the
-    format could not encode ``A``).
-    """
-    from . import formats  # noqa: PLC0415
+    Each dict has ``format``, and either ``nbytes``, ``bytes_per_nnz``,
+    ``effective_density`` (nbytes / (rows * cols * value bytes)) and ``options`` (the
+    encoded matrix's encode options) or ``error`` (the reason the format could not encode
+    ``A``). ``lossy`` is passed to every encode.
 
+    infos     the formats (default: every registered one)
+    options   format name -> encode options for it (the registry's defaults for the rest)
+    repeats   encode this many times and add ``encode_s``, the best wall-clock time, and
+              ``encode_repeats`` (the first call may include compiling a fast encoder)
+    progress  draw a progress bar over the formats on stderr
+    """
     dt = np.dtype(dtype)
     dense = A.shape[0] * A.shape[1] * dt.itemsize
+    infos = formats.all_formats() if infos is None else list(infos)
+    if progress:
+        from .experiment import progress as bar  # noqa: PLC0415
+
+        infos = bar(infos, desc="encode")
     out = []
-    for info in formats.all_formats():
+    for info in infos:
         row = {"format": info.name}
+        opts = dict((options or {}).get(info.name, {}))
         try:
-            nb = int(info.encode(A, dt, fast=True).nbytes)
+            best = float("inf")
+            for _ in range(repeats or 1):
+                t0 = time.perf_counter()
+                M = info.encode(A, dt, fast=True, lossy=lossy, **opts)
+                best = min(best, time.perf_counter() - t0)
         except Exception as exc:  # noqa: BLE001  (report it in the table, keep going)
             msg = " ".join(str(exc).split()) or type(exc).__name__
             row["error"] = f"{type(exc).__name__}: {msg}"
         else:
+            nb = int(M.nbytes)
             row.update(nbytes=nb, bytes_per_nnz=nb / A.nnz if A.nnz else float("nan"),
-                       effective_density=nb / dense if dense else float("nan"))
+                       effective_density=nb / dense if dense else float("nan"),
+                       options={k: getattr(M, k) for k in M.option_names()})
+            if repeats:
+                row.update(encode_s=best, encode_repeats=int(repeats))
         out.append(row)
     return out
 
@@ -145,15 +181,16 @@ def cmd_info(args, out) -> int:
 
 
 def cmd_formats(args, out) -> int:
-    """Registered formats with their options."""
-    from . import formats  # noqa: PLC0415
-
+    """Registered formats with their capabilities, options and timed methods."""
     infos = formats.all_formats()
     for info in infos:
         print(f"{info.name}: {info.doc}", file=out)
         print(f"    reference {info.reference}, kernels {info.kernels or '-'}, "
               f"fast encoder {info.encoder or '-'}", file=out)
-        print(f"    kernel dtypes: {', '.join(info.kernel_dtypes)}", file=out)
+        print(f"    capabilities: {', '.join(sorted(info.capabilities)) or 'reference only'}; "
+              f"kernel dtypes: {', '.join(info.kernel_dtypes)}", file=out)
+        if info.kernels:
+            print(f"    methods: {', '.join(info.methods)} (config {info.config})", file=out)
         if not info.options:
             print("    options: none", file=out)
         for name, opt in info.options.items():
@@ -164,16 +201,91 @@ def cmd_formats(args, out) -> int:
     return 0
 
 
-def cmd_stats(args, out) -> int:
-    """Structure of MATRIX and its bytes in every format."""
+# --------------------------------------------------------------------------------------
+# What stats and bench share: the matrix, encode options, the size table, --json
+# --------------------------------------------------------------------------------------
+
+
+def _literal(text: str):
+    """A command-line value: a Python literal (8, 0.5, True, 'x') or else the text itself."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def _encode_options(args, infos) -> dict[str, dict]:
+    """Format name -> the encode options given (``--option [FORMAT.]NAME=VALUE``, repeated,
+    and ``--delta-bits B``, its spelling for ``macko.delta_bits``). A NAME goes to every format
+    in ``infos`` that has it, a FORMAT.NAME to that format only; unknown names, values
+    outside the registry's choices and two different values for one option raise."""
+    given = [(f"--option {text}", text) for text in (args.option or [])]
+    if args.delta_bits is not None:
+        given.append(("--delta-bits", f"macko.delta_bits={args.delta_bits}"))
+    out: dict[str, dict] = {}
+    if not given:
+        return out
+    known = "; ".join(f"{i.name}: {', '.join(i.options)}" for i in infos if i.options)
+    for flag, text in given:
+        key, sep, raw = (t.strip() for t in text.partition("="))
+        fmt, _, name = key.rpartition(".")
+        if not sep or not name:
+            raise OptionError(problem(flag, "NAME=VALUE or FORMAT.NAME=VALUE", repr(text),
+                                      "e.g. --option delta_bits=8"))
+        targets = [i for i in infos if name in i.options and fmt in ("", i.name)]
+        if not targets:
+            raise OptionError(problem(
+                flag, "an encode option of the formats measured "
+                f"({known or 'they have none'})", repr(key),
+                "spmvlab formats lists every format's options (bench: see also --formats)"))
+        value = _literal(raw)
+        for info in targets:
+            choices = info.options[name].choices
+            if choices is not None and value not in choices:
+                raise OptionError(problem(flag, f"{info.name} {name} one of {list(choices)}",
+                                          repr(raw)))
+            opts = out.setdefault(info.name, {})
+            if name in opts and opts[name] != value:
+                raise OptionError(problem(flag, f"one value of {info.name} {name}",
+                                          f"{opts[name]!r} and {value!r}", "give it once"))
+            opts[name] = value
+    return out
+
+
+def _stored(A, dt: np.dtype, lossy: bool, err, command: str):
+    """``A`` as stored in ``dt`` (canonical CSR). Values that overflow or underflow raise the
+    error naming ``--lossy``; with ``lossy`` its warning is printed as one line on ``err``."""
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        try:
+            S = canonical_csr(A, dt, lossy)
+        except LossyConversionError as exc:
+            raise exc.loss.error("MATRIX", accept="pass --lossy") from None
+    for w in seen:
+        loss = getattr(w.message, "loss", None)
+        text = loss.accepted("MATRIX", by="--lossy") if loss is not None else str(w.message)
+        print(f"spmvlab {command}: warning: {' '.join(text.split())}", file=err)
+    return S
+
+
+def _matrix(args, dt: np.dtype):
+    """MATRIX as stored in ``dt``, pruned first with ``--prune`` (dense sources only)."""
     from . import datasets  # noqa: PLC0415
 
-    dt = np.dtype(args.dtype)
-    A = datasets.load_matrix(args.matrix)
-    s = matrix_stats(A)
+    if args.prune is None:
+        raw = datasets.load_matrix(args.matrix)
+    else:
+        raw = datasets.prune(datasets.load_dense(args.matrix), args.prune)
+    return _stored(raw, dt, args.lossy, sys.stderr, args.command)
+
+
+def _header(args, s: dict, dt: np.dtype, sizes: list[dict]) -> list[tuple[str, str]]:
     r, c = s["shape"]
-    rows = [
-        ("matrix", args.matrix),
+    rows = [("matrix", args.matrix)]
+    if args.prune is not None:
+        rows.append(("pruned", f"{100 * args.prune:g}% of every row zeroed, smallest "
+                               "magnitudes first"))
+    rows += [
         ("shape", f"{r:,} x {c:,}"),
         ("nnz", f"{s['nnz']:,}"),
         ("density", f"{s['density']:.6g} ({100 * s['density']:.4g}%)"),
@@ -183,21 +295,313 @@ def cmd_stats(args, out) -> int:
                         f"  ({s['n_gaps']:,} in-row gaps)" if s["n_gaps"] else "none"),
         ("value dtype", f"{dt.name} ({dt.itemsize} bytes)"),
     ]
-    _print_table(rows, out)
-    print(file=out)
-    sizes = format_sizes(A, dt)
+    opts = "; ".join(f"{x['format']} " + ", ".join(f"{k}={v!r}" for k, v in x["options"].items())
+                     for x in sizes if x.get("options"))
+    if opts:
+        rows.append(("options", opts))
+    return rows
+
+
+def _print_sizes(sizes: list[dict], s: dict, dt: np.dtype, out, notes=None) -> None:
+    """The per-format size table (with encode times when the rows have them), dense last."""
+    r, c = s["shape"]
     dense = r * c * dt.itemsize
+    timed = any("encode_s" in x for x in sizes)
+    notes = notes or {}
     w = max([len(x["format"]) for x in sizes] + [6])
-    print(f"{'format':<{w}}  {'bytes':>14}  {'bytes/nnz':>9}  {'eff. density':>12}", file=out)
+    head = f"{'format':<{w}}  {'bytes':>14}  {'bytes/nnz':>9}  {'eff. density':>12}"
+    print(head + (f"  {'encode ms':>10}" if timed else "") + ("  note" if notes else ""), file=out)
     for x in sizes:
         if "error" in x:
             print(f"{x['format']:<{w}}  failed: {x['error']}", file=out)
-        else:
-            print(f"{x['format']:<{w}}  {x['nbytes']:>14,}  {x['bytes_per_nnz']:>9.3f}  "
-                  f"{x['effective_density']:>12.4g}", file=out)
+            continue
+        line = (f"{x['format']:<{w}}  {x['nbytes']:>14,}  {x['bytes_per_nnz']:>9.3f}  "
+                f"{x['effective_density']:>12.4g}")
+        if timed:
+            line += f"  {1e3 * x['encode_s']:>10.3f}"
+        if notes.get(x["format"]):
+            line += f"  {notes[x['format']]}"
+        print(line, file=out)
     bpn = dense / s["nnz"] if s["nnz"] else float("nan")
     print(f"{'dense':<{w}}  {dense:>14,}  {bpn:>9.3f}  {1.0:>12.4g}", file=out)
+
+
+def _json_target(args) -> str | None:
+    """``--json``'s PATH ("-": stdout), checked before any work: a .json file in an
+    existing folder (so a MATRIX taken for PATH is never overwritten)."""
+    path = args.json
+    if path is None or path == "-":
+        return path
+    folder = os.path.dirname(os.path.abspath(path))
+    if not path.endswith(".json"):
+        raise OptionError(problem("--json", "a PATH ending in .json, or none (stdout)", repr(path),
+                                  "name a .json file, or put --json after MATRIX"))
+    if not os.path.isdir(folder):
+        raise OptionError(problem("--json", "a path in an existing folder", repr(path),
+                                  f"create {folder} first"))
+    return path
+
+
+def _write_json(path: str, doc: dict, out) -> None:
+    from .experiment import to_json  # noqa: PLC0415
+
+    text = to_json(doc)
+    if path == "-":
+        out.write(text)
+        return
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as exc:
+        raise OptionError(problem("--json", "a writable path", f"{path!r} ({exc})")) from None
+    print(f"wrote {path}", file=out)
+
+
+def _run_metadata() -> dict:
+    from .runinfo import run_metadata  # noqa: PLC0415  (imports numba.cuda)
+
+    return run_metadata()
+
+
+def cmd_stats(args, out) -> int:
+    """Structure of MATRIX (its values as stored in --dtype) and its bytes in every format."""
+    dt = np.dtype(args.dtype)
+    json_path = _json_target(args)
+    infos = formats.all_formats()
+    options = _encode_options(args, infos)
+    A = _matrix(args, dt)
+    s = matrix_stats(A)
+    sizes = format_sizes(A, dt, infos=infos, options=options)
+    if json_path != "-":
+        _print_table(_header(args, s, dt, sizes), out)
+        print(file=out)
+        _print_sizes(sizes, s, dt, out)
+    if json_path is not None:
+        config = dict(matrix=args.matrix, dtype=dt.name, prune=args.prune, lossy=args.lossy,
+                      options=options)
+        _write_json(json_path, dict(meta=_run_metadata(), command="stats", config=config,
+                                    matrix=s, sizes=sizes), out)
     return 0
+
+
+# --------------------------------------------------------------------------------------
+# bench
+# --------------------------------------------------------------------------------------
+
+#: what ``bench`` times besides the formats' own kernels (those a product kind allows)
+BASELINES = ("cublas", "cublas_sgemv", "cusparse", "cusparse_coo")
+#: methods that multiply the dense matrix, and the most bytes bench lets that matrix take
+DENSE_METHODS = ("cublas", "cublas_sgemv", "numba_dense")
+DENSE_LIMIT_BYTES = 16 << 30
+#: encodes per format; the best wall-clock time is reported
+ENCODE_REPEATS = 3
+
+
+def _split_list(text: str) -> list[str]:
+    """'a,b[x=1,y=2],c' -> ['a', 'b[x=1,y=2]', 'c'] (commas inside brackets stay)."""
+    parts, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return [p.strip() for p in parts + [cur] if p.strip()]
+
+
+def _selected_formats(text: str | None) -> list:
+    if text is None:
+        return formats.all_formats()
+    names = _split_list(text)
+    unknown = [n for n in names if n not in formats.names()]
+    if unknown or not names:
+        raise OptionError(problem("--formats", f"comma-separated names among {formats.names()}",
+                                  repr(text), "see spmvlab formats"))
+    return [formats.get(n) for n in dict.fromkeys(names)]
+
+
+def _untimed(info, dt: np.dtype, kind: str) -> str | None:
+    """Why a format's kernel cannot time this product (None: it can)."""
+    if not info.kernels:
+        return "size only: no GPU kernel"
+    if kind not in info.capabilities:
+        return f"size only: no {'SpMM' if kind == 'spmm' else 'SpMV'} kernel"
+    if not info.supports_dtype(dt):
+        return f"size only: kernels take {', '.join(info.kernel_dtypes)}, not {dt.name}"
+    return None
+
+
+def _format_spec(info, options: dict):
+    """The format's default method with the encode options given, named after them."""
+    from . import methods  # noqa: PLC0415
+
+    opts = options.get(info.name)
+    if not opts:
+        return methods.resolve(info.name)
+    label = f"{info.name}[{','.join(f'{k}={v!r}' for k, v in opts.items())}]"
+    return methods.format_method(info.name, label, options=opts)
+
+
+def _timed_specs(args, infos, options: dict, dt: np.dtype, kind: str) -> list:
+    """The methods to time: ``--methods`` (a plain format name gets the encode options
+    given), else every format kernel that takes this product and the baselines."""
+    from . import methods  # noqa: PLC0415
+
+    if args.methods is None:
+        specs = [_format_spec(i, options) for i in infos if _untimed(i, dt, kind) is None]
+        return specs + [methods.resolve(b) for b in BASELINES if kind in methods.resolve(b).kinds]
+    names = _split_list(args.methods)
+    if not names:
+        raise OptionError(problem("--methods", f"comma-separated names among {methods.names()}",
+                                  repr(args.methods)))
+    specs = []
+    for n in dict.fromkeys(names):
+        try:
+            specs.append(_format_spec(formats.get(n), options) if n in formats.names()
+                         else methods.resolve(n))
+        except OptionError as exc:
+            raise OptionError(problem("--methods", f"names among {methods.names()} or "
+                                      "FORMAT[key=value,...]", repr(n),
+                                      str(exc) if "[" in n else None)) from None
+    return specs
+
+
+def _time(A, dt: np.dtype, specs: list, args) -> tuple[dict, list[dict]]:
+    """(device copy bandwidth, one results row per method): ``spmvlab.methods`` on the GPU."""
+    from . import bench, methods  # noqa: PLC0415
+    from .experiment import progress  # noqa: PLC0415
+
+    copy = bench.copy_bandwidth()
+    p = methods.Problem.make(A, dt, k=args.k)
+    dense = p.shape[0] * p.shape[1] * dt.itemsize
+    rows = []
+    for spec in progress(specs, desc="time"):
+        if spec.name in DENSE_METHODS and dense > DENSE_LIMIT_BYTES:
+            rows.append(dict(method=spec.name, kind=p.kind, k=p.k, dtype=dt.name,
+                             shape=list(p.shape), nnz=int(p.A.nnz),
+                             error=f"skipped: the dense matrix takes {dense / 2**30:.1f} GiB, "
+                                   f"over bench's {DENSE_LIMIT_BYTES / 2**30:.0f} GiB"))
+            continue
+        rows += methods.measure_problem(p, [spec], reps=args.reps, keep_going=True)
+    return copy, methods.add_speedups(rows)
+
+
+TIMING_COLUMNS = [("method", "method", ""), ("check_passed", "ok", ""),
+                  ("median_us", "median us", ".2f"), ("p10_us", "p10 us", ".2f"),
+                  ("p90_us", "p90 us", ".2f"), ("tb_s", "TB/s", ".3f"),
+                  ("speedup_vs_cublas", "x cuBLAS", ".2f"),
+                  ("speedup_vs_cusparse", "x cuSPARSE", ".2f"),
+                  ("format_bytes", "matrix bytes", ",")]
+
+
+def _device_line(copy: dict | None) -> tuple[str, str]:
+    if copy is None:
+        return ("timing", "no CUDA GPU (numba CUDA simulator): sizes and encode times only, "
+                          "no SpMV times")
+    name = dict(_backend_lines()).get("backend", "CUDA GPU")
+    return ("device", f"{name}; device-to-device copy {copy['tb_s']:.2f} TB/s (read + write)")
+
+
+def cmd_bench(args, out) -> int:
+    """Sizes and encode times of MATRIX in each format; on a GPU also each format's SpMV
+    (SpMM with --k) time against the vendor baselines."""
+    from .experiment import gpu_available  # noqa: PLC0415
+
+    dt = np.dtype(args.dtype)
+    json_path = _json_target(args)
+    infos = _selected_formats(args.formats)
+    options = _encode_options(args, infos)
+    kind = "spmv" if args.k is None else "spmm"
+    specs = _timed_specs(args, infos, options, dt, kind)
+    A = _matrix(args, dt)
+    s = matrix_stats(A)
+    sizes = format_sizes(A, dt, infos=infos, options=options, repeats=ENCODE_REPEATS,
+                         progress=True)
+    notes = {i.name: why for i in infos if (why := _untimed(i, dt, kind))}
+    for x in sizes:
+        x["note"] = notes.get(x["format"])
+    copy, rows = _time(A, dt, specs, args) if gpu_available() else (None, [])
+    product = "SpMV (y = A x)" if kind == "spmv" else f"SpMM (Y = A X, {args.k} columns)"
+    device = _device_line(copy)
+    if json_path != "-":
+        head = _header(args, s, dt, sizes)
+        head.append(("encode", f"fast encoders, best of {ENCODE_REPEATS} (wall clock)"))
+        head.append(device)
+        if copy is not None:
+            head.append(("timed", f"{product}, {args.reps} calls each, L2 flushed, median"))
+        _print_table(head, out)
+        print(file=out)
+        _print_sizes(sizes, s, dt, out, notes)
+        if copy is not None:
+            print(file=out)
+            print(format_table([r for r in rows if "error" not in r], TIMING_COLUMNS), file=out)
+            for r in rows:
+                if "error" in r:
+                    print(f"{r['method']}: not timed: {' '.join(r['error'].split())}", file=out)
+    elif copy is None:
+        print(f"spmvlab bench: {device[1]}", file=sys.stderr)
+    if json_path is not None:
+        config = dict(matrix=args.matrix, dtype=dt.name, prune=args.prune, lossy=args.lossy,
+                      options=options, formats=[i.name for i in infos], kind=kind, k=args.k,
+                      methods=[sp.name for sp in specs], reps=args.reps,
+                      encode_repeats=ENCODE_REPEATS)
+        _write_json(json_path, dict(meta=_run_metadata(), command="bench", config=config,
+                                    matrix=s, sizes=sizes, gpu=copy is not None,
+                                    timing_note=None if copy is not None else device[1],
+                                    copy_bandwidth=copy, rows=rows), out)
+    return 0
+
+
+# --------------------------------------------------------------------------------------
+# The parser
+# --------------------------------------------------------------------------------------
+
+
+def _count(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        v = int(text)
+    except ValueError:
+        v = 0
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, received {text!r}")
+    return v
+
+
+def _fraction(text: str) -> float:
+    """argparse type: a number in [0, 1]."""
+    try:
+        v = float(text)
+    except ValueError:
+        v = float("nan")
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"expected a fraction in [0, 1] (0.75 zeroes 75% of "
+                                         f"every row), received {text!r}")
+    return v
+
+
+def _matrix_args(p) -> None:
+    """MATRIX and the flags stats and bench share."""
+    p.add_argument("matrix", metavar="MATRIX",
+                   help="a .mtx/.mtx.gz/.npy file, a SuiteSparse name (HB/bcsstk13) "
+                        "or a weights name")
+    p.add_argument("--dtype", default="float32", choices=formats.ALL_DTYPES,
+                   help="value dtype the matrix is stored in (default float32)")
+    p.add_argument("--lossy", action="store_true",
+                   help="accept values that overflow (stored as +-inf) or underflow (zeros "
+                        "dropped, subnormals kept) in --dtype instead of failing")
+    p.add_argument("--prune", type=_fraction, metavar="SPARSITY",
+                   help="zero this fraction of every row, smallest magnitudes first "
+                        "(dense .npy files and weights only)")
+    p.add_argument("--delta-bits", type=int, metavar="B",
+                   help="MACKO's bits per column step (the same as --option delta_bits=B)")
+    p.add_argument("--option", action="append", metavar="[FORMAT.]NAME=VALUE",
+                   help="an encode option (repeatable), for every format that has NAME or "
+                        "for FORMAT only; spmvlab formats lists them")
+    p.add_argument("--json", nargs="?", const="-", metavar="PATH",
+                   help="write the results and run metadata as JSON to PATH (a .json file) "
+                        "or, with no PATH, to stdout instead of the tables")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -209,12 +613,24 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("formats", help="registered formats and their options").set_defaults(
         func=cmd_formats)
     st = sub.add_parser("stats", help="structure of a matrix and its bytes in every format")
-    st.add_argument("matrix", metavar="MATRIX",
-                    help="a .mtx/.mtx.gz/.npy file, a SuiteSparse name (HB/bcsstk13) "
-                         "or a weights name")
-    st.add_argument("--dtype", default="float32", choices=("float16", "float32", "float64"),
-                    help="value dtype for the byte counts (default float32)")
+    _matrix_args(st)
     st.set_defaults(func=cmd_stats)
+    be = sub.add_parser("bench", help="bytes and encode time per format; on a GPU also "
+                                      "SpMV/SpMM times against cuBLAS and cuSPARSE")
+    _matrix_args(be)
+    be.add_argument("--formats", metavar="LIST",
+                    help=f"comma-separated formats to encode and time (default all: "
+                         f"{','.join(formats.names())})")
+    be.add_argument("--methods", metavar="LIST",
+                    help="comma-separated methods to time instead of the formats' defaults and "
+                         f"the baselines {','.join(BASELINES)} (any spmvlab.methods name, e.g. "
+                         "csr_scalar or macko[prefetch=0]; dense baselines are skipped above "
+                         f"{DENSE_LIMIT_BYTES >> 30} GiB)")
+    be.add_argument("--k", type=_count, metavar="N",
+                    help="time SpMM with N right-hand sides instead of SpMV")
+    be.add_argument("--reps", type=_count, default=60, metavar="R",
+                    help="timed calls per method on a GPU (default 60; the median is reported)")
+    be.set_defaults(func=cmd_bench)
     return p
 
 

@@ -8,22 +8,53 @@ module so warp-per-row kernels run unchanged on a CPU-only machine.
 Each collective is a rendezvous: the k-th collective call of every lane named in ``mask``
 is matched with the k-th call of the others. A lane that exits, or waits in another
 barrier, without reaching the collective makes the others raise :class:`WarpDivergenceError`
-instead of hanging.
+instead of hanging; so does a lane that is still running but has not arrived after
+:data:`TIMEOUT_S` seconds.
+
+Failed launches. When a simulated thread raises, the simulator's ``BlockManager.run`` raises
+that exception at once, without joining the block's other threads: it only sets their
+``abort`` flag, which nothing but ``syncthreads`` reads. Those threads keep running after the
+launch has returned. While one of them is inside a device function (``warp_sum`` in
+``spmvlab.kernels._common``, say), it holds the simulator's ``swapped_cuda_module``
+reference count for that function's module, so the launch's own ``finally`` does not put the
+real ``numba.cuda`` back in the module's globals, and the caller's next ``cuda.to_device``
+there raises ``AttributeError: 'FakeCUDAModule' object has no attribute 'to_device'`` (the
+swap is undone later, whenever the last straggler leaves the device function; one that
+enters a device function after the launch has returned swaps in ``None``). :func:`install`
+therefore wraps ``BlockManager.run``: after a failure it aborts the block (the collectives
+here read the ``abort`` flag too), joins its threads for up to :data:`JOIN_TIMEOUT_S`
+seconds, warns if any is still running (a lane spinning in plain code cannot be stopped),
+and raises the failure that came first (the out-of-bounds ``IndexError`` rather than the
+``WarpDivergenceError`` its warp-mates raised because of it).
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import time
+import warnings
 
 import numpy as np
 
 WARP = 32
 FULL_MASK = 0xFFFFFFFF
-_TIMEOUT_S = 30.0
+TIMEOUT_S = 30.0
+"""Seconds a warp collective waits for a lane that is still running before it raises
+:class:`WarpDivergenceError` (read at every call; tests lower it)."""
+JOIN_TIMEOUT_S = 30.0
+"""Seconds a failed launch waits for the rest of its block to stop (read at every failure)."""
 
 
 class WarpDivergenceError(RuntimeError):
     """A lane named in a warp collective's mask never reached it."""
+
+
+class LaunchAborted(RuntimeError):
+    """Raised in a lane waiting in a collective once another thread of its block failed;
+    the launch reports that other failure, not this."""
+
+
+_failures = itertools.count()  # orders the failed threads of a block, first failure first
 
 
 class _Warp:
@@ -79,17 +110,21 @@ def _exchange(mask, value):
     if missing:
         raise WarpDivergenceError(f"mask {int(mask):#x} names lanes {missing} that do not exist "
                                   f"in a block of {n_threads} threads")
+    if t.abort:
+        raise LaunchAborted("abort flag set on a warp collective call")
     w = _warp_of(t)
     counters = t.__dict__.setdefault("_spmvlab_calls", {})
     call = counters.get(id(w), 0)
     counters[id(w)] = call + 1
-    deadline = time.monotonic() + _TIMEOUT_S
+    deadline = time.monotonic() + TIMEOUT_S
     with w.cond:
         slot = w.slots.setdefault(call, {})
         slot[lane] = value
         w.cond.notify_all()
         while not all(ln in slot for ln in lanes):
             w.cond.wait(timeout=0.02)
+            if t.abort:  # set by the simulator (and _stop_block) when another thread failed
+                raise LaunchAborted("abort flag set in a warp collective")
             if not all(ln in slot for ln in lanes):
                 absent = [ln for ln in lanes if ln not in slot]
                 gone = [ln for ln in absent if not _lane_alive(t, warp_base + ln)]
@@ -115,6 +150,50 @@ def _lane_alive(t, thread_id: int) -> bool:
     if other is None:
         return True
     return other.is_alive() and not other.syncthreads_blocked
+
+
+def _block_threads(manager) -> list:
+    """The started simulator threads of one block (from before they reach ``run``)."""
+    return [t for t in threading.enumerate() if getattr(t, "_manager", None) is manager]
+
+
+def _ran(manager) -> list:
+    """The block's threads that reached ``run`` (every one that can have failed)."""
+    return list(manager.__dict__.get("_spmvlab_threads", {}).values())
+
+
+def _from_a_thread(manager, exc) -> bool:
+    return any(t.exception is not None and t.exception[0] is exc for t in _ran(manager))
+
+
+def _stop_block(manager):
+    """Abort the block of a failed launch and wait for its threads; return the
+    ``(exception, traceback)`` of the thread that failed first (not one that was only
+    aborted), or None."""
+    threads = _block_threads(manager)
+    for t in threads:
+        t.abort = True
+        t.syncthreads_blocked = False
+        t.syncthreads_event.set()
+    deadline = time.monotonic() + JOIN_TIMEOUT_S
+    for t in threads:
+        t.join(max(0.0, deadline - time.monotonic()))
+    stuck = [t for t in threads if t.is_alive()]
+    if stuck:
+        warnings.warn(f"{len(stuck)} simulated threads of a failed launch (first: {stuck[0]}) "
+                      f"still run after {JOIN_TIMEOUT_S} s; until they end, modules whose "
+                      "device functions they are in may still see the fake cuda module",
+                      RuntimeWarning, stacklevel=4)
+    failed = [t for t in _ran(manager) if t.exception is not None and not _aborted(t.exception[0])]
+    if not failed:
+        return None
+    return min(failed, key=lambda t: getattr(t, "_spmvlab_failure", float("inf"))).exception
+
+
+def _aborted(exc) -> bool:
+    """True for the errors a thread raises only because another one failed first."""
+    return isinstance(exc, LaunchAborted) or (type(exc) is RuntimeError
+                                              and "abort flag set" in str(exc))
 
 
 # -- the collectives --------------------------------------------------------------------------
@@ -233,12 +312,25 @@ def install() -> None:
     from numba.cuda.simulator import kernel, kernelapi
 
     original_run = kernel.BlockThread.run
+    original_block_run = kernel.BlockManager.run
 
     def run(self):  # register each simulated thread with its block so lanes can see it
         self._manager.__dict__.setdefault("_spmvlab_threads", {})[self.thread_id] = self
         original_run(self)
+        if self.exception is not None:  # numbered before is_alive() turns False
+            self._spmvlab_failure = next(_failures)
+
+    def block_run(self, grid_point, *args):  # stop the whole block before a failure leaves
+        try:
+            original_block_run(self, grid_point, *args)
+        except BaseException as exc:
+            first = _stop_block(self)
+            if first is not None and first[0] is not exc and _from_a_thread(self, exc):
+                raise first[0].with_traceback(first[1]) from None
+            raise
 
     kernel.BlockThread.run = run
+    kernel.BlockManager.run = block_run
 
     for name, fn in _COLLECTIVES.items():
         setattr(kernelapi.FakeCUDAModule, name, staticmethod(fn))

@@ -1,7 +1,7 @@
 """spmvlab's typed exceptions (defined in ``reference._common`` so both trees share them)."""
 from reference._common import (  # noqa: F401
-    DTypeError, FormatError, IndexOverflowError, LayoutError, OptionError, ShapeError,
-    SpmvlabError, StreamError, problem,
+    ChecksumError, DTypeError, FormatError, IndexOverflowError, LayoutError, LossyConversionError,
+    LossyConversionWarning, NotEncodedError, OptionError, ShapeError, SpmvlabError, StreamError, problem,
 )
 
 

@@ -1,31 +1,51 @@
 """Scaffolding shared by every ``experiments/<name>.py``.
 
-An experiment is two separate functions: ``measure(args) -> results`` (needs a GPU; returns
-a dict with at least ``config`` and ``rows``) and ``plot(results, fig_path)`` (never
-measures). :func:`main` wires them to the command line:
+An experiment is a module with
 
-    python experiments/<name>.py              measure on the GPU, save results/<name>.json,
-                                              plot figures/<name>.png and .pdf
-    python experiments/<name>.py --quick      a small run (saved as results/<name>.quick.json
-                                              so the committed full results stay intact)
-    python experiments/<name>.py --plot-only  plot from the saved results, measure nothing
+    NAME                              its name: results and figure files are named after it
+    NEEDS_GPU                         False when ``measure`` runs on the CPU (sizes, encodings)
+    config(quick=False, **overrides)  every setting of a run (seeds included) as a dict
+    measure(cfg) -> dict              ``{"rows": [...], **extra}``; it may return ``config``
+                                      when the run settles a setting (e.g. the data it found)
+    plot(results, fig_path) -> list   the figure files written; never measures
+    report(results)                   optional: prints a short table
+    cli(parser)                       optional: adds flags; a flag given on the command line
+                                      becomes ``config(**{dest: value})``
+    results_name(cfg)                 optional: the results name when it depends on ``cfg``
+                                      (default ``NAME``)
+    RUNS                              optional: the overrides of each run ``python -m
+                                      spmvlab.figures`` makes (default ``[{}]``)
+
+Files, side by side for every device (``runinfo.device_slug``: ``h100``, ``h200``, ...;
+``cpu`` for experiments measured on the CPU)::
+
+    results/<device>/<name>.json        {"meta": run_metadata(), "config", "rows", ...}
+    figures/<device>/<name>.png, .pdf   (``<name>.quick.*`` for ``--quick`` runs, not committed)
+
+:func:`main` is the command line of every experiment:
+
+    python experiments/<name>.py              measure (a GPU, or any machine when NEEDS_GPU
+                                              is False), save, plot, print the report
+    python experiments/<name>.py --quick      a small run, saved as <name>.quick.json
+    python experiments/<name>.py --plot-only  plot the saved results of every device
+    --device D                                plot only results/D/
     --out PATH / --fig PATH                   other results / figure paths
 
-With no CUDA GPU a timing experiment prints one line ("no CUDA GPU: plotting the committed
-results/<name>.json measured on <gpu> at <date>") and plots from the committed file; with
-neither a GPU nor a results file it says so and exits with code 1.
-
-Results files are JSON: ``{"meta": run_metadata(), "config": ..., "rows": [...], ...}``.
+With no CUDA GPU a GPU experiment plots the saved results of every device, one line each:
+"no CUDA GPU: plotted results/h100/<name>.json (<gpu>, <date>) -> figures/h100/<name>.png, ..."
 """
 from __future__ import annotations
 
 import argparse
+import copy
+import glob
+import importlib
 import json
 import math
 import os
 import sys
 import time
-from typing import Callable, Iterable
+from typing import Iterable
 
 import numpy as np
 
@@ -33,55 +53,85 @@ from reference._common import OptionError, problem
 
 from .errors import DatasetError
 
-__all__ = ["ROOT", "results_path", "figure_path", "parse_args", "save_results", "load_results",
-           "progress", "gpu_available", "pyplot", "savefig", "format_table", "main"]
+__all__ = ["ROOT", "results_path", "figure_path", "result_devices", "results_device",
+           "make_config", "floats", "shapes", "words", "to_json", "save_results", "load_results",
+           "progress", "gpu_available", "load_experiment", "experiments", "results_name",
+           "build_parser", "run", "replot", "main"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "results")
+FIGURES = os.path.join(ROOT, "figures")
+EXPERIMENTS = os.path.join(ROOT, "experiments")
 
 
 # ---------------------------------------------------------------------------------------------
-# paths and command line
+# paths
 # ---------------------------------------------------------------------------------------------
 
-def results_path(name: str, quick: bool = False) -> str:
-    return os.path.join(ROOT, "results", f"{name}{'.quick' if quick else ''}.json")
+def _file(name: str, quick: bool, ext: str) -> str:
+    return f"{name}{'.quick' if quick else ''}{ext}"
 
 
-def figure_path(name: str, quick: bool = False) -> str:
-    return os.path.join(ROOT, "figures", f"{name}{'.quick' if quick else ''}.png")
+def results_path(name: str, device: str, quick: bool = False) -> str:
+    """results/<device>/<name>[.quick].json"""
+    return os.path.join(RESULTS, device, _file(name, quick, ".json"))
 
 
-def _name_from_argv0() -> str:
-    main_mod = sys.modules.get("__main__")
-    f = getattr(main_mod, "__file__", None) or (sys.argv[0] if sys.argv else "experiment")
-    return os.path.splitext(os.path.basename(f))[0] or "experiment"
+def figure_path(name: str, device: str, quick: bool = False) -> str:
+    """figures/<device>/<name>[.quick].png (a .pdf is written beside it)"""
+    return os.path.join(FIGURES, device, _file(name, quick, ".png"))
 
 
-def parse_args(description: str, extra: Callable[[argparse.ArgumentParser], None] | None = None,
-               *, name: str | None = None, argv=None) -> argparse.Namespace:
-    """Standard flags (``--quick``, ``--plot-only``, ``--out``, ``--fig``) plus whatever
-    ``extra(parser)`` adds. ``args.name`` is the experiment's name (default: the script's
-    file name); ``--out``/``--fig`` default to results/<name>[.quick].json and
-    figures/<name>[.quick].png."""
-    name = name or _name_from_argv0()
-    p = argparse.ArgumentParser(description=description,
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--quick", action="store_true",
-                   help="small, fast run (saved to results/<name>.quick.json unless --out)")
-    p.add_argument("--plot-only", action="store_true",
-                   help="plot from the saved results without measuring")
-    p.add_argument("--out", default=None, help=f"results JSON (default results/{name}.json)")
-    p.add_argument("--fig", default=None, help=f"figure path, .png; a .pdf is written beside it "
-                                               f"(default figures/{name}.png)")
-    if extra is not None:
-        extra(p)
-    args = p.parse_args(argv)
-    args.name = name
-    if args.out is None:
-        args.out = results_path(name, args.quick)
-    if args.fig is None:
-        args.fig = figure_path(name, args.quick)
-    return args
+def result_devices(name: str, quick: bool = False) -> list[str]:
+    """The devices (folders of results/) that hold results of ``name``, sorted."""
+    found = glob.glob(os.path.join(RESULTS, "*", _file(name, quick, ".json")))
+    return sorted(os.path.basename(os.path.dirname(p)) for p in found)
+
+
+def results_device(meta: dict | None, needs_gpu: bool = True) -> str:
+    """The folder a run's results go to: ``cpu`` for CPU-measured experiments, else the slug
+    of the GPU in ``meta["device"]``."""
+    from .runinfo import device_slug
+    return device_slug((meta or {}).get("device")) if needs_gpu else "cpu"
+
+
+def _rel(path: str) -> str:
+    path = os.path.abspath(path)
+    return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
+
+
+# ---------------------------------------------------------------------------------------------
+# configurations and flags
+# ---------------------------------------------------------------------------------------------
+
+def make_config(name: str, full: dict, quick_changes: dict, quick: bool, overrides: dict) -> dict:
+    """A fresh copy of ``full``, updated by ``quick_changes`` when ``quick`` and then by the
+    ``overrides`` that are not None; an override that is not a key of ``full`` is refused."""
+    cfg = copy.deepcopy(full)
+    if quick:
+        cfg.update(copy.deepcopy(quick_changes))
+    for key, value in overrides.items():
+        if key not in cfg:
+            raise OptionError(problem(f"{name} config[{key!r}]", f"one of {sorted(cfg)}", repr(key),
+                                      f"see `python experiments/{name}.py --help`"))
+        if value is not None:
+            cfg[key] = copy.deepcopy(value)
+    return cfg
+
+
+def floats(text: str) -> list[float]:
+    """argparse type: ``"0,0.5,0.9"`` -> ``[0.0, 0.5, 0.9]``."""
+    return [float(v) for v in text.split(",") if v.strip()]
+
+
+def shapes(text: str) -> list[list[int]]:
+    """argparse type: ``"4096x11008,12288x12288"`` -> ``[[4096, 11008], [12288, 12288]]``."""
+    return [[int(v) for v in s.lower().split("x")] for s in text.split(",") if s.strip()]
+
+
+def words(text: str) -> list[str]:
+    """argparse type: ``"float16,float32"`` -> ``["float16", "float32"]``."""
+    return [v.strip() for v in text.split(",") if v.strip()]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -108,20 +158,26 @@ def _jsonable(o):
     return o
 
 
-def _resolve(name_or_path: str) -> str:
-    if name_or_path.endswith(".json") or os.sep in name_or_path:
-        return os.path.abspath(name_or_path)
-    return results_path(name_or_path)
+def to_json(doc) -> str:
+    """``doc`` as the JSON text results files hold (NumPy values as Python ones, NaN as null,
+    infinities as "inf"/"-inf"), ending in a newline."""
+    return json.dumps(_jsonable(doc), indent=1, allow_nan=False) + "\n"
 
 
-def save_results(name: str, rows: list, config: dict, extra: dict | None = None,
-                 meta: dict | None = None) -> str:
-    """Write ``{"meta", "config", "rows", **extra}`` as JSON to results/<name>.json (or to
-    ``name`` itself when it is a path ending in .json); returns the path."""
-    path = _resolve(name)
+def _is_path(name_or_path: str) -> bool:
+    return name_or_path.endswith(".json") or os.sep in name_or_path
+
+
+def save_results(name_or_path: str, rows: list, config: dict, extra: dict | None = None,
+                 meta: dict | None = None, *, device: str | None = None) -> str:
+    """Write ``{"meta", "config", "rows", **extra}`` as JSON to ``name_or_path`` when it is a
+    path, else to results/<device>/<name>.json (``device`` default: :func:`results_device`
+    of ``meta``); returns the path."""
     if meta is None:
-        from .bench import run_metadata
+        from .runinfo import run_metadata
         meta = run_metadata()
+    path = (os.path.abspath(name_or_path) if _is_path(name_or_path)
+            else results_path(name_or_path, device or results_device(meta)))
     doc = {"meta": meta, "config": config, "rows": list(rows)}
     for k, v in (extra or {}).items():
         if k in doc:
@@ -130,15 +186,23 @@ def save_results(name: str, rows: list, config: dict, extra: dict | None = None,
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(_jsonable(doc), f, indent=1, allow_nan=False)
-        f.write("\n")
+        f.write(to_json(doc))
     os.replace(tmp, path)
     return path
 
 
-def load_results(name: str) -> dict:
-    """Read results/<name>.json (or a path ending in .json)."""
-    path = _resolve(name)
+def load_results(name_or_path: str, device: str | None = None, quick: bool = False) -> dict:
+    """Read a results file: a path, or results/<device>/<name>.json (``device`` may be left
+    out when one device has results of ``name``)."""
+    if _is_path(name_or_path):
+        path = os.path.abspath(name_or_path)
+    else:
+        devices = [device] if device else result_devices(name_or_path, quick)
+        if len(devices) != 1:
+            raise DatasetError(problem("device", f"one of {devices}" if devices else
+                                       "a device with saved results", device or "none given",
+                                       f"pass device=... (results/<device>/{name_or_path}.json)"))
+        path = results_path(name_or_path, devices[0], quick)
     if not os.path.isfile(path):
         raise DatasetError(problem("results file", "an existing JSON file", path,
                                    "measure it first on a GPU machine"))
@@ -154,11 +218,8 @@ def progress(iterable: Iterable, total: int | None = None, desc: str = "", strea
              width: int = 28, min_interval: float = 0.2):
     """Yield from ``iterable`` while drawing ``desc [#####.....] i/total  elapsed`` on stderr."""
     stream = sys.stderr if stream is None else stream
-    if total is None:
-        try:
-            total = len(iterable)  # type: ignore[arg-type]
-        except TypeError:
-            total = None
+    if total is None and hasattr(iterable, "__len__"):
+        total = len(iterable)  # type: ignore[arg-type]
     t0 = time.perf_counter()
     last = [-1.0]
 
@@ -200,94 +261,147 @@ def gpu_available() -> bool:
         return False
 
 
-def pyplot():
-    """matplotlib.pyplot with the Agg backend and readable defaults."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "axes.grid": True,
-                         "grid.alpha": 0.3, "font.size": 9, "axes.titlesize": 10,
-                         "legend.fontsize": 7.5})
-    return plt
+# ---------------------------------------------------------------------------------------------
+# experiment modules
+# ---------------------------------------------------------------------------------------------
+
+def load_experiment(name: str):
+    """Import experiments/<name>.py (the experiments folder goes on sys.path: an experiment
+    may import another, as fig1_macko imports fig7_macko)."""
+    if not os.path.isfile(os.path.join(EXPERIMENTS, f"{name}.py")):
+        raise OptionError(problem("experiment", f"one of {sorted(experiments())}", repr(name),
+                                  "see `python -m spmvlab.figures --list`"))
+    for p in (EXPERIMENTS, ROOT):
+        if p not in sys.path:
+            sys.path.insert(0, p)
+    return importlib.import_module(name)
 
 
-def savefig(fig, path: str) -> list[str]:
-    """Save ``fig`` as ``path`` (.png) and the same name with .pdf; returns both paths."""
-    root, _ = os.path.splitext(os.path.abspath(path))
-    os.makedirs(os.path.dirname(root), exist_ok=True)
-    out = [root + ".png", root + ".pdf"]
-    for p in out:
-        fig.savefig(p, bbox_inches="tight")
+def experiments() -> dict:
+    """Every experiments/*.py that exposes ``NAME``, by name (sorted)."""
+    out = {}
+    for path in sorted(glob.glob(os.path.join(EXPERIMENTS, "*.py"))):
+        mod = load_experiment(os.path.splitext(os.path.basename(path))[0])
+        if getattr(mod, "NAME", None):
+            out[mod.NAME] = mod
     return out
 
 
-def format_table(rows: list[dict], columns: list[tuple[str, str, str]]) -> str:
-    """A plain-text table: ``columns`` is a list of (key, header, format spec)."""
-    heads = [h for _, h, _ in columns]
-    body = []
-    for r in rows:
-        cells = []
-        for key, _, spec in columns:
-            v = r.get(key)
-            if v is None:
-                cells.append("-")
-            elif spec and isinstance(v, (int, float)):
-                cells.append(format(v, spec))
-            else:
-                cells.append(str(v))
-        body.append(cells)
-    widths = [max([len(h)] + [len(c[i]) for c in body]) for i, h in enumerate(heads)]
-    lines = ["  ".join(h.rjust(w) for h, w in zip(heads, widths)),
-             "  ".join("-" * w for w in widths)]
-    lines += ["  ".join(c.rjust(w) for c, w in zip(cells, widths)) for cells in body]
-    return "\n".join(lines)
+def results_name(module, cfg: dict) -> str:
+    """The name of the results/figure files of ``module`` run with ``cfg``."""
+    f = getattr(module, "results_name", None)
+    return f(cfg) if f is not None else module.NAME
 
 
-# ---------------------------------------------------------------------------------------------
-# the standard entry point
-# ---------------------------------------------------------------------------------------------
-
-def _describe(results: dict) -> tuple[str, str]:
-    meta = results.get("meta", {})
-    dev = meta.get("device", {}) or {}
-    gpu = dev.get("name") or ("the CUDA simulator" if dev.get("simulator") else "an unknown GPU")
-    return gpu, meta.get("date_utc", "an unknown date")
+def _show(value, sep: str = ",") -> str:
+    """A config value as it would be typed as a flag: ``4096x11008,12288x12288``, ``0.5,0.9``."""
+    if isinstance(value, (list, tuple)):
+        return sep.join("x".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+                        for v in value)
+    return "none" if value is None else str(value)
 
 
-def main(name: str, *, description: str, measure: Callable[[argparse.Namespace], dict],
-         plot: Callable[[dict, str], object], extra: Callable | None = None,
-         report: Callable[[dict], object] | None = None, argv=None, needs_gpu: bool = True) -> int:
-    """Parse the flags, then measure+save+plot (GPU), or plot the saved results (no GPU or
-    ``--plot-only``); after a measurement ``report(results)`` prints its summary last.
-    Experiments that measure on the CPU (sizes, encodings) pass ``needs_gpu=False``.
-    Returns the process exit code."""
-    args = parse_args(description, extra, name=name, argv=argv)
-    rel = os.path.relpath(args.out, ROOT) if args.out.startswith(ROOT) else args.out
-    if args.plot_only or (needs_gpu and not gpu_available()):
-        if not os.path.isfile(args.out):
-            why = "--plot-only" if args.plot_only else "no CUDA GPU"
-            print(f"{why}: there are no saved results at {rel} to plot. Run "
-                  f"`python experiments/{name}.py{' --quick' if args.quick else ''}` on a machine "
-                  f"with an NVIDIA GPU (and CuPy/torch for the vendor baselines) first.",
-                  file=sys.stderr)
-            return 1
-        results = load_results(args.out)
-        gpu, date = _describe(results)
-        if not args.plot_only:
-            print(f"no CUDA GPU: plotting the committed {rel} measured on {gpu} at {date}")
-        figs = plot(results, args.fig)
-        if args.plot_only:
-            print("wrote " + ", ".join(os.path.relpath(f, ROOT) for f in (figs or [args.fig])))
-        return 0
-    results = measure(args)
+def build_parser(module) -> tuple[argparse.ArgumentParser, list[str]]:
+    """The experiment's parser and the ``dest`` of every flag its ``cli`` added (each such
+    flag defaults to None, meaning "as config() says"; its help gets config()'s defaults)."""
+    p = argparse.ArgumentParser(prog=f"experiments/{module.NAME}.py", description=module.__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true",
+                   help="a small, fast run, saved as <name>.quick.json/.png")
+    p.add_argument("--plot-only", action="store_true",
+                   help="plot the saved results without measuring")
+    p.add_argument("--device", default=None,
+                   help="plot only results/DEVICE/ (h100, h200, cpu, ...), not every device "
+                        "with results")
+    p.add_argument("--out", default=None,
+                   help=f"results JSON (default results/<device>/{module.NAME}.json)")
+    p.add_argument("--fig", default=None,
+                   help=f"figure path, .png, with a .pdf beside it "
+                        f"(default figures/<device>/{module.NAME}.png)")
+    before = {a.dest for a in p._actions}
+    if hasattr(module, "cli"):
+        module.cli(p)
+    own = [a for a in p._actions if a.dest not in before]
+    p.set_defaults(**{a.dest: None for a in own})
+    full, quick = module.config(False), module.config(True)
+    for a in own:
+        if a.dest in full and a.help != argparse.SUPPRESS:
+            sep = " " if isinstance(a.nargs, int) else ","
+            d, q = _show(full[a.dest], sep), _show(quick[a.dest], sep)
+            a.help = f"{a.help or ''} (default {d}{f'; with --quick {q}' if q != d else ''})".strip()
+    return p, [a.dest for a in own]
+
+
+def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
+        fig: str | None = None, report: bool = True) -> dict:
+    """Measure ``cfg``, save the results (with :func:`runinfo.run_metadata`), plot them from
+    the saved file and print the report; returns the saved results."""
+    from .runinfo import run_metadata
+    results = dict(module.measure(cfg))
+    meta = run_metadata()
+    device = results_device(meta, module.NEEDS_GPU)
+    name = results_name(module, cfg)
     rows = results.pop("rows")
-    config = results.pop("config")
+    config = results.pop("config", cfg)
     results.pop("meta", None)
-    path = save_results(args.out, rows, config, extra=results)
+    path = save_results(out or results_path(name, device, quick), rows, config, extra=results,
+                        meta=meta)
     saved = load_results(path)
-    figs = plot(saved, args.fig)
-    print(f"wrote {os.path.relpath(path, ROOT)}"
-          + "".join(f", {os.path.relpath(f, ROOT)}" for f in (figs or [])))
-    if report is not None:
-        report(saved)
+    figs = module.plot(saved, fig or figure_path(name, device, quick))
+    print(f"wrote {_rel(path)}" + "".join(f", {_rel(f)}" for f in figs or []))
+    if report and hasattr(module, "report"):
+        module.report(saved)
+    return saved
+
+
+def replot(module, cfg: dict, *, quick: bool = False, device: str | None = None,
+           out: str | None = None, fig: str | None = None, prefix: str = "") -> int:
+    """Plot saved results of ``cfg``'s run: the file ``out``, or results/<device>/ of
+    ``device`` or of every device that has them; one line per file says which results
+    (device, date) went to which figure. Returns 0, or 1 (with a line on stderr) when there
+    are no saved results."""
+    name = results_name(module, cfg)
+    if out:
+        paths = [os.path.abspath(out)]
+    else:
+        paths = [results_path(name, d, quick) for d in ([device] if device else
+                                                         result_devices(name, quick))]
+    paths = [p for p in paths if os.path.isfile(p)]
+    if not paths:
+        where = _rel(out) if out else f"results/{device or '<device>'}/{_file(name, quick, '.json')}"
+        how = "on any machine" if not module.NEEDS_GPU else "on a machine with an NVIDIA GPU"
+        print(f"{prefix}there are no saved results at {where} to plot: run "
+              f"`python experiments/{module.NAME}.py` with the same flags {how} first.",
+              file=sys.stderr)
+        return 1
+    if fig and len(paths) > 1:
+        raise OptionError(problem("--fig", "one results file to plot", f"{len(paths)} devices",
+                                  "pick one with --device"))
+    from .plotting import device_name
+    for path in paths:
+        results = load_results(path)
+        folder = os.path.dirname(path)
+        dev = (os.path.basename(folder) if os.path.dirname(folder) == RESULTS
+               else results_device(results.get("meta"), module.NEEDS_GPU))
+        figs = module.plot(results, fig or figure_path(name, dev, quick))
+        date = (results.get("meta") or {}).get("date_utc", "an unknown date")[:10]
+        print(f"{prefix}plotted {_rel(path)} ({device_name(results)}, {date}) -> "
+              + ", ".join(_rel(f) for f in figs or []))
+    return 0
+
+
+def main(module, argv=None) -> int:
+    """The command line of an experiment module (see the module docstring); returns the exit
+    code."""
+    parser, dests = build_parser(module)
+    args = parser.parse_args(argv)
+    overrides = {d: getattr(args, d) for d in dests if getattr(args, d) is not None}
+    try:
+        cfg = module.config(args.quick, **overrides)
+    except OptionError as exc:
+        parser.error(str(exc))
+    if args.plot_only or (module.NEEDS_GPU and not gpu_available()):
+        return replot(module, cfg, quick=args.quick, device=args.device, out=args.out,
+                      fig=args.fig, prefix="" if args.plot_only else "no CUDA GPU: ")
+    run(module, cfg, quick=args.quick, out=args.out, fig=args.fig)
     return 0

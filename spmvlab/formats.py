@@ -1,21 +1,32 @@
-"""Registry of every format spmvlab implements.
+"""The registry: one entry per format, carrying everything generic code needs.
 
-Experiments, tests and the CLI iterate over :func:`all_formats` instead of naming formats.
-Each entry names the reference module (``reference.<fmt>``), the kernel module
-(``spmvlab.kernels.<fmt>``), the optional fast encoder (``spmvlab.encoders.<fmt>``), the
-value dtypes its kernels support, and its encode options with defaults and allowed values.
-Modules are imported on first use, so listing formats is cheap and compiles nothing.
+Experiments, :mod:`spmvlab.methods`, the shared test suite (``tests/test_formats.py``), the
+PTX compile check and the CLI iterate over :func:`all_formats` instead of naming formats.
+An entry names the format's modules by path (imported on first use, so listing formats is
+cheap and compiles nothing), its capabilities, the value dtypes its kernels take (the one
+list), its kernel config class, its encode options and the kernel settings it is timed and
+tested with.
+
+Adding a format ``foo`` means creating ``reference/foo.py`` (and, where they exist,
+``spmvlab/kernels/foo.py``, ``spmvlab/encoders/foo.py``, ``tests/golden/foo/``) and one
+``register(FormatInfo(name="foo", ...))`` call at the end of this file.
 """
 from __future__ import annotations
 
 import dataclasses
 import importlib
-from types import ModuleType
-from typing import Any
+import itertools
+from types import MappingProxyType, ModuleType
+from typing import Any, Mapping
 
 import numpy as np
 
-from reference._common import OptionError, problem
+from reference import macko as _macko
+from reference._common import VALUE_DTYPES, OptionError, problem
+
+__all__ = ["Option", "FormatInfo", "register", "get", "names", "all_formats", "kernel_formats"]
+
+ALL_DTYPES = tuple(dt.name for dt in VALUE_DTYPES)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,17 +38,67 @@ class Option:
     doc: str = ""
 
 
+def _frozen(d: Mapping | None) -> Mapping:
+    return MappingProxyType(dict(d or {}))
+
+
 @dataclasses.dataclass(frozen=True)
 class FormatInfo:
+    """A registry entry.
+
+    name           the format's name (also the default method name)
+    reference      module path of the NumPy reference (``encode``, ``spmv``, ``spmm``, the
+                   frozen ``<Fmt>Matrix``)
+    kernels        module path of the numba.cuda kernels (``to_device``, ``spmv``, ``spmm``,
+                   ``ptx_targets``), or None
+    encoder        module path of the fast encoder (byte-identical to the reference), or None
+    config         name of the frozen kernel config class in the kernel module
+    options        encode option name -> :class:`Option`
+    kernel_dtypes  value dtypes the kernels take (the one list every check reads)
+    spmm           whether the kernel module has an SpMM kernel
+    methods        method name -> config keyword arguments: the named kernel settings
+                   experiments time (``spmvlab.methods.resolve`` knows these names)
+    test_configs   config keyword arguments the shared test suite runs the kernels with
+                   (small blocks: the CUDA simulator runs one Python thread per CUDA thread)
+    opt_out        shared-suite test name -> reason this format skips it
+    """
+
     name: str
-    reference: str                       # module path of the reference implementation
-    kernels: str | None                  # module path of the numba.cuda kernels
-    encoder: str | None = None           # module path of the fast encoder, if any
-    options: dict = dataclasses.field(default_factory=dict)   # name -> Option
-    kernel_dtypes: tuple = ("float16", "float32", "float64")
+    reference: str
+    kernels: str | None = None
+    encoder: str | None = None
+    config: str | None = None
+    options: Mapping[str, Option] = dataclasses.field(default_factory=dict)
+    kernel_dtypes: tuple = ALL_DTYPES
+    spmm: bool = True
+    methods: Mapping[str, Mapping] = dataclasses.field(default_factory=dict)
+    test_configs: tuple = ({},)
+    opt_out: Mapping[str, str] = dataclasses.field(default_factory=dict)
     doc: str = ""
 
-    # modules ---------------------------------------------------------------------------------
+    def __post_init__(self):
+        object.__setattr__(self, "options", _frozen(self.options))
+        object.__setattr__(self, "methods", _frozen({k: _frozen(v) for k, v in
+                                                     (self.methods or {self.name: {}}).items()}))
+        object.__setattr__(self, "opt_out", _frozen(self.opt_out))
+        bad = [d for d in self.kernel_dtypes if d not in ALL_DTYPES]
+        if bad:
+            raise OptionError(problem(f"{self.name}.kernel_dtypes", f"names among {ALL_DTYPES}", bad))
+
+    # capabilities ------------------------------------------------------------------------------
+    @property
+    def capabilities(self) -> frozenset:
+        """Subset of {"spmv", "spmm", "fast_encoder"}."""
+        caps = set()
+        if self.kernels:
+            caps.add("spmv")
+            if self.spmm:
+                caps.add("spmm")
+        if self.encoder:
+            caps.add("fast_encoder")
+        return frozenset(caps)
+
+    # modules -----------------------------------------------------------------------------------
     def reference_module(self) -> ModuleType:
         return importlib.import_module(self.reference)
 
@@ -46,11 +107,30 @@ class FormatInfo:
             raise OptionError(problem(f"format {self.name!r}", "a GPU kernel", "none implemented"))
         return importlib.import_module(self.kernels)
 
+    def matrix_class(self) -> type:
+        """The reference's frozen ``<Fmt>Matrix`` class (its ``format_name`` is this name)."""
+        from reference._common import SparseFormat
+        for obj in vars(self.reference_module()).values():
+            if isinstance(obj, type) and issubclass(obj, SparseFormat) and obj.format_name == self.name:
+                return obj
+        raise OptionError(problem(f"{self.reference}", f"a SparseFormat with format_name {self.name!r}",
+                                  "none"))
+
     def encoder_module(self) -> ModuleType | None:
         return importlib.import_module(self.encoder) if self.encoder else None
 
-    # operations ------------------------------------------------------------------------------
-    def check_options(self, options: dict) -> dict:
+    def config_class(self) -> type:
+        if self.config is None:
+            raise OptionError(problem(f"format {self.name!r}", "a kernel config class", "none"))
+        return getattr(self.kernel_module(), self.config)
+
+    def make_config(self, **kwargs):
+        """The kernel config with ``kwargs`` (its own checks raise OptionError)."""
+        return self.config_class()(**kwargs)
+
+    # encode options ----------------------------------------------------------------------------
+    def check_options(self, options: Mapping) -> dict:
+        """``options`` completed with the defaults; unknown names or values raise OptionError."""
         unknown = set(options) - set(self.options)
         if unknown:
             raise OptionError(problem(f"{self.name} options", f"a subset of {sorted(self.options)}",
@@ -63,20 +143,39 @@ class FormatInfo:
                 raise OptionError(problem(f"{self.name} option {k}", f"one of {ch}", repr(v)))
         return full
 
-    def encode(self, A, dtype=None, fast: bool = False, **options):
-        """Encode with the reference encoder (or the fast one: ``fast=True``, same bytes)."""
+    def option_grid(self) -> list[dict]:
+        """Every combination of the options' allowed values (defaults where any value goes)."""
+        keys = list(self.options)
+        values = [self.options[k].choices or (self.options[k].default,) for k in keys]
+        return [dict(zip(keys, combo)) for combo in itertools.product(*values)]
+
+    def encode(self, A, dtype=None, fast: bool = False, lossy: bool = False, **options):
+        """Encode with the reference encoder (or the fast one: ``fast=True``, same bytes).
+
+        ``lossy=True`` accepts values that overflow or underflow in ``dtype`` (with one
+        ``LossyConversionWarning``); otherwise they raise ``LossyConversionError``."""
         opts = self.check_options(options)
         mod = self.encoder_module() if (fast and self.encoder) else self.reference_module()
-        return mod.encode(A, dtype=dtype, **opts)
+        return mod.encode(A, dtype=dtype, lossy=lossy, **opts)
 
-    def nbytes(self, A, dtype=None, **options) -> int:
-        return self.encode(A, dtype=dtype, fast=True, **options).nbytes
+    def nbytes(self, A, dtype=None, lossy: bool = False, **options) -> int:
+        return self.encode(A, dtype=dtype, fast=True, lossy=lossy, **options).nbytes
+
+    def supports_dtype(self, dtype) -> bool:
+        return np.dtype(dtype).name in self.kernel_dtypes
 
 
 _REGISTRY: dict[str, FormatInfo] = {}
 
 
 def register(info: FormatInfo) -> FormatInfo:
+    if info.name in _REGISTRY:
+        raise OptionError(problem("format name", "a name not yet registered", repr(info.name)))
+    taken = {m for f in _REGISTRY.values() for m in f.methods}
+    clash = taken & set(info.methods)
+    if clash:
+        raise OptionError(problem(f"{info.name}.methods", "method names no other format uses",
+                                  sorted(clash)))
     _REGISTRY[info.name] = info
     return info
 
@@ -96,8 +195,9 @@ def all_formats() -> list[FormatInfo]:
     return list(_REGISTRY.values())
 
 
-def value_bytes(dtype) -> int:
-    return np.dtype(dtype).itemsize
+def kernel_formats() -> list[FormatInfo]:
+    """The formats that have GPU kernels."""
+    return [f for f in _REGISTRY.values() if f.kernels]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,13 +205,40 @@ def value_bytes(dtype) -> int:
 # ---------------------------------------------------------------------------------------------
 
 register(FormatInfo(
-    name="csr", reference="reference.csr", kernels="spmvlab.kernels.csr",
+    name="csr", reference="reference.csr", kernels="spmvlab.kernels.csr", config="CSRConfig",
+    methods={"csr_vector": {}, "csr_vector1": {"vec": 1}, "csr_vector2": {"vec": 2},
+             "csr_scalar": {"variant": "scalar"}},
+    test_configs=({"threads_per_block": 64, "variant": "scalar"}, {"threads_per_block": 64},
+                  {"threads_per_block": 64, "vec": 1, "spmm_tile": 2},
+                  {"threads_per_block": 64, "vec": 2, "spmm_tile": 4}),
     doc="compressed sparse rows; int32 indices unless a count needs int64"))
 
 register(FormatInfo(
     name="macko", reference="reference.macko", kernels="spmvlab.kernels.macko",
-    encoder="spmvlab.encoders.macko",
-    options={"delta_bits": Option(4, (1, 2, 4, 8), "bits per column step")},
+    encoder="spmvlab.encoders.macko", config="MackoConfig",
+    options={"delta_bits": Option(4, _macko.DELTA_BITS, "bits per column step")},
     kernel_dtypes=("float16", "float32"),
+    test_configs=({"threads_per_block": 64}, {"threads_per_block": 64, "prefetch": 0, "spmm_tile": 2},
+                  {"threads_per_block": 32, "prefetch": 2, "spmm_tile": 4}),
     doc="MACKO (Macko & Boza): column steps in [1, 2**delta_bits] packed 8/delta_bits per "
         "byte, explicit zeros inserted where a gap is longer; values/codes padded to 8 entries"))
+
+register(FormatInfo(
+    name="coo", reference="reference.coo", kernels="spmvlab.kernels.coo", config="COOConfig",
+    test_configs=({"threads_per_block": 64},),
+    doc="coordinate list: row, column and value of every nonzero, row-major (cuSPARSE's COO)"))
+
+register(FormatInfo(
+    name="ec_csr", reference="reference.ec_csr",
+    options={"delta_bits": Option(8, (8, 4), "bits per delta index (precision range 2**delta_bits)"),
+             "warp_size": Option(32, (32, 2), "lanes per block (2: the paper's Fig. 4; "
+                                 "reference.ec_csr.encode also takes 1, 4, 8, 16)"),
+             "vector_size": Option(4, (4, 2), "entries a lane loads at a time from a long part "
+                                   "(reference.ec_csr.encode also takes 1, 8)"),
+             "clip": Option(None, None, "clipping threshold in stored entries per block: None "
+                            "dynamic (twice the mean work), 0 none, or an int"),
+             "reorder": Option(True, None, "True or False: sort blocks within a set by size"),
+             "max_granularity": Option(None, None, "None or a power of two: no coarser blocks "
+                                       "(1: no extraction)")},
+    doc="EC-CSR (Lin et al.): hierarchical block sets of granularity 1, 2, 4, ..., a base "
+        "index per lane and 4/8-bit deltas, values interleaved by lane; reference only"))

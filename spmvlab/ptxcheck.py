@@ -35,20 +35,14 @@ def _pretend_device(cc=CC):
         dispatcher.get_current_device = saved
 
 
+#: kernel modules that are not formats (baselines)
+EXTRA_MODULES = ("spmvlab.methods.dense_gemv",)
+
+
 def kernel_modules():
-    """Every kernel module: the registered formats' plus the dense baseline."""
+    """Every kernel module: the registered formats' plus :data:`EXTRA_MODULES`."""
     from spmvlab import formats
-    mods = []
-    for info in formats.all_formats():
-        if info.kernels:
-            mods.append(info.kernels)
-    mods.append("spmvlab.kernels.dense")
-    seen, out = set(), []
-    for m in mods:
-        if m not in seen:
-            seen.add(m)
-            out.append(m)
-    return out
+    return list(dict.fromkeys([f.kernels for f in formats.kernel_formats()] + list(EXTRA_MODULES)))
 
 
 def check(verbose: bool = True, pattern: str | None = None) -> list[tuple[str, str]]:

@@ -1,25 +1,16 @@
 """One parity helper for every format: reference vs kernel vs scipy on the same case.
 
-Tolerance (one table, per value dtype). With S_i = sum_j |a_ij x_j| and n_i the stored
-entries of row i, a result y_i is accepted when
-
-    |y_i - exact_i| <= OUT_EPS[dtype] * |exact_i| + 2 * (n_i + 1) * ACC_EPS[dtype] * S_i + FLOOR[dtype]
-
-where ``exact`` is the float64 product of the *stored* values: the first term is the final
-rounding to the output dtype, the second the standard bound for a sum of n products
-accumulated in float32 (float16/float32) or float64, in any order. Where ``exact`` is not
-finite (NaN/Inf in the data) the result must be the same NaN or the same infinity; where the
-output dtype overflows, +/-Inf is accepted. Kernel outputs are pre-filled with garbage so an
-element the kernel never writes fails.
+Every result is compared with the float64 product of the *stored* values through
+:mod:`spmvlab.check` (the one tolerance table, shared with the timed methods; see its
+docstring for the bound). Kernel outputs are pre-filled with garbage so an element the kernel
+never writes fails, and the kernel must return the very ``out`` it was given.
 """
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-OUT_EPS = {np.dtype(np.float16): 2.0**-10, np.dtype(np.float32): 2.0**-23, np.dtype(np.float64): 2.0**-52}
-ACC_EPS = {np.dtype(np.float16): 2.0**-23, np.dtype(np.float32): 2.0**-23, np.dtype(np.float64): 2.0**-52}
-FLOOR = {np.dtype(np.float16): 2.0**-24, np.dtype(np.float32): 2.0**-140, np.dtype(np.float64): 2.0**-1060}
+from spmvlab.check import reference_product, relative_error
 
 GARBAGE = 7.25e3  # pre-fill value (plus an index pattern) for kernel outputs
 
@@ -29,66 +20,45 @@ def garbage_like(shape, dtype) -> np.ndarray:
     return g.astype(dtype)
 
 
-def exact_product(csr: sp.csr_matrix, X: np.ndarray):
-    """float64 product of the stored values, and S = |A| @ |X| (for the bound)."""
-    A64 = csr.astype(np.float64)
-    X64 = np.asarray(X, dtype=np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        exact = A64 @ X64
-        absA = abs(A64)
-        S = absA @ np.abs(X64)
-    return np.asarray(exact), np.asarray(S)
-
-
 def assert_close(y, csr: sp.csr_matrix, X, dtype, what: str = "result"):
     """Check ``y`` (host array) against the exact product of ``csr`` (the stored values) and ``X``."""
     dtype = np.dtype(dtype)
     y = np.asarray(y)
     assert y.dtype == dtype, f"{what}: dtype {y.dtype}, expected {dtype}"
-    exact, S = exact_product(csr, X)
-    assert y.shape == exact.shape, f"{what}: shape {y.shape}, expected {exact.shape}"
-    n = np.diff(csr.indptr).astype(np.float64)
-    n = n.reshape((-1,) + (1,) * (exact.ndim - 1))
-    yy = y.astype(np.float64)
-    finite = np.isfinite(exact)
-    with np.errstate(invalid="ignore", over="ignore"):
-        bound = OUT_EPS[dtype] * np.abs(exact) + 2 * (n + 1) * ACC_EPS[dtype] * S + FLOOR[dtype]
-        overflow = finite & ~np.isfinite(exact.astype(dtype)) if dtype != np.float64 else np.zeros_like(finite)
-        near = np.abs(exact) + bound >= np.finfo(dtype).max  # rounding may still overflow
-        ok_finite = finite & (np.abs(yy - exact) <= bound)
-    ok_overflow = (overflow | near) & np.isinf(yy) & (np.sign(yy) == np.sign(exact))
-    ok_nan = ~finite & np.isnan(exact) & np.isnan(yy)
-    ok_inf = ~finite & np.isinf(exact) & (yy == exact)
-    # products that overflow the accumulator only in float32: exact finite, S huge
-    ok = ok_finite | ok_overflow | ok_nan | ok_inf
-    if not ok.all():
-        bad = np.argwhere(~ok)[:5]
-        rows = [f"  at {tuple(b)}: got {yy[tuple(b)]!r}, exact {exact[tuple(b)]!r}, "
-                f"bound {bound[tuple(b)]!r}" for b in bad]
-        raise AssertionError(f"{what}: {int((~ok).sum())} of {ok.size} elements off\n" + "\n".join(rows))
+    ref = reference_product(csr, X)
+    assert y.shape == ref.exact.shape, f"{what}: shape {y.shape}, expected {ref.exact.shape}"
+    chk = relative_error(y, dtype=dtype, ref=ref)
+    if not chk.passed:
+        at, got, exact, bound = chk.worst
+        raise AssertionError(f"{what}: {chk.n_bad} of {y.size} elements off; first at {tuple(at)}: "
+                             f"got {got!r}, exact {exact!r}, bound {bound!r}")
 
 
 def assert_same_csr(got: sp.csr_matrix, want: sp.csr_matrix, what="to_csr()"):
-    """Same shape, same pattern, same values bit for bit (NaN == NaN)."""
+    """Same shape, pattern, index dtypes and values bit for bit (NaN payloads included)."""
     assert got.shape == want.shape, f"{what}: shape {got.shape} != {want.shape}"
+    assert got.indptr.dtype == want.indptr.dtype, f"{what}: indptr dtype differs"
+    assert got.indices.dtype == want.indices.dtype, f"{what}: indices dtype differs"
     assert np.array_equal(got.indptr, want.indptr), f"{what}: indptr differs"
     assert np.array_equal(got.indices, want.indices), f"{what}: indices differ"
     assert got.data.dtype == want.data.dtype, f"{what}: value dtype {got.data.dtype} != {want.data.dtype}"
     assert np.array_equal(got.data.view(np.uint8), want.data.view(np.uint8)), f"{what}: values differ"
 
 
-def check_parity(ref_module, kernel_module, M, x, X=None, spmv_kwargs=None, spmm_kwargs=None):
+def check_parity(ref_module, kernel_module, M, x, X=None, config=None):
     """Reference, kernel and scipy on the same encoded matrix ``M``.
 
-    The kernel writes into garbage-filled outputs (host ``out=``), and each result must be
-    within the tolerance of the exact product of the stored values. Returns (y_ref, y_kernel).
+    The kernel writes into garbage-filled host outputs (``out=``) and must return them;
+    each result must be within the tolerance of the exact product of the stored values.
+    ``config``: the kernel config (None: the kernel's default). Returns (y_ref, y_kernel).
     """
+    kw = {} if config is None else {"config": config}
     csr = M.to_csr()
     y_ref = ref_module.spmv(M, x)
     assert_close(y_ref, csr, x, M.dtype, "reference spmv")
     out = garbage_like((M.shape[0],), M.dtype)
-    y_k = kernel_module.spmv(M, x, out=out, **(spmv_kwargs or {}))
-    assert y_k is out
+    y_k = kernel_module.spmv(M, x, out=out, **kw)
+    assert y_k is out, "kernel spmv did not return its out"
     assert_close(y_k, csr, x, M.dtype, "kernel spmv")
     if M.dtype != np.float16:  # scipy itself cannot hold float16
         with np.errstate(invalid="ignore", over="ignore"):
@@ -98,6 +68,7 @@ def check_parity(ref_module, kernel_module, M, x, X=None, spmv_kwargs=None, spmm
         Y_ref = ref_module.spmm(M, X)
         assert_close(Y_ref, csr, X, M.dtype, "reference spmm")
         OUT = garbage_like((M.shape[0], X.shape[1]), M.dtype)
-        Y_k = kernel_module.spmm(M, X, out=OUT, **(spmm_kwargs or {}))
+        Y_k = kernel_module.spmm(M, X, out=OUT, **kw)
+        assert Y_k is OUT, "kernel spmm did not return its out"
         assert_close(Y_k, csr, X, M.dtype, "kernel spmm")
     return y_ref, y_k

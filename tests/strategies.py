@@ -2,7 +2,8 @@
 
 ``sparse_inputs`` draws small COO matrices (duplicates allowed) with forced edge cases:
 no nonzeros, empty rows, 1xN and Nx1, sizes that are not multiples of 32, and, on request,
-NaN/Inf and huge/tiny values. ``llm_like`` draws uniform masks at LLM sparsities and
+NaN/Inf, huge/tiny values and values that do not fit the dtype (``misfit``: encode those with
+``lossy=True``; summed duplicates of huge values can overflow too). ``llm_like`` draws uniform masks at LLM sparsities and
 ``power_law`` skewed row lengths. The matrix is built from a drawn seed, so a failing
 example is reproduced from the blob Hypothesis prints.
 """
@@ -19,13 +20,15 @@ DTYPES = (np.float16, np.float32, np.float64)
 # magnitudes that stress each dtype without making float32 sums overflow
 HUGE = {np.float16: 3.0e4, np.float32: 1.0e18, np.float64: 1.0e150}
 TINY = {np.float16: 6.0e-8, np.float32: 1.0e-38, np.float64: 1.0e-300}
+# float64 values that overflow, underflow to zero and underflow to a subnormal in each dtype
+MISFIT = {np.float16: (1.0e5, 1.0e-9, 1.0e-6), np.float32: (1.0e39, 1.0e-47, 1.0e-40)}
 
 
 @dataclasses.dataclass
 class Case:
     """One drawn test matrix with the operands to multiply it by."""
 
-    A: sp.coo_matrix            # possibly with duplicates; float16 cases hold values in float32
+    A: object                   # scipy matrix (duplicates allowed) or dense array; float16 cases hold values in float32, misfit cases in float64
     dtype: type                 # the value dtype to encode with
     x: np.ndarray               # length n_cols, in dtype
     X: np.ndarray               # (n_cols, k), in dtype
@@ -50,6 +53,18 @@ def _values(rng, n, dtype, special: bool, extremes: bool):
     return v.astype(dtype)
 
 
+def _misfit(rng, vals):
+    """``vals`` in float64 with about a third replaced by :data:`MISFIT` values of their dtype
+    (those that overflow, underflow to zero or to a subnormal in it); float64 has none."""
+    if vals.dtype.type not in MISFIT or not vals.size:
+        return vals
+    pick = rng.integers(0, 9, size=vals.size)
+    out = vals.astype(np.float64)
+    for i, v in enumerate(MISFIT[vals.dtype.type]):
+        out = np.where(pick == i, np.where(rng.random(vals.size) < 0.5, -v, v), out)
+    return out
+
+
 def _sparse_ok(vals):
     """scipy.sparse has no float16: hold float16 values exactly in float32."""
     return vals.astype(np.float32) if vals.dtype == np.float16 else vals
@@ -57,7 +72,7 @@ def _sparse_ok(vals):
 
 def build_case(seed: int, n_rows: int, n_cols: int, density: float, dtype, k: int = 3,
                special: bool = False, extremes: bool = False, duplicates: bool = False,
-               empty_rows: bool = False, label: str = "random") -> Case:
+               empty_rows: bool = False, misfit: bool = False, label: str = "random") -> Case:
     rng = np.random.default_rng(seed)
     nnz = int(round(density * n_rows * n_cols))
     flat = rng.choice(n_rows * n_cols, size=nnz, replace=False) if n_rows * n_cols else np.zeros(0, int)
@@ -69,7 +84,8 @@ def build_case(seed: int, n_rows: int, n_cols: int, density: float, dtype, k: in
         extra = rng.integers(0, rows.size, size=max(1, rows.size // 4))
         rows, cols = np.concatenate([rows, rows[extra]]), np.concatenate([cols, cols[extra]])
     vals = _values(rng, rows.size, dtype, special, extremes)
-    A = sp.coo_matrix((_sparse_ok(vals), (rows, cols)), shape=(n_rows, n_cols))
+    vals = _sparse_ok(_misfit(rng, vals) if misfit else vals)
+    A = sp.coo_matrix((vals, (rows, cols)), shape=(n_rows, n_cols))
     x = _values(rng, n_cols, dtype, special and rng.random() < 0.3, False)
     X = _values(rng, n_cols * k, dtype, False, False).reshape(n_cols, k)
     return Case(A=A, dtype=dtype, x=x, X=X, label=label)
@@ -80,7 +96,7 @@ SHAPES_EDGE = [(0, 0), (0, 5), (5, 0), (1, 1), (1, 33), (33, 1), (1, 70), (70, 1
 
 @st.composite
 def sparse_inputs(draw, max_rows=40, max_cols=40, dtypes=DTYPES, special=None, extremes=None,
-                  max_k=4):
+                  misfit=None, max_k=4):
     """A :class:`Case`; every ~4th draw is one of the forced edge shapes."""
     dtype = draw(st.sampled_from(dtypes))
     if draw(st.integers(0, 3)) == 0:
@@ -96,7 +112,8 @@ def sparse_inputs(draw, max_rows=40, max_cols=40, dtypes=DTYPES, special=None, e
         dtype=dtype, k=draw(st.integers(1, max_k)),
         special=draw(st.booleans()) if special is None else special,
         extremes=draw(st.booleans()) if extremes is None else extremes,
-        duplicates=draw(st.booleans()), empty_rows=draw(st.booleans()), label=label)
+        duplicates=draw(st.booleans()), empty_rows=draw(st.booleans()),
+        misfit=draw(st.booleans()) if misfit is None else misfit, label=label)
 
 
 @st.composite
@@ -120,3 +137,32 @@ def power_law_case(seed: int, n_rows: int, n_cols: int, dtype, alpha: float = 1.
     A = sp.coo_matrix((_sparse_ok(vals), (rows, cols)), shape=(n_rows, n_cols))
     return Case(A=A, dtype=dtype, x=_values(rng, n_cols, dtype, False, False),
                 X=_values(rng, n_cols * k, dtype, False, False).reshape(n_cols, k), label="power-law")
+
+
+_SPECIAL = st.sampled_from([np.nan, np.inf, -np.inf, 1e-30, 6.0e4, -0.0])
+
+
+@st.composite
+def clustered_inputs(draw, max_rows=6, max_cols=300, dtypes=DTYPES, k=2):
+    """Up to 40 entries with columns clustered near both ends of the row (long gaps, the last
+    column) and special values (NaN, Inf, values that underflow or overflow in float16, -0),
+    as a COO (duplicates allowed), CSR or dense input."""
+    n_rows = draw(st.integers(0, max_rows))
+    n_cols = draw(st.integers(1, max_cols))
+    if draw(st.booleans()):
+        n_rows = max(n_rows, 1)
+    n = draw(st.integers(0, 40)) if n_rows else 0
+    rows = draw(st.lists(st.integers(0, max(n_rows - 1, 0)), min_size=n, max_size=n))
+    col = st.one_of(st.integers(0, n_cols - 1), st.integers(max(n_cols - 3, 0), n_cols - 1),
+                    st.integers(0, min(n_cols - 1, 20)))
+    cols = draw(st.lists(col, min_size=n, max_size=n))
+    vals = draw(st.lists(st.one_of(st.floats(-1e3, 1e3, width=32), _SPECIAL), min_size=n, max_size=n))
+    coo = sp.coo_matrix((np.array(vals, dtype=np.float64), (np.array(rows, dtype=np.int64),
+                         np.array(cols, dtype=np.int64))), shape=(n_rows, n_cols))
+    kind = draw(st.sampled_from(["coo", "csr", "dense"]))
+    A = {"coo": coo, "csr": coo.tocsr(), "dense": coo.toarray()}[kind]
+    dtype = draw(st.sampled_from(dtypes))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    return Case(A=A, dtype=dtype, x=_values(rng, n_cols, dtype, False, False),
+                X=_values(rng, n_cols * k, dtype, False, False).reshape(n_cols, k),
+                label=f"clustered-{kind}")

@@ -1,36 +1,28 @@
 """Timing harness, baselines and experiment scaffolding: the parts that run without a GPU.
 
-(The timings themselves need a GPU; here: metadata, progress bar, results round trip,
-plotting from a fabricated results dict, the simulator refusing to time, missing vendor
-libraries naming their pip extra, and the numba dense GEMV kernel in the simulator.)
+(The timings themselves need a GPU; here: metadata, progress bar, results round trip, the
+experiment module API (config/measure/plot separation, flags as config overrides, results and
+figure paths per device, plotting every committed results file), the simulator refusing to
+time.)
 """
-import importlib.util
+import argparse
 import io
 import json
 import os
-import sys
+import types
 
 import numpy as np
 import pytest
 import scipy.sparse as sp
 
-import reference.csr as R
-from spmvlab import baselines as B
-from spmvlab import bench
+from reference._common import OptionError
+from spmvlab import bench, methods, runinfo
 from spmvlab import experiment as X
+from spmvlab import plotting as P
 from spmvlab._cuda import SIMULATOR
 from spmvlab.errors import BackendUnavailable
-from spmvlab.kernels import dense as KD
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _load_experiment(name):
-    path = os.path.join(ROOT, "experiments", f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_exp_{name}", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 # ---- bench -------------------------------------------------------------------------------------
@@ -48,9 +40,8 @@ def test_effective_bandwidth():
     assert np.isnan(bench.effective_bandwidth(1, 0))
 
 
-def test_metadata_keys(monkeypatch):
-    monkeypatch.setattr(bench, "_git_dirty", lambda root=bench.REPO_ROOT: None)  # no git process in tests
-    meta = bench.run_metadata()
+def test_metadata_keys():
+    meta = runinfo.run_metadata()
     for key in ("git_hash", "git_dirty", "date_utc", "hostname", "versions", "device"):
         assert key in meta
     for key in ("python", "numpy", "scipy", "numba", "numba_cuda", "cupy", "torch"):
@@ -62,16 +53,33 @@ def test_metadata_keys(monkeypatch):
         assert meta["device"] == {"simulator": True}
 
 
-def test_git_hash_reads_files(tmp_path):
-    g = tmp_path / ".git"
-    (g / "refs" / "heads").mkdir(parents=True)
-    (g / "HEAD").write_text("ref: refs/heads/main\n")
-    (g / "refs" / "heads" / "main").write_text("a" * 40 + "\n")
-    assert bench._git_hash(str(tmp_path)) == "a" * 40
-    (g / "refs" / "heads" / "main").unlink()
-    (g / "packed-refs").write_text(f"# pack-refs\n{'b' * 40} refs/heads/main\n")
-    assert bench._git_hash(str(tmp_path)) == "b" * 40
-    assert bench._git_hash(str(tmp_path / "nowhere")) is None
+def test_git_state(tmp_path, monkeypatch):
+    import subprocess
+    monkeypatch.delenv("SPMVLAB_GIT_HASH", raising=False)        # a GPU run sets them
+    monkeypatch.delenv("SPMVLAB_GIT_DIRTY", raising=False)
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(git + ["init", "-q"], check=True)
+    (repo / "f.txt").write_text("a\n")
+    subprocess.run(git + ["add", "f.txt"], check=True)
+    subprocess.run(git + ["commit", "-qm", "c"], check=True)
+    head = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert runinfo.git_state(str(repo)) == (head, False)
+    (repo / "f.txt").write_text("b\n")
+    assert runinfo.git_state(str(repo)) == (head, True)
+    assert runinfo.git_state(str(tmp_path / "nowhere")) == (None, None)
+    monkeypatch.setenv("SPMVLAB_GIT_HASH", "c" * 40)             # a shipped copy names its commit,
+    monkeypatch.setenv("SPMVLAB_GIT_DIRTY", "0")                 # also over a stale .git
+    assert runinfo.git_state(str(tmp_path / "nowhere")) == ("c" * 40, False)
+    assert runinfo.git_state(str(repo)) == ("c" * 40, False)
+
+
+def test_device_slug():
+    assert runinfo.device_slug({"simulator": True}) == "cpu"
+    assert runinfo.device_slug({"simulator": False, "name": "NVIDIA H100 80GB HBM3"}) == "h100"
+    assert runinfo.device_slug({"simulator": False, "name": "NVIDIA H200"}) == "h200"
+    assert runinfo.device_slug(None) == "cpu"
 
 
 @pytest.mark.skipif(not SIMULATOR, reason="checks the simulator's refusal")
@@ -80,7 +88,7 @@ def test_time_fn_refuses_the_simulator():
         bench.time_fn(lambda: None)
     with pytest.raises(BackendUnavailable):
         bench.copy_bandwidth(1 << 20)
-    assert bench.device_info() == {"simulator": True}
+    assert runinfo.device_info() == {"simulator": True}
 
 
 # ---- experiment scaffolding -------------------------------------------------------------------
@@ -109,163 +117,268 @@ def test_save_load_round_trip(tmp_path):
         X.load_results(str(tmp_path / "missing.json"))
 
 
-def test_parse_args_defaults():
-    a = X.parse_args("d", name="demo", argv=[])
-    assert a.out == X.results_path("demo") and a.fig == X.figure_path("demo") and not a.quick
-    q = X.parse_args("d", name="demo", argv=["--quick", "--fig", "x.png"],
-                     extra=lambda p: p.add_argument("--reps", type=int, default=None))
-    assert q.quick and q.out.endswith("demo.quick.json") and q.fig == "x.png" and q.reps is None
+def test_paths_per_device(monkeypatch, tmp_path):
+    assert X.results_path("fig7_macko", "h100") == os.path.join(ROOT, "results", "h100", "fig7_macko.json")
+    assert X.results_path("x", "cpu", quick=True).endswith(os.path.join("results", "cpu", "x.quick.json"))
+    assert X.figure_path("x", "h200") == os.path.join(ROOT, "figures", "h200", "x.png")
+    assert X.figure_path("x", "h100", quick=True).endswith(os.path.join("figures", "h100", "x.quick.png"))
+    h100 = {"device": {"simulator": False, "name": "NVIDIA H100 80GB HBM3"}}
+    assert X.results_device(h100) == "h100" and X.results_device(h100, needs_gpu=False) == "cpu"
+    assert X.results_device({"device": {"simulator": True}}) == "cpu"
+    # the committed results: GPU experiments under h100, CPU-measured ones under cpu
+    assert X.result_devices("fig7_macko") == ["h100"] and X.result_devices("fig2_macko") == ["cpu"]
+    assert X.load_results("fig7_macko")["meta"]["device"]["name"].startswith("NVIDIA H100")
+    # save_results with a bare name goes to results/<device of meta>/
+    monkeypatch.setattr(X, "RESULTS", str(tmp_path))
+    path = X.save_results("demo", [], {}, meta=h100)
+    assert path == str(tmp_path / "h100" / "demo.json")
+    assert X.result_devices("demo") == ["h100"] and X.load_results("demo")["rows"] == []
+    X.save_results("demo", [], {}, meta={"device": {"simulator": True}})
+    with pytest.raises(Exception, match="device"):
+        X.load_results("demo")                             # two devices: say which
+    assert X.load_results("demo", device="cpu")["config"] == {}
+
+
+def test_every_committed_results_file_is_in_its_device_folder():
+    import glob
+    paths = glob.glob(os.path.join(ROOT, "results", "*.json"))
+    assert paths == [], "results files belong in results/<device>/"
+    for path in glob.glob(os.path.join(ROOT, "results", "*", "*.json")):
+        with open(path) as f:
+            meta = json.load(f)["meta"]
+        folder = os.path.basename(os.path.dirname(path))
+        assert folder == runinfo.device_slug(meta["device"]), path
+
+
+def _demo_module(calls):
+    """A minimal experiment module measured on the CPU."""
+    mod = types.ModuleType("demo_exp")
+    mod.__doc__ = "demo experiment"
+    mod.NAME, mod.NEEDS_GPU = "demo_exp", False
+
+    def config(quick=False, **overrides):
+        return X.make_config("demo_exp", dict(n=4, seed=0), dict(n=2), quick, overrides)
+
+    def measure(cfg):
+        calls.append(cfg)
+        return dict(rows=[dict(i=i, v=float(i * i)) for i in range(cfg["n"])], note="extra key")
+
+    def plot(results, fig_path):
+        plt = P.pyplot()
+        fig, ax = plt.subplots()
+        ax.plot([r["i"] for r in results["rows"]], [r["v"] for r in results["rows"]])
+        return P.savefig(fig, fig_path)
+
+    def cli(p):
+        p.add_argument("--n", type=int, help="points")
+
+    mod.config, mod.measure, mod.plot, mod.cli = config, measure, plot, cli
+    return mod
+
+
+def test_config_and_measure_are_separate(tmp_path, monkeypatch):
+    calls = []
+    mod = _demo_module(calls)
+    assert mod.config() == {"n": 4, "seed": 0} and mod.config(True) == {"n": 2, "seed": 0}
+    with pytest.raises(OptionError, match="demo_exp config.*'m'"):
+        mod.config(m=1)
+
+    def no_parsing(*a, **k):
+        raise AssertionError("measure() must not parse the command line")
+
+    # main: flags become config overrides, measure() gets that dict and nothing else
+    out, fig = tmp_path / "r.json", tmp_path / "f.png"
+    assert X.main(mod, ["--n", "3", "--out", str(out), "--fig", str(fig)]) == 0
+    assert calls == [{"n": 3, "seed": 0}]
+    saved = X.load_results(str(out))
+    assert saved["config"] == {"n": 3, "seed": 0} and len(saved["rows"]) == 3
+    assert saved["note"] == "extra key" and "git_hash" in saved["meta"]
+    assert fig.exists() and (tmp_path / "f.pdf").exists()
+    # measure(cfg) runs from a dict alone
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", no_parsing)
+    assert len(mod.measure(mod.config(quick=True))["rows"]) == 2
+    # and a real experiment's measure (the vendor/kernel calls replaced)
+    exp = X.load_experiment("fig7_macko")
+    seen = []
+    monkeypatch.setattr(methods, "measure", lambda A, dtype, names, **kw: seen.append(
+        (A.shape, dtype, list(names), kw["extra"])) or [dict(method=n) for n in names])
+    monkeypatch.setattr("spmvlab.datasets.uniform", lambda shape, s, **kw: sp.random(*shape, density=0.1))
+    res = exp.measure(exp.config(quick=True, shape=[32, 64]))
+    assert [s[3]["sparsity"] for s in seen] == [0.5, 0.9] and seen[0][:2] == ((32, 64), "float16")
+    assert len(res["rows"]) == 8 and set(res) == {"rows"}
+
+
+def test_quick_runs_go_to_quick_files(tmp_path, monkeypatch):
+    calls = []
+    mod = _demo_module(calls)
+    monkeypatch.setattr(X, "RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"))
+    assert X.main(mod, ["--quick"]) == 0
+    assert (tmp_path / "results" / "cpu" / "demo_exp.quick.json").exists()
+    assert (tmp_path / "figures" / "cpu" / "demo_exp.quick.png").exists()
+    assert (tmp_path / "figures" / "cpu" / "demo_exp.quick.pdf").exists()
+    assert X.main(mod, ["--plot-only", "--quick", "--device", "cpu"]) == 0
+    assert X.main(mod, ["--plot-only"]) == 1                # no full run saved
+
+
+def test_every_experiment_follows_the_api():
+    exps = X.experiments()
+    assert {"fig7_macko", "fig1_macko", "fig2_macko", "appc_macko", "baseline_csr", "fig4_macko",
+            "table1_macko", "tune_macko"} <= set(exps)
+    for name, mod in exps.items():
+        assert mod.NAME == name and mod.__doc__ and isinstance(mod.NEEDS_GPU, bool)
+        for f in ("config", "measure", "plot"):
+            assert callable(getattr(mod, f)), (name, f)
+        full, quick = mod.config(), mod.config(quick=True)
+        assert isinstance(full, dict) and set(full) == set(quick) and full != quick
+        assert "seed" in full, f"{name}: seeds must be explicit"
+        assert mod.config(seed=7)["seed"] == 7
+        with pytest.raises(OptionError):
+            mod.config(no_such_setting=1)
+        text = X.build_parser(mod)[0].format_help()
+        assert "(default: None)" not in text and "default: " not in text, name
+    assert not X.experiments()["fig2_macko"].NEEDS_GPU and not X.experiments()["appc_macko"].NEEDS_GPU
+
+
+def test_flags_override_config():
+    exp = X.load_experiment("fig7_macko")
+    parser, dests = X.build_parser(exp)
+    args = parser.parse_args(["--shape", "12288", "12288", "--quick"])
+    cfg = exp.config(args.quick, **{d: getattr(args, d) for d in dests if getattr(args, d) is not None})
+    assert cfg["shape"] == [12288, 12288] and X.results_name(exp, cfg) == "fig7_macko_12288x12288"
+    assert X.results_name(exp, exp.config()) == "fig7_macko"
+    assert "--shape ROWS COLS  matrix shape (default 4096 11008)" in " ".join(parser.format_help().split("\n"))
+    base = X.load_experiment("baseline_csr")
+    parser, dests = X.build_parser(base)
+    a = parser.parse_args(["--shapes", "64x128,128x64", "--sparsities", "0.5,0.9", "--csr-max-nnz", "0"])
+    cfg = base.config(**{d: getattr(a, d) for d in dests if getattr(a, d) is not None})
+    assert cfg["shapes"] == [[64, 128], [128, 64]] and cfg["sparsities"] == [0.5, 0.9]
+    assert cfg["csr_max_nnz"] is None and cfg["dtypes"] == ["float16", "float32"]
+    assert base.config(quick=True)["reps"] == 20 and base.config()["reps"] == 60
+    help_text = parser.format_help()
+    assert help_text.count("(default 60; with --quick 20)") == 1 and "default: None" not in help_text
+    fig1 = X.load_experiment("fig1_macko")
+    assert fig1.measure is exp.measure and fig1.config()["shape"] == [36864, 12288]
+
+
+def _committed_results():
+    out = []
+    for name, mod in sorted(X.experiments().items()):
+        for run in getattr(mod, "RUNS", [{}]):
+            rname = X.results_name(mod, mod.config(**run))
+            out += [(name, rname, dev) for dev in X.result_devices(rname)]
+    return out
+
+
+@pytest.mark.parametrize("name,rname,device", _committed_results())
+def test_plot_committed_results(name, rname, device, tmp_path):
+    """Every committed results file plots (no GPU needed) and tells its report."""
+    mod = X.load_experiment(name)
+    res = X.load_results(rname, device)
+    out = mod.plot(res, str(tmp_path / f"{rname}.png"))
+    assert [os.path.basename(p) for p in out] == [f"{rname}.png", f"{rname}.pdf"]
+    with open(out[0], "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    with open(out[1], "rb") as f:
+        pdf = f.read()
+    assert pdf.startswith(b"%PDF") and b"CreationDate" not in pdf
+
+
+# how each committed run differs from config() with no overrides
+_RUN_FLAGS = {"fig4_macko": dict(sparsities=[0.5]),            # run with --sparsities 0.5
+              "fig2_macko": dict(weights=["mpnet_L00_attn_q", "mpnet_L00_ffn_down",
+                                          "mpnet_L00_ffn_up", "mpnet_L11_attn_q"])}  # found by measure()
+_OLDER_KEYS = {"baseline_csr": {"tol"}}    # tolerances now live in spmvlab.check
+
+
+@pytest.mark.parametrize("name,rname,device", _committed_results())
+def test_config_reproduces_the_committed_runs(name, rname, device):
+    """config() (plus the flags those runs were given) is the saved config: re-measuring
+    repeats the committed experiment."""
+    mod = X.load_experiment(name)
+    run = next(r for r in getattr(mod, "RUNS", [{}]) if X.results_name(mod, mod.config(**r)) == rname)
+    cfg = X._jsonable(mod.config(**run, **_RUN_FLAGS.get(name, {})))
+    saved = X.load_results(rname, device)["config"]
+    assert cfg == {k: v for k, v in saved.items() if k not in _OLDER_KEYS.get(name, set())}
+
+
+def test_cpu_measure_repeats_the_committed_rows():
+    """appc_macko measures on the CPU: measure(config()) gives the committed rows exactly."""
+    mod = X.load_experiment("appc_macko")
+    assert X._jsonable(mod.measure(mod.config())["rows"]) == X.load_results("appc_macko", "cpu")["rows"]
+
+
+def test_every_experiment_has_committed_results():
+    """GPU experiments on a GPU's folder (h100, h200, ...), CPU ones in cpu/."""
+    got = {}
+    for n, _, d in _committed_results():
+        got.setdefault(n, set()).add(d)
+    for name, mod in X.experiments().items():
+        devices = got.get(name, set())
+        assert (devices - {"cpu"}) if mod.NEEDS_GPU else ("cpu" in devices), (name, devices)
+
+
+def test_replotting_is_byte_identical(tmp_path, capsys):
+    mod = X.load_experiment("appc_macko")
+    a = X.replot(mod, mod.config(), fig=str(tmp_path / "a.png"), device="cpu")
+    first = [(tmp_path / f).read_bytes() for f in ("a.png", "a.pdf")]
+    assert a == 0 and X.replot(mod, mod.config(), fig=str(tmp_path / "a.png"), device="cpu") == 0
+    assert [(tmp_path / f).read_bytes() for f in ("a.png", "a.pdf")] == first
+    line = capsys.readouterr().out.strip().splitlines()[0]
+    assert line.startswith("plotted results/cpu/appc_macko.json (CPU, 2026-") and "a.png" in line
 
 
 def _fake_results(two_dtypes=True):
     from itertools import product
     rows = []
-    methods = ["numba_csr_scalar", "numba_csr_vector4", "cusparse_csr", "cublas_gemv", "numba_dense"]
-    for shape, s, d, m in product(["64x128", "128x64"], [0.5, 0.9], ["float16", "float32"] if two_dtypes else ["float32"], methods):
+    names = ["csr_scalar", "csr_vector", "cusparse", "cublas", "numba_dense"]
+    for shape, s, d, m in product([[64, 128], [128, 64]], [0.5, 0.9], ["float16", "float32"] if two_dtypes else ["float32"], names):
         t = 50.0 * (1 - s if "csr" in m else 0.5) + (5 if d == "float32" else 0) + 1
-        rows.append(dict(shape=shape, rows=64, cols=128, sparsity=s, dtype=d, method=m, median_us=t,
+        rows.append(dict(shape=shape, sparsity=s, dtype=d, method=m, median_us=t,
                          p10_us=t, p90_us=t, tb_s=1.0, check_passed=(m != "numba_dense" or s != 0.9)))
-    rows.append(dict(shape="64x128", sparsity=0.5, dtype="float32", method="cusparse_csr", error="boom"))
+    rows.append(dict(shape=[64, 128], sparsity=0.5, dtype="float32", method="cusparse", error="boom"))
     return {"meta": {"date_utc": "2026-01-01T00:00:00+00:00", "device": {"name": "Fake GPU"}},
             "config": {"reps": 3}, "rows": rows, "copy_bandwidth": {"tb_s": 3.0}}
 
 
 def test_plot_from_fabricated_results(tmp_path, capsys):
-    exp = _load_experiment("baseline_csr")
+    exp = X.load_experiment("baseline_csr")
     res = _fake_results()
-    exp.add_speedups(res["rows"])
+    methods.add_speedups(res["rows"], keys=("sparsity",))
     out = exp.plot(res, str(tmp_path / "fig.png"))
     assert [os.path.basename(p) for p in out] == ["fig.png", "fig.pdf"]
     for p in out:
         assert os.path.getsize(p) > 1000
-    with open(out[0], "rb") as f:
-        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
     exp.report(res)
     text = capsys.readouterr().out
-    assert "numba_csr_vector4" in text and "µs / TB/s" in text and "error" in text
+    assert "csr_vector" in text and "µs / TB/s" in text and "error" in text
 
 
 def test_experiment_without_gpu_plots_saved_results(tmp_path, monkeypatch, capsys):
-    exp = _load_experiment("baseline_csr")
+    exp = X.load_experiment("baseline_csr")
     monkeypatch.setattr(X, "gpu_available", lambda: False)
+    monkeypatch.setattr(exp, "measure", lambda cfg: pytest.fail("measure() must not run without a GPU"))
     res = _fake_results(two_dtypes=False)
     out = tmp_path / "r.json"
     X.save_results(str(out), res["rows"], res["config"], meta=res["meta"])
-
-    def no_measure(args):
-        raise AssertionError("measure() must not run without a GPU")
-
-    argv = ["--out", str(out), "--fig", str(tmp_path / "f.png")]
-    assert X.main("baseline_csr", description="d", measure=no_measure, plot=exp.plot, argv=argv) == 0
+    assert X.main(exp, ["--out", str(out), "--fig", str(tmp_path / "f.png")]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("no CUDA GPU: plotting the committed")
-    assert "Fake GPU" in lines[0] and "2026-01-01" in lines[0]
+    assert len(lines) == 1 and lines[0].startswith("no CUDA GPU: plotted ")
+    assert "Fake GPU" in lines[0] and "2026-01-01" in lines[0] and lines[0].endswith("f.pdf")
     assert (tmp_path / "f.png").exists() and (tmp_path / "f.pdf").exists()
-    argv = ["--out", str(tmp_path / "none.json"), "--fig", str(tmp_path / "g.png")]
-    assert X.main("baseline_csr", description="d", measure=no_measure, plot=exp.plot, argv=argv) == 1
+    assert X.main(exp, ["--out", str(tmp_path / "none.json")]) == 1
     assert "no saved results" in capsys.readouterr().err
+    # without --out: every device folder with results, one line each, figures beside them
+    monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"))
+    assert X.main(exp, []) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines == [f"no CUDA GPU: plotted results/h100/baseline_csr.json (NVIDIA H100 80GB HBM3, "
+                     f"2026-11-22) -> {tmp_path}/figures/h100/baseline_csr.png, "
+                     f"{tmp_path}/figures/h100/baseline_csr.pdf"]
+    assert X.main(exp, ["--device", "h200"]) == 1
 
 
 def test_format_table():
-    t = X.format_table([{"a": 1.23456, "b": "x"}, {"a": None, "b": "long"}], [("a", "A", ".2f"), ("b", "B", "")])
+    t = P.format_table([{"a": 1.23456, "b": "x"}, {"a": None, "b": "long"}], [("a", "A", ".2f"), ("b", "B", "")])
     lines = t.splitlines()
     assert lines[0].split() == ["A", "B"] and "1.23" in lines[2] and "-" in lines[3]
-
-
-# ---- baselines ---------------------------------------------------------------------------------
-
-def _hide(monkeypatch, *mods):
-    for m in mods:
-        monkeypatch.setitem(sys.modules, m, None)  # makes `import m` raise ImportError
-
-
-def test_missing_cupy_names_the_gpu_extra(monkeypatch):
-    _hide(monkeypatch, "cupy", "cupyx", "cupyx.scipy", "cupyx.scipy.sparse")
-    M = R.encode(sp.random(8, 8, density=0.5, random_state=0, dtype=np.float32))
-    for build in (lambda: B.DenseGemv(np.ones((4, 4), np.float32), np.float32),
-                  lambda: B.CusparseCSR(M, np.float32),
-                  lambda: B.CusparseCOO(M, np.float32)):
-        with pytest.raises(BackendUnavailable, match=r"pip install -e \.\[gpu\]"):
-            build()
-    assert not B.cupy_available()
-    with pytest.raises(BackendUnavailable, match=r"\.\[gpu\]"):
-        bench._Events("cupy")
-
-
-def test_missing_torch_names_the_torch_extra(monkeypatch):
-    _hide(monkeypatch, "torch")
-    M = R.encode(sp.random(8, 8, density=0.5, random_state=0, dtype=np.float32), dtype=np.float16)
-    with pytest.raises(BackendUnavailable, match=r"pip install -e \.\[torch\]"):
-        B.CusparseCSR(M, np.float16)
-    assert not B.torch_available()
-
-
-def test_relative_error():
-    A = sp.csr_matrix(np.array([[1.0, -2.0, 0.0], [0.0, 0.0, 0.0], [0.5, 0.5, 0.5]], np.float32))
-    x = np.array([1.0, 1.0, 2.0], np.float32)
-    exact = np.array([-1.0, 0.0, 2.0])
-    assert B.relative_error(exact, A, x, np.float32).passed
-    c = B.relative_error(exact + [0.0, 0.0, 1e-3], A, x, np.float32)    # 1e-3 / 2.0 = 5e-4
-    assert not c.passed and c.n_bad == 1 and c.max_rel_err == pytest.approx(5e-4)
-    assert B.relative_error(exact + [0.0, 0.0, 1e-3], A, x, np.float16).passed
-    assert not B.relative_error(exact + [0.0, 1e-30, 0.0], A, x, np.float32).passed  # empty row must be 0
-    assert not B.relative_error([np.nan, 0.0, 2.0], A, x, np.float32).passed
-    ref = B.reference_product(A.toarray(), x)
-    assert B.relative_error(exact, ref=ref, dtype=np.float32).passed
-
-
-# ---- numba dense GEMV (simulator on CPU, real kernel on a GPU) ------------------------------------
-
-SMALL = KD.DenseConfig(threads_per_block=64)
-
-
-@pytest.mark.parametrize("dtype,shape", [(np.float32, (40, 64)), (np.float16, (33, 48)),
-                                         (np.float32, (17, 37)), (np.float64, (9, 6)), (np.float16, (3, 5))])
-def test_dense_gemv_matches_numpy(dtype, shape):
-    rng = np.random.default_rng(7)
-    W = rng.uniform(-1, 1, shape).astype(dtype)
-    x = rng.uniform(-1, 1, shape[1]).astype(dtype)
-    y = KD.gemv(W, x, config=SMALL)
-    assert y.dtype == np.dtype(dtype) and y.shape == (shape[0],)
-    chk = B.relative_error(y, W, x, dtype)
-    assert chk.passed, chk
-    expect_vec = {2: 8, 4: 4, 8: 2}[np.dtype(dtype).itemsize]
-    assert KD.vector_width(dtype, shape[1]) == (expect_vec if shape[1] % expect_vec == 0 else 1)
-
-
-def test_dense_gemv_device_operands_and_out():
-    from spmvlab._cuda import cuda
-    rng = np.random.default_rng(3)
-    W = rng.uniform(-1, 1, (12, 16)).astype(np.float32)
-    x = rng.uniform(-1, 1, 16).astype(np.float32)
-    D = KD.to_device(W)
-    assert D.nbytes == W.nbytes and D.shape == (12, 16)
-    out = cuda.device_array(12, dtype=np.float32)
-    got = KD.gemv(D, cuda.to_device(x), out=out, config=SMALL)
-    assert got is out
-    np.testing.assert_allclose(out.copy_to_host(), W @ x, rtol=1e-5, atol=1e-6)
-    host_out = np.zeros(12, np.float32)
-    assert KD.gemv(D, x, out=host_out, config=SMALL) is host_out
-    np.testing.assert_allclose(host_out, W @ x, rtol=1e-5, atol=1e-6)
-
-
-def test_numba_dense_baseline_check():
-    rng = np.random.default_rng(5)
-    W = rng.uniform(-1, 1, (10, 24)).astype(np.float32)
-    b = B.NumbaDense(W, np.float32, config=SMALL)
-    assert b.events == "numba" and b.nbytes == W.nbytes + (10 + 24) * 4 and b.name == "numba_dense_v4"
-    assert b.check().passed
-
-
-def test_dense_errors():
-    from reference._common import DTypeError, OptionError, ShapeError
-    with pytest.raises(ShapeError):
-        KD.to_device(np.ones(4, np.float32))
-    with pytest.raises(DTypeError):
-        KD.to_device(np.ones((2, 2), np.int32))
-    with pytest.raises(OptionError):
-        KD.DenseConfig(vec=3)
-    with pytest.raises(OptionError):
-        KD.DenseConfig(threads_per_block=48)
-    with pytest.raises(ShapeError):
-        KD.gemv(np.ones((2, 4), np.float32), np.ones(3, np.float32))

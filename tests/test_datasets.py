@@ -18,7 +18,10 @@ import scipy.io
 import scipy.sparse as sp
 
 from spmvlab import datasets as ds
-from spmvlab.errors import DatasetError, OptionError, ShapeError
+from spmvlab.datasets import _paths, _suitesparse, synthetic
+from spmvlab.errors import (
+    DatasetError, LossyConversionError, LossyConversionWarning, OptionError, ShapeError,
+)
 
 
 def _assert_canonical(A: sp.csr_matrix):
@@ -54,7 +57,7 @@ def test_uniform_exact_nnz(shape, sparsity):
 
 def test_uniform_many_blocks(monkeypatch):
     """Force the block path with many small blocks (and a ragged last block)."""
-    monkeypatch.setattr(ds, "_BLOCK", 1000)
+    monkeypatch.setattr(synthetic, "_BLOCK", 1000)
     for shape, s in [((333, 97), 0.4), ((1000, 64), 0.9), ((57, 2000), 0.0), ((90, 90), 0.95)]:
         A = ds.uniform(shape, s, seed=3)
         assert A.nnz == round((1 - s) * shape[0] * shape[1])
@@ -64,7 +67,7 @@ def test_uniform_many_blocks(monkeypatch):
 @pytest.mark.parametrize("n,k", [(1, 0), (1, 1), (10, 3), (1000, 0), (1000, 1000), (1000, 999),
                                  (1000, 1), (65537, 32768), (200_000, 3), (200_000, 199_990)])
 def test_exact_mask_count(n, k):
-    m = ds._exact_mask(np.random.default_rng(0), n, k)
+    m = synthetic._exact_mask(np.random.default_rng(0), n, k)
     assert m.shape == (n,) and m.dtype == bool and int(m.sum()) == k
 
 
@@ -257,7 +260,7 @@ def test_data_dir_env(monkeypatch, tmp_path):
 
 def test_data_dir_absent(monkeypatch, tmp_path):
     monkeypatch.delenv("SPMVLAB_DATA", raising=False)
-    monkeypatch.setattr(ds, "_REPO_ROOT", tmp_path / "repo")
+    monkeypatch.setattr(_paths, "_REPO_ROOT", tmp_path / "repo")
     with pytest.raises(DatasetError, match="Fix: set SPMVLAB_DATA"):
         ds.data_dir()
 
@@ -283,7 +286,7 @@ def no_network(monkeypatch, tmp_path):
         raise urllib.error.URLError("[Errno -3] Temporary failure in name resolution")
 
     monkeypatch.setenv("SPMVLAB_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(ds, "_urlopen", offline)
+    monkeypatch.setattr(_suitesparse, "_urlopen", offline)
     return calls
 
 
@@ -330,7 +333,7 @@ def test_download_404(monkeypatch, tmp_path):
         raise urllib.error.HTTPError(url, 404, "Not Found", {}, None)
 
     monkeypatch.setenv("SPMVLAB_CACHE", str(tmp_path))
-    monkeypatch.setattr(ds, "_urlopen", not_found)
+    monkeypatch.setattr(_suitesparse, "_urlopen", not_found)
     with pytest.raises(DatasetError, match="no such matrix"):
         ds.download_suitesparse("HB/nothing")
 
@@ -365,7 +368,7 @@ def test_download_fake_tarball(monkeypatch, tmp_path, capsys):
 
     monkeypatch.setenv("SPMVLAB_CACHE", str(tmp_path))
     monkeypatch.setenv("SPMVLAB_SUITESPARSE_URL", "http://mirror.invalid/MM/")
-    monkeypatch.setattr(ds, "_urlopen", fake)
+    monkeypatch.setattr(_suitesparse, "_urlopen", fake)
     A = ds.suitesparse("Fake/tiny")
     assert calls == ["http://mirror.invalid/MM/Fake/tiny.tar.gz"]
     assert A.shape == (30, 40) and A.nnz == M.nnz
@@ -414,6 +417,19 @@ def test_load_matrix_files(tmp_path):
         assert np.allclose(B.toarray(), M.toarray())
 
 
+def test_load_matrix_conversion_that_loses_values(tmp_path):
+    """Asking for a dtype the values do not fit raises, unless ``lossy=True`` (one warning)."""
+    np.save(tmp_path / "m.npy", np.array([[1e5, 0.0], [0.5, 1e-9]]))
+    scipy.io.mmwrite(tmp_path / "m.mtx", sp.coo_matrix(np.array([[1e5, 0.0], [0.5, 1e-9]])))
+    for name in ("m.npy", "m.mtx"):
+        with pytest.raises(LossyConversionError, match="row 0, column 0, 100000.0 -> inf"):
+            ds.load_matrix(tmp_path / name, dtype=np.float16)
+        with pytest.warns(LossyConversionWarning, match="1 underflowing to zero"):
+            A = ds.load_matrix(tmp_path / name, dtype=np.float16, lossy=True)
+        assert A.nnz == 2 and np.isinf(A[0, 0])
+        assert ds.load_matrix(tmp_path / name).nnz == 3          # float64: nothing lost
+
+
 def test_load_matrix_errors(tmp_path, no_network):
     with pytest.raises(DatasetError, match="an existing file"):
         ds.load_matrix(tmp_path / "nope.mtx")
@@ -438,8 +454,52 @@ def test_load_matrix_names(data):
     assert B.nnz == 11818
 
 
+def test_load_dense(tmp_path, data):
+    D = ds.gaussian_weights((6, 9), seed=2)
+    np.save(tmp_path / "d.npy", D)
+    assert np.array_equal(ds.load_dense(tmp_path / "d.npy"), D)
+    np.save(tmp_path / "i.npy", np.arange(6).reshape(2, 3))
+    assert ds.load_dense(tmp_path / "i.npy").dtype == np.float64
+    W = ds.load_dense("mpnet_L00_attn_q")
+    assert W.shape == (768, 768) and W.dtype == np.float32
+    for sparse in ("HB/bcsstk13", data / "suitesparse" / "Gset__G51.mtx.gz"):
+        with pytest.raises(DatasetError, match="a sparse Matrix Market matrix"):
+            ds.load_dense(sparse)
+
+
+def test_load_matrix_weights_checks_the_conversion(data):
+    """A weights name is converted once, by canonical_csr: a value that underflows in
+    float16 raises (it was flushed silently by an early cast before)."""
+    W = ds.weights("mpnet_L00_attn_q")
+    assert np.abs(W).min() < 6e-8                      # underflows to zero in float16
+    with pytest.raises(LossyConversionError, match="underflowing to zero"):
+        ds.load_matrix("mpnet_L00_attn_q", dtype=np.float16)
+    with pytest.warns(LossyConversionWarning):
+        A = ds.load_matrix("mpnet_L00_attn_q", dtype=np.float16, lossy=True)
+    assert A.nnz < W.size
+
+
+def test_read_mtx_refuses_a_cut_last_line(tmp_path):
+    """scipy reads a number cut short as another value (and crashes on one cut after its
+    exponent's 'E'): a file whose last line has no newline is refused as truncated."""
+    scipy.io.mmwrite(tmp_path / "m.mtx", sp.coo_matrix(np.array([[0.0, 0.123456789], [2.5, 0]])))
+    data = (tmp_path / "m.mtx").read_bytes()
+    assert data.endswith(b"\n")
+    (tmp_path / "cut.mtx").write_bytes(data[:-4])
+    with gzip.open(tmp_path / "cut.mtx.gz", "wb") as g:
+        g.write(data[:-4])
+    for name in ("cut.mtx", "cut.mtx.gz"):
+        with pytest.raises(DatasetError, match="last line is cut") as ei:
+            ds.load_matrix(tmp_path / name)
+        assert "delete" not in str(ei.value)
+    (tmp_path / "cut.mtx.gz").write_bytes(gzip.compress(data)[:-9])    # a cut gzip stream
+    with pytest.raises(DatasetError, match="unreadable"):
+        ds.load_matrix(tmp_path / "cut.mtx.gz")
+    assert ds.load_matrix(tmp_path / "m.mtx").nnz == 2
+
+
 def test_import_is_cheap():
     code = ("import sys, spmvlab.datasets; "
             "heavy = [m for m in ('numba', 'scipy.io', 'spmvlab._cuda') if m in sys.modules]; "
             "assert not heavy, heavy")
-    subprocess.run([sys.executable, "-c", code], check=True, cwd=ds._REPO_ROOT)
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=_paths._REPO_ROOT)

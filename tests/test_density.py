@@ -1,4 +1,4 @@
-"""reference/density.py: the paper's effective-density formulas against encoded matrices."""
+"""spmvlab/analysis/density.py: the paper's effective-density formulas against encoded matrices."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from hypothesis import given, strategies as st
 
 from reference import csr as rcsr
-from reference import density as D
+from spmvlab.analysis import density as D
 from reference import macko
 from reference._common import OptionError
 from spmvlab.encoders import macko as fast_macko

@@ -1,61 +1,12 @@
-"""MACKO kernels vs reference vs scipy (simulator on CPU, real on GPU)."""
+"""MACKO kernel specifics (simulator on CPU, real on GPU): inserted zeros under Inf/NaN in x,
+dtype/config/int32 guards. The shared suite (test_formats.py) runs the parity cases."""
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from hypothesis import given
-from hypothesis import strategies as st
 
 import reference.macko as R
 from reference._common import DTypeError, OptionError
 from spmvlab.kernels import macko as K
-from strategies import build_case, power_law_case, sparse_inputs
-from parity import check_parity
-
-CFG = {1: K.MackoConfig(threads_per_block=64), 2: K.MackoConfig(threads_per_block=64, prefetch=0),
-       4: K.MackoConfig(threads_per_block=32, prefetch=2)}
-KDTYPES = (np.float16, np.float32)
-
-
-@pytest.mark.parametrize("delta_bits", [1, 2, 4, 8])
-@given(case=sparse_inputs(max_rows=10, max_cols=80, dtypes=KDTYPES), data=st.data())
-def test_parity_random(delta_bits, case, data):
-    M = R.encode(case.A, delta_bits=delta_bits, dtype=case.dtype)
-    cfg = data.draw(st.sampled_from(list(CFG.values())), label="config")
-    check_parity(R, K, M, case.x, case.X, spmv_kwargs=dict(config=cfg),
-                 spmm_kwargs=dict(config=cfg))
-
-
-@pytest.mark.parametrize("which", [1, 2, 4])
-def test_rows_not_multiple_of_32_and_empty_rows(which):
-    case = build_case(seed=3, n_rows=37, n_cols=150, density=0.4, dtype=np.float16,
-                      empty_rows=True)
-    M = R.encode(case.A, dtype=np.float16)
-    check_parity(R, K, M, case.x, np.ascontiguousarray(case.X[:, :1]),
-                 spmv_kwargs=dict(config=CFG[which]), spmm_kwargs=dict(config=CFG[which]))
-
-
-def test_single_column_and_single_row():
-    for shape in [(9, 1), (1, 600), (1, 1)]:
-        case = build_case(seed=1, n_rows=shape[0], n_cols=shape[1], density=0.6, dtype=np.float32)
-        check_parity(R, K, R.encode(case.A), case.x, case.X, spmv_kwargs=dict(config=CFG[2]))
-
-
-def test_no_nonzeros():
-    M = R.encode(sp.csr_matrix((5, 40), dtype=np.float32))
-    y = K.spmv(M, np.ones(40, np.float32), config=CFG[2])
-    assert np.array_equal(y, np.zeros(5, np.float32))
-
-
-def test_spmm_wide_batch_tiles():
-    """k = 70 needs two 64-column tiles."""
-    case = build_case(seed=5, n_rows=3, n_cols=50, density=0.5, dtype=np.float16, k=70)
-    check_parity(R, K, R.encode(case.A, dtype=np.float16), case.x, case.X,
-                 spmm_kwargs=dict(config=CFG[1]))
-
-
-def test_power_law_rows():
-    case = power_law_case(seed=11, n_rows=6, n_cols=900, dtype=np.float32, alpha=1.2)
-    check_parity(R, K, R.encode(case.A), case.x, spmv_kwargs=dict(config=CFG[4]))
 
 
 def test_unsupported_dtype_and_config():
@@ -98,3 +49,66 @@ def test_columns_beyond_int32_raise():
     M = R.encode(A)
     with pytest.raises(IndexOverflowError, match="int32"):
         K.to_device(M)
+
+
+# ---- reproductions ("Trust and the user's surface"): nothing unchecked reaches a kernel ------
+
+def test_corrupted_code_byte_never_reaches_a_kernel():
+    """Reproduction 2, kernel side: to_device ran only the cheap checks, so a code byte set
+    to 0xFF (a column past 63 in a 16x64 matrix) was read by the kernel as an
+    out-of-bounds x index. Now the checksum refuses it, and rebuilt on purpose
+    (checksum=None) the column check does, on the host and with the device check kernel."""
+    import dataclasses
+    from reference._common import ChecksumError, FormatError
+    from spmvlab import datasets
+    M = R.encode(datasets.uniform((16, 64), 0.5, dtype=np.float32, seed=0))
+    d = M.deltas.copy()
+    d[10] = 0xFF
+    B = dataclasses.replace(M, deltas=d)
+    x = np.ones(64, np.float32)
+    with pytest.raises(ChecksumError):
+        K.to_device(B)
+    with pytest.raises(ChecksumError):
+        K.spmv(B, x)
+    C = dataclasses.replace(B, checksum=None)
+    for check in ("host", "device"):
+        with pytest.raises(FormatError, match=r"MackoMatrix.deltas: expected decoded columns in \[0, 64\)"):
+            K.to_device(C, check=check)
+    assert K.device_check(K._upload(C)) == ["deltas"]
+
+
+def test_device_check_reads_whole_chunks_too():
+    """One long row: its first 256-entry chunk lies inside the row, where the check sums
+    whole code words (the unmasked path). A larger code there is flagged; a smaller one,
+    which keeps every column in range, is not; the host check agrees both times."""
+    import dataclasses
+    from reference._common import FormatError
+    A = sp.random(1, 1200, density=0.5, random_state=4, dtype=np.float32, format="lil")
+    A[0, 1199] = 1.0
+    M = R.encode(A.tocsr(), delta_bits=4)
+    assert M.n_stored > 2 * K.CHUNK
+    codes = R.unpack_codes(M, include_padding=True)
+    for k, code in ((100, 15), (101, 0)):
+        if codes[k] == code:
+            continue
+        c = codes.copy()
+        c[k] = code
+        B = dataclasses.replace(M, deltas=R.pack_codes(c, 4), checksum=None)
+        flagged = K.device_check(K._upload(B))
+        try:
+            B.validate(expensive=True, canonical=False)
+            assert flagged == [], k
+        except FormatError:
+            assert flagged == ["deltas"], k
+    assert K.device_check(K._upload(M)) == []
+
+
+def test_scipy_matrix_raises_how_to_encode():
+    """Reproduction 5: a scipy matrix passed to the kernel raised AttributeError ('no
+    attribute validate'); now a typed error says how to encode it."""
+    from reference._common import NotEncodedError
+    A = sp.random(4, 6, density=0.5, random_state=1, dtype=np.float32, format="csr")
+    with pytest.raises(NotEncodedError, match=r"expected a MackoMatrix or DeviceMacko, received "
+                                              r"scipy csr_matrix.*Fix: encode it first: "
+                                              r"M = reference.macko.encode\(A\)"):
+        K.spmv(A, np.ones(6, np.float32))

@@ -8,12 +8,15 @@ Two compiled passes over the canonical CSR arrays:
    ``scipy.sparse`` CSR matrix can skip ``canonical_csr`` (if a check fails, the input is
    canonicalised as in the reference and encoded again);
 2. ``_fill``: writes the values (copied as raw bits, so float16 needs no numba float16
-   support) and packs the codes straight into the ``deltas`` bytes.
+   support) and packs the codes straight into the ``deltas`` bytes with the shared
+   ``reference.codec.packing.set_code``.
 
 The fast path is taken for CSR input (``csr_matrix``/``csr_array``) with
 ``has_canonical_format`` (sorted indices, no duplicates: scipy checks this in C and caches
-it) whose values, cast to the requested dtype, contain no zero. Any other input goes through
-``reference._common.canonical_csr`` exactly like the reference encoder.
+it) whose values, cast to the requested dtype, contain no zero; the cast is then checked for
+overflow and underflow with the reference's ``check_conversion`` (the same error, or with
+``lossy=True`` the same single warning). Any other input, including values that underflow to
+zero, goes through ``reference._common.canonical_csr`` exactly like the reference encoder.
 """
 from __future__ import annotations
 
@@ -22,14 +25,20 @@ import scipy.sparse as sp
 from numba import njit
 
 from reference._common import (
-    FormatError, canonical_csr, csr_value_array, index_dtype_for, problem, resolve_dtype,
+    FormatError, canonical_csr, cast_values, check_conversion, csr_value_array, index_dtype_for,
+    problem, resolve_dtype,
 )
+from reference.codec.packing import set_code
 from reference.macko import MackoMatrix, check_delta_bits, padded_length
+
+from ..codec import njit as _codec_njit
 
 __all__ = ["encode"]
 
 # unsigned integer type with the same width as each value dtype (values are copied as bits)
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+# the shared packing step (reference.codec.packing), compiled where _fill first compiles
+_set_code = _codec_njit(set_code)
 
 
 @njit(cache=True, nogil=True)
@@ -62,7 +71,6 @@ def _count_stored(indptr, indices, vbits, magnitude_mask, n_cols, b, row_ptr):
 def _fill(indptr, indices, vbits, b, out_bits, deltas):
     """Write every stored entry's value bits into ``out_bits`` and pack its code into
     ``deltas`` (both zero-initialised; padding stays zero)."""
-    per_byte = 8 // b
     max_code = (1 << b) - 1
     pos = 0
     for r in range(indptr.size - 1):
@@ -71,10 +79,9 @@ def _fill(indptr, indices, vbits, b, out_bits, deltas):
             c = np.int64(indices[k])
             gap = c - prev
             for _ in range((gap - 1) >> b):      # inserted zeros: value 0, longest step
-                deltas[pos // per_byte] |= np.uint8(max_code << (b * (pos % per_byte)))
+                _set_code(deltas, pos, max_code, b)
                 pos += 1
-            code = (gap - 1) & max_code
-            deltas[pos // per_byte] |= np.uint8(code << (b * (pos % per_byte)))
+            _set_code(deltas, pos, (gap - 1) & max_code, b)
             out_bits[pos] = vbits[k]
             pos += 1
             prev = c
@@ -88,19 +95,21 @@ def _bits(vals: np.ndarray):
 
 
 def _fast_csr_arrays(A, dt):
-    """(indptr, indices, values) of ``A`` without copying, if it may already be canonical."""
+    """(indptr, indices, values) of ``A`` without copying, if it may already be canonical.
+    The values are cast to ``dt`` but not yet checked (``check_conversion``)."""
     if not (sp.issparse(A) and A.format == "csr" and len(A.shape) == 2):
         return None
     if not A.has_canonical_format:              # sorted, no duplicates (checked in C, cached)
         return None
-    data = A.data if A.data.dtype == dt else A.data.astype(dt)
+    data = cast_values(A.data, dt)
     return (np.ascontiguousarray(A.indptr), np.ascontiguousarray(A.indices),
             np.ascontiguousarray(data))
 
 
-def encode(A, delta_bits: int = 4, dtype=None) -> MackoMatrix:
+def encode(A, delta_bits: int = 4, dtype=None, lossy: bool = False) -> MackoMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`MackoMatrix`, byte for byte the
-    result of ``reference.macko.encode(A, delta_bits, dtype)``."""
+    result of ``reference.macko.encode(A, delta_bits, dtype, lossy)`` (and its error, or its
+    one warning, when values overflow or underflow in ``dtype``)."""
     b = check_delta_bits(delta_bits)
     dt = resolve_dtype(A, dtype)
     n_rows, n_cols = (int(s) for s in A.shape) if len(getattr(A, "shape", ())) == 2 else (0, 0)
@@ -109,10 +118,12 @@ def encode(A, delta_bits: int = 4, dtype=None) -> MackoMatrix:
     row_ptr = np.empty(n_rows + 1, dtype=np.int64)
     if arrays is not None:
         indptr, indices, vals = arrays
-        if not _count_stored(indptr, indices, *_bits(vals), n_cols, b, row_ptr):
+        if _count_stored(indptr, indices, *_bits(vals), n_cols, b, row_ptr):
+            check_conversion(A.data, vals, indptr, indices, lossy)   # canonical: same entries
+        else:
             arrays = None                        # not canonical after all: take the slow road
     if arrays is None:
-        csr = canonical_csr(A, dt)               # raises the reference's errors on bad input
+        csr = canonical_csr(A, dt, lossy)        # raises the reference's errors on bad input
         n_rows, n_cols = (int(s) for s in csr.shape)
         indptr, indices, vals = csr.indptr, csr.indices, csr_value_array(csr, dt)
         row_ptr = np.empty(n_rows + 1, dtype=np.int64)

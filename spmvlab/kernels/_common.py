@@ -1,5 +1,6 @@
-"""Shared plumbing of the kernel wrappers: host/device arrays, launch geometry, results,
-and the list of (kernel, signature) pairs the PTX compile check walks.
+"""Shared plumbing of the kernel wrappers: the checked path from an encoded matrix to the
+device (:func:`checked_to_device`), host/device arrays, launch geometry, results, and the
+list of (kernel, signature) pairs the PTX compile check walks.
 """
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import Callable, Iterable
 import numpy as np
 
 from reference._common import (
-    DTypeError, IndexOverflowError, VALUE_DTYPES, accumulator_dtype, check_operand, check_out,
-    problem,
+    DTypeError, FormatError, IndexOverflowError, OptionError, VALUE_DTYPES, accumulator_dtype,
+    check_operand, check_out, problem, require_encoded, value_dtype,
 )
 
 from .._cuda import SIMULATOR, cuda
@@ -36,6 +37,83 @@ def to_dev(a):
     if is_device_array(a):
         return a if SIMULATOR else cuda.as_cuda_array(a)
     raise DTypeError(problem("array", "a NumPy or CUDA array", type(a).__name__))
+
+
+# ---------------------------------------------------------------------------------------------
+# from an encoded matrix to the device: the one checked path
+# ---------------------------------------------------------------------------------------------
+
+#: ``to_device(check="auto")`` checks every entry on the host (NumPy) for matrices with fewer
+#: stored entries (``values.size``) than this, and with the format's check kernel on the
+#: device from here on (always on the host in the simulator). Measured on a CPU core at 2**20
+#: entries: the host check takes ~0.3 ms (CSR), ~0.7 ms (COO), ~10 ms (MACKO, decoding); see
+#: ``tools/time_device_check.py`` for both costs on a GPU.
+DEVICE_CHECK_MIN_ENTRIES = 1 << 20
+CHECK_SITES = ("auto", "host", "device")
+CHECK_THREADS = 128       # threads per block of the check kernels
+
+
+def checked_to_device(M, matrix_cls: type, device_cls: type, upload: Callable, device_check: Callable,
+                      check: str = "auto"):
+    """The body of every kernel module's ``to_device``; returns the device matrix.
+
+    1. A ``device_cls`` passes through (``to_device`` made it, and checked it then); anything
+       but a ``matrix_cls`` (a scipy matrix, a dense array, another format's matrix) raises
+       :class:`~reference._common.NotEncodedError` saying how to encode it.
+    2. The cheap checks and the checksum, on the host (``M.validate()``).
+    3. ``upload(M)`` makes the device copy (and runs the kernels' own limits: dtype, int32).
+    4. Every entry is checked for what the kernels need to stay in bounds: the predicates of
+       ``M.validate(expensive=True, canonical=False)`` (every index in range; COO: rows in
+       order). On the host with ``check="host"``, or with "auto" below
+       :data:`DEVICE_CHECK_MIN_ENTRIES` stored entries or in the simulator; else
+       ``device_check(D)`` runs the format's check kernel and returns the fields it flagged.
+       A flag re-runs the host check, whose error names the field and the bad value.
+    """
+    if isinstance(M, device_cls):
+        return M
+    require_encoded(M, matrix_cls, (device_cls,))
+    if check not in CHECK_SITES:
+        raise OptionError(problem("check", f"one of {CHECK_SITES}", repr(check)))
+    M.validate()
+    D = upload(M)
+    host_is_cheaper = SIMULATOR or M.values.size < DEVICE_CHECK_MIN_ENTRIES
+    if check == "host" or (check == "auto" and host_is_cheaper):
+        M.validate(expensive=True, canonical=False, checksum=False)
+        return D
+    flagged = device_check(D)
+    if flagged:
+        M.validate(expensive=True, canonical=False, checksum=False)
+        raise FormatError(problem(
+            f"{type(M).__name__}.{flagged[0]}", "entries the kernels read in bounds",
+            "entries the device check rejected although the host check accepts them",
+            "report it: the device check and validate(expensive=True) disagree"))
+    return D
+
+
+def run_device_check(fields: tuple, launch: Callable, D) -> list[str]:
+    """``launch(D, flags)`` launches a format's check kernel, which sets ``flags[i]`` when
+    ``fields[i]`` has an entry out of bounds; returns the flagged fields (waits for it)."""
+    flags = cuda.to_device(np.zeros(len(fields), np.int32))
+    launch(D, flags)
+    return [f for f, v in zip(fields, flags.copy_to_host()) if v]
+
+
+#: entries each thread of a strided check kernel reads per step (one 16-byte load of int32)
+CHECK_VEC = 4
+
+
+def launch_strided(kernel, n: int, *args):
+    """Launch ``kernel(*args)`` for ``n`` entries read :data:`CHECK_VEC` at a time in a
+    grid-stride loop: enough blocks to fill the device (16 per SM) and no more, so every
+    thread keeps a vector load in flight (a thread per 4-byte entry left the H200's memory
+    system idle: 0.8 TB/s). Nothing is launched for ``n == 0``."""
+    if n:
+        try:
+            sms = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)
+        except Exception:  # the simulator
+            sms = 1
+        blocks = min(blocks_for(-(-n // CHECK_VEC), CHECK_THREADS), 16 * sms)
+        kernel[blocks, CHECK_THREADS](*args)
 
 
 def numba_type(dtype):
@@ -88,9 +166,31 @@ def finish(ops: Operands, out):
     return ops.out.copy_to_host() if ops.host else ops.out
 
 
+def launch_spmv(D, x, out, kernel: Callable, arrays: tuple, threads: int, rows_per_block: int):
+    """The body every kernel module's ``spmv`` shares: check and place ``x``/``out``, build
+    the kernel (``kernel()``, only when there is work) and launch it over
+    ceil(rows / rows_per_block) blocks of ``threads`` with ``(*arrays, x, y)``; return y
+    where the caller wants it (see :func:`finish`)."""
+    n_rows, n_cols = D.shape
+    ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
+    if n_rows:
+        kernel()[blocks_for(n_rows, rows_per_block), threads](*arrays, ops.x, ops.out)
+    return finish(ops, out)
+
+
+def launch_spmm(D, X, out, kernel: Callable, arrays: tuple, threads: int, rows_per_block: int,
+                cols_per_block: int):
+    """:func:`launch_spmv` for Y = D @ X: the grid's second dimension covers the k columns
+    of X in tiles of ``cols_per_block``."""
+    ops, k_cols = prepare_spmm(D, X, out)
+    if D.shape[0] and k_cols:
+        grid = (blocks_for(D.shape[0], rows_per_block), blocks_for(k_cols, cols_per_block))
+        kernel()[grid, threads](*arrays, ops.x, ops.out)
+    return finish(ops, out)
+
+
 def check_threads_per_block(owner: str, value: int) -> None:
     """The launch-size rule every kernel config shares: whole warps, at most 1024 threads."""
-    from reference._common import OptionError
     if not isinstance(value, int) or value % WARP or not WARP <= value <= 1024:
         raise OptionError(problem(f"{owner}.threads_per_block", "a multiple of 32 in [32, 1024]",
                                   value))
@@ -122,11 +222,7 @@ def check_int32(field: str, value: int):
 
 
 def check_value_dtype(dtype, supported: Iterable = VALUE_DTYPES, what: str = "kernel"):
-    dt = np.dtype(dtype)
-    if dt not in tuple(np.dtype(s) for s in supported):
-        names = ", ".join(np.dtype(s).name for s in supported)
-        raise DTypeError(problem("values.dtype", f"one of {names} for this {what}", dt))
-    return dt
+    return value_dtype(dtype, "values.dtype", allowed=supported, what=what)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Vector loads for kernels: one 8- or 16-byte load instead of several scalar ones.
 
-``vload2/4/8(arr, i)`` return the tuple ``(arr[i], ..., arr[i + n - 1])``; on the GPU they
+``vload1/2/4/8(arr, i)`` return the tuple ``(arr[i], ..., arr[i + n - 1])``; on the GPU they
 compile to a single vector load (``ld.global.v2/v4``), so ``i * itemsize`` must be a
 multiple of ``n * itemsize`` and the elements must lie inside the array.
 ``load_u32(arr8, i)`` reads 4 bytes of a uint8 array at byte ``i`` (a multiple of 4) as one
@@ -17,6 +17,10 @@ if SIMULATOR:
     def _check(arr, i, n):
         assert i % n == 0, f"vector load at element {i} is not aligned to {n} elements"
         assert 0 <= i and i + n <= arr.shape[0], f"vector load [{i}, {i + n}) outside {arr.shape[0]}"
+
+    def vload1(arr, i):
+        _check(arr, i, 1)
+        return (arr[i],)
 
     def vload2(arr, i):
         _check(arr, i, 2)
@@ -80,6 +84,7 @@ else:
             return sig, codegen
         return _vload
 
+    vload1 = _make_vload(1)
     vload2 = _make_vload(2)
     vload4 = _make_vload(4)
     vload8 = _make_vload(8)

@@ -20,32 +20,47 @@ import functools
 
 import numpy as np
 
+from reference._common import OptionError, problem
 from reference.csr import CSRMatrix
 
+from .. import formats
 from .._cuda import cuda
 from ._common import (
-    WARP, PTXTarget, acc_type, array_sig, blocks_for, check_threads_per_block, finish, prepare,
-    prepare_spmm, to_dev, warp_sum,
+    WARP, PTXTarget, acc_type, array_sig, check_threads_per_block, checked_to_device,
+    CHECK_VEC, launch_strided, launch_spmv, run_device_check, to_dev, warp_sum,
 )
 from ._intrinsics import vload2, vload4
+from ._spmm import TILE_COLS, accumulator_np, launch_tiles, ptx_cases, tile_parts
 
-__all__ = ["CSRConfig", "DeviceCSR", "to_device", "spmv", "spmm", "ptx_targets"]
+__all__ = ["CSRConfig", "DeviceCSR", "to_device", "device_check", "spmv", "spmm", "ptx_targets"]
 
 VARIANTS = ("scalar", "vector")
 
 
 @dataclasses.dataclass(frozen=True)
 class CSRConfig:
-    """Launch settings. ``vec`` in {1, 2, 4}: entries per lane per vector load (vector)."""
+    """Launch settings.
+
+    variant            "vector" (warp per row) or "scalar" (thread per row)
+    spmm_tile          SpMM: columns of X per pass (kernels/_spmm.py), one of 1, 2, 4, 8,
+                       16, 32; N <= spmm_tile reads the matrix once
+    vec                entries per lane per vector load, 1, 2 or 4 (vector variant)
+    threads_per_block  multiple of 32 in [32, 1024]
+    """
 
     threads_per_block: int = 256
     vec: int = 4
+    variant: str = "vector"
+    spmm_tile: int = 16
 
     def __post_init__(self):
-        from reference._common import OptionError, problem
         check_threads_per_block("CSRConfig", self.threads_per_block)
         if self.vec not in (1, 2, 4):
             raise OptionError(problem("CSRConfig.vec", "1, 2 or 4", self.vec))
+        if self.spmm_tile not in TILE_COLS:
+            raise OptionError(problem("CSRConfig.spmm_tile", f"one of {TILE_COLS}", self.spmm_tile))
+        if self.variant not in VARIANTS:
+            raise OptionError(problem("CSRConfig.variant", f"one of {VARIANTS}", repr(self.variant)))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -63,18 +78,64 @@ class DeviceCSR:
 PAD = 4  # device copies of indices/values hold a multiple of PAD entries (for vector loads)
 
 
-def to_device(M: CSRMatrix) -> DeviceCSR:
-    """Upload ``M``; indices/values are zero-padded to a multiple of :data:`PAD` entries so
-    the vector kernel's last chunk stays in bounds (padding entries are never summed).
-    ``nbytes`` stays the format's own size."""
-    if isinstance(M, DeviceCSR):
-        return M
-    M.validate()
+def to_device(M: CSRMatrix, check: str = "auto") -> DeviceCSR:
+    """``M`` on the device, checked first by ``kernels._common.checked_to_device`` (every
+    column index in range; ``check``: "auto", "host" or "device")."""
+    return checked_to_device(M, CSRMatrix, DeviceCSR, _upload, device_check, check)
+
+
+def _upload(M: CSRMatrix) -> DeviceCSR:
+    """indices/values zero-padded to a multiple of :data:`PAD` entries so the vector
+    kernel's last chunk stays in bounds (padding entries are never summed). ``nbytes`` stays
+    the format's own size."""
     pad = -M.nnz % PAD
     idx = np.concatenate([M.indices, np.zeros(pad, M.indices.dtype)])
     val = np.concatenate([M.values, np.zeros(pad, M.values.dtype)])
     return DeviceCSR(indptr=to_dev(M.indptr), indices=to_dev(idx), values=to_dev(val),
                      shape=M.shape, dtype=M.dtype, nbytes=M.nbytes)
+
+
+# ---------------------------------------------------------------------------------------------
+# the device check: every column index in [0, cols)
+# ---------------------------------------------------------------------------------------------
+
+CHECK_FIELDS = ("indices",)
+
+
+@functools.lru_cache(maxsize=None)
+def _check_kernel():
+    vec = CHECK_VEC
+
+    @cuda.jit
+    def csr_check(indices, n_cols, flags):
+        """Grid-stride loop: thread t reads entries [vec*t, vec*t + vec), then the same a grid
+        further on, with one vector load each (the device copy holds a multiple of vec
+        entries, zero padded: in range whenever the matrix has a column), and flags
+        ``indices`` once if one of them is outside [0, n_cols)."""
+        n = indices.shape[0]
+        p = cuda.grid(1) * vec
+        step = cuda.gridsize(1) * vec
+        bad = False
+        while p + vec <= n:
+            cols = vload4(indices, p)
+            for k in range(vec):
+                if cols[k] < 0 or cols[k] >= n_cols:
+                    bad = True
+            p += step
+        if bad:
+            flags[0] = 1
+
+    return csr_check
+
+
+def launch_check(D: DeviceCSR, flags):
+    """Launch the check kernel (no wait): a grid-stride loop over the stored indices."""
+    launch_strided(_check_kernel(), D.indices.shape[0], D.indices, D.shape[1], flags)
+
+
+def device_check(D: DeviceCSR) -> list[str]:
+    """:data:`CHECK_FIELDS` with a column out of range (empty: none), checked on the device."""
+    return run_device_check(CHECK_FIELDS, launch_check, D)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -154,22 +215,49 @@ def _vector_kernel(dtype_name: str, cfg: CSRConfig):
 
 
 @functools.lru_cache(maxsize=None)
-def _spmm_kernel(dtype_name: str, cfg: CSRConfig):
+def _spmm_kernel(dtype_name: str, cfg: CSRConfig, ct: int, g: int):
+    T = tile_parts(dtype_name, ct, g)
+    zero, fma_row, store = T["zero"], T["fma_row"], T["store"]
+    accnp = accumulator_np(dtype_name)
     acc = acc_type(dtype_name)
     warps_per_block = cfg.threads_per_block // WARP
+    step = WARP * PAD
 
     @cuda.jit
-    def csr_spmm(indptr, indices, values, X, Y):
-        """Block b, warp w: row b*warps+w; grid.y picks the 32 columns of X lane l owns."""
+    def csr_spmm(indptr, indices, values, Xf, Y, n):
+        """Warp w of block b: row b*warps+w, columns [ct*blockIdx.y, ct*blockIdx.y + ct).
+        The row is read in steps of 32 x 4 entries from its start rounded down to a multiple
+        of 4: lane l loads entries [base + 4l, base + 4l + 4) (one vector load per array) and
+        multiplies each by its row of the X tile (ct accumulators per lane, summed over the
+        warp at the end). Steps wholly inside the row take no masks, so the 4 gathers are in
+        flight together; the first and last steps mask entries outside the row."""
         lane = cuda.threadIdx.x % WARP
         r = cuda.blockIdx.x * warps_per_block + cuda.threadIdx.x // WARP
-        j = cuda.blockIdx.y * WARP + lane
-        if r >= Y.shape[0] or j >= Y.shape[1]:
+        if r >= Y.shape[0]:
             return
-        s = acc(0)
-        for p in range(indptr[r], indptr[r + 1]):
-            s += acc(values[p]) * acc(X[indices[p], j])
-        Y[r, j] = s
+        j0 = cuda.blockIdx.y * ct
+        nvalid = min(ct, n - j0)
+        accs = cuda.local.array(ct, accnp)
+        zero(accs)
+        start = indptr[r]
+        end = indptr[r + 1]
+        base = start - start % PAD
+        while base < end:
+            p = base + lane * PAD
+            if base >= start and base + step <= end:           # warp-uniform
+                cols = vload4(indices, p)
+                vals = vload4(values, p)
+                for k in range(PAD):
+                    fma_row(Xf, np.int64(cols[k]) * n + j0, nvalid, acc(vals[k]), accs)
+            elif p < end:
+                cols = vload4(indices, p)
+                vals = vload4(values, p)
+                for k in range(PAD):
+                    q = p + k
+                    if q >= start and q < end:
+                        fma_row(Xf, np.int64(cols[k]) * n + j0, nvalid, acc(vals[k]), accs)
+            base += step
+        store(Y, r, j0, nvalid, accs, lane)
 
     return csr_spmm
 
@@ -178,46 +266,33 @@ def _spmm_kernel(dtype_name: str, cfg: CSRConfig):
 # public wrappers
 # ---------------------------------------------------------------------------------------------
 
-def spmv(D, x, out=None, variant: str = "vector", config: CSRConfig = CSRConfig()):
+def spmv(D, x, out=None, config: CSRConfig = CSRConfig()):
     """y = D @ x. ``D`` a :class:`CSRMatrix` or :class:`DeviceCSR`; ``x`` host or device."""
-    from reference._common import OptionError, problem
     D = to_device(D)
-    n_rows, n_cols = D.shape
-    ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
-    if n_rows:
-        if variant == "scalar":
-            k = _scalar_kernel(D.dtype.name, config)
-            k[blocks_for(n_rows, config.threads_per_block), config.threads_per_block](
-                D.indptr, D.indices, D.values, ops.x, ops.out)
-        elif variant == "vector":
-            k = _vector_kernel(D.dtype.name, config)
-            k[blocks_for(n_rows, config.threads_per_block // WARP), config.threads_per_block](
-                D.indptr, D.indices, D.values, ops.x, ops.out)
-        else:
-            raise OptionError(problem("variant", f"one of {VARIANTS}", repr(variant)))
-    return finish(ops, out)
+    scalar = config.variant == "scalar"
+    factory = _scalar_kernel if scalar else _vector_kernel
+    return launch_spmv(D, x, out, lambda: factory(D.dtype.name, config), (D.indptr, D.indices, D.values),
+                       config.threads_per_block, config.threads_per_block // (1 if scalar else WARP))
 
 
 def spmm(D, X, out=None, config: CSRConfig = CSRConfig()):
     """Y = D @ X for X of shape (n_cols, k)."""
     D = to_device(D)
-    n_rows = D.shape[0]
-    ops, k_cols = prepare_spmm(D, X, out)
-    if n_rows and k_cols:
-        k = _spmm_kernel(D.dtype.name, config)
-        grid = (blocks_for(n_rows, config.threads_per_block // WARP), blocks_for(k_cols, WARP))
-        k[grid, config.threads_per_block](D.indptr, D.indices, D.values, ops.x, ops.out)
-    return finish(ops, out)
+    return launch_tiles(D, X, out, lambda ct, g: _spmm_kernel(D.dtype.name, config, ct, g),
+                        (D.indptr, D.indices, D.values), config.threads_per_block,
+                        config.threads_per_block // WARP, config.spmm_tile,
+                        spmv=(lambda: _vector_kernel(D.dtype.name, config), config.threads_per_block,
+                              config.threads_per_block // WARP))
 
 
 def ptx_targets():
-    """Every kernel of this module for every value dtype and index type."""
+    """Every kernel of this module for every value dtype and index type, and the check."""
     out = []
-    for dt in ("float16", "float32", "float64"):
+    for dt in formats.get("csr").kernel_dtypes:
         for it in ("int32", "int64"):
             args = f"({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig(dt)}, {array_sig(dt)})"
             args2 = (f"({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, "
-                     f"{array_sig(dt, 2)}, {array_sig(dt, 2)})")
+                     f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)")
             cfg = CSRConfig()
             out.append(PTXTarget(f"csr.scalar[{dt},{it}]", functools.partial(_scalar_kernel, dt, cfg),
                                  "void" + args))
@@ -226,6 +301,11 @@ def ptx_targets():
                 wide = (r"ld\.global(\.nc)?\.v4",) if vec == 4 and dt == "float32" and it == "int32" else ()
                 out.append(PTXTarget(f"csr.vector{vec}[{dt},{it}]",
                                      functools.partial(_vector_kernel, dt, c), "void" + args, wide))
-            out.append(PTXTarget(f"csr.spmm[{dt},{it}]", functools.partial(_spmm_kernel, dt, cfg),
-                                 "void" + args2))
+            for ct, g in ptx_cases(dt):
+                out.append(PTXTarget(f"csr.spmm[{dt},{it},tile{ct},g{g}]",
+                                     functools.partial(_spmm_kernel, dt, cfg, ct, g), "void" + args2,
+                                     (r"ld\.global(\.nc)?\.v[24]",) if g > 1 and it == "int32" else ()))
+    for it in ("int32", "int64"):
+        out.append(PTXTarget(f"csr.check[{it}]", _check_kernel,
+                             f"void({array_sig(it)}, int64, {array_sig('int32')})"))
     return out

@@ -37,22 +37,24 @@ import math
 import numpy as np
 
 from reference._common import OptionError, problem
-from reference.macko import MackoMatrix
+from reference.codec import packing
+from reference.macko import DELTA_BITS, MackoMatrix
 
+from .. import codec
+from .. import formats
 from .._cuda import cuda
 from ._common import (
-    FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32,
-    check_threads_per_block, check_value_dtype, finish, jit_options, prepare, prepare_spmm, to_dev,
-    warp_sum,
+    CHECK_THREADS, FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32,
+    check_threads_per_block, check_value_dtype, checked_to_device, jit_options,
+    launch_spmv, run_device_check, to_dev, warp_sum,
 )
 from ._intrinsics import vload4, vload8
+from ._spmm import TILE_COLS, accumulator_np, launch_tiles, ptx_cases, tile_parts
 
-__all__ = ["MackoConfig", "DeviceMacko", "to_device", "spmv", "spmm", "ptx_targets"]
+__all__ = ["MackoConfig", "DeviceMacko", "to_device", "device_check", "spmv", "spmm", "ptx_targets"]
 
-KERNEL_DTYPES = ("float16", "float32")
-DELTA_BITS = (1, 2, 4, 8)
+KERNEL_DTYPES = formats.get("macko").kernel_dtypes
 CHUNK = 8 * WARP          # stored entries a warp handles per chunk
-SPMM_COLS = 2 * WARP      # columns of X one warp handles per launch tile
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -65,18 +67,23 @@ class MackoConfig:
                        (0, 1 or 2)
     max_registers      register cap per thread for the SpMV kernel (None: the compiler's
                        choice); fewer registers let more warps share an SM
+    spmm_tile          SpMM: columns of X per pass (kernels/_spmm.py), one of 1, 2, 4, 8,
+                       16, 32; N <= spmm_tile decodes the matrix once
 
-    The defaults are the fastest of the sweep in results/tune_macko.json (H100, fp16).
+    The defaults are the fastest of the sweep in results/h100/tune_macko.json (H100, fp16).
     """
 
     threads_per_block: int = 512
     prefetch: int = 1
     max_registers: int | None = 48
+    spmm_tile: int = 16
 
     def __post_init__(self):
         check_threads_per_block("MackoConfig", self.threads_per_block)
         if self.prefetch not in (0, 1, 2) or isinstance(self.prefetch, bool):
             raise OptionError(problem("MackoConfig.prefetch", "0, 1 or 2", repr(self.prefetch)))
+        if self.spmm_tile not in TILE_COLS:
+            raise OptionError(problem("MackoConfig.spmm_tile", f"one of {TILE_COLS}", self.spmm_tile))
         if self.max_registers is not None and not 16 <= self.max_registers <= 255:
             raise OptionError(problem("MackoConfig.max_registers", "None or an int in [16, 255]",
                                       self.max_registers))
@@ -95,10 +102,13 @@ class DeviceMacko:
     nbytes: int
 
 
-def to_device(M: MackoMatrix) -> DeviceMacko:
-    if isinstance(M, DeviceMacko):
-        return M
-    M.validate()
+def to_device(M: MackoMatrix, check: str = "auto") -> DeviceMacko:
+    """``M`` on the device once ``kernels._common.checked_to_device`` has checked it: every
+    decoded column in range, on the host or the device (``check``: "auto", "host", "device")."""
+    return checked_to_device(M, MackoMatrix, DeviceMacko, _upload, device_check, check)
+
+
+def _upload(M: MackoMatrix) -> DeviceMacko:
     check_value_dtype(M.dtype, KERNEL_DTYPES, "MACKO kernel")
     check_int32("shape[1] (columns)", M.n_cols)           # columns are decoded in int32
     check_int32("stored entries", int(M.values.size))
@@ -125,9 +135,9 @@ def _parts(dtype_name: str, delta_bits: int):
     """Device functions specialised on value dtype and code width."""
     acc = acc_type(dtype_name)
     b = delta_bits
-    cmask = (1 << b) - 1
     int32 = np.int32
     f16 = dtype_name == "float16"
+    word_code = codec.device(packing.word_code)   # code k of a word: (w >> (b * k)) & (2**b - 1)
 
     @cuda.jit(device=True, inline=True)
     def load_values(values, p):
@@ -148,12 +158,16 @@ def _parts(dtype_name: str, delta_bits: int):
         for k in range(8):
             q = p + k
             if q >= start and q < end:
-                loc = int32(loc + ((w >> (b * k)) & cmask) + 1)
+                loc = int32(loc + word_code(w, k, b) + 1)
         return loc
 
     @cuda.jit(device=True, inline=True)
     def full_steps(w):
-        """Sum of the 8 steps of a lane whose entries all lie inside the row."""
+        """Sum of the 8 steps of a lane whose entries all lie inside the row.
+
+        For b = 4 and b = 1 the sum over all 8 codes is taken arithmetically on the whole word
+        (nibble pairs, popcount) rather than code by code; it relies only on the 8 codes
+        filling the word's low 8 * b bits (layout: reference.codec.packing.word_code)."""
         if b == 4:  # add nibbles pairwise into bytes, then the 4 bytes with one multiply
             u = np.uint32(w)
             t = np.uint32((u & np.uint32(0x0F0F0F0F)) + ((u >> np.uint32(4)) & np.uint32(0x0F0F0F0F)))
@@ -162,7 +176,7 @@ def _parts(dtype_name: str, delta_bits: int):
             return int32(cuda.popc(np.uint32(w)) + 8)
         loc = int32(8)
         for k in range(8):
-            loc = int32(loc + ((w >> (b * k)) & cmask))
+            loc = int32(loc + word_code(w, k, b))
         return loc
 
     @cuda.jit(device=True, inline=True)
@@ -183,7 +197,7 @@ def _parts(dtype_name: str, delta_bits: int):
         for k in range(8):
             q = p + k
             if q >= start and q < end:
-                col = int32(col + ((w >> (b * k)) & cmask) + 1)
+                col = int32(col + word_code(w, k, b) + 1)
                 v = acc(vals[k])
                 if v != 0:
                     s += v * acc(x[np.uint32(col)])
@@ -194,13 +208,13 @@ def _parts(dtype_name: str, delta_bits: int):
         """Add the 8 products of a lane whose entries all lie inside the row: no masks, no
         zero tests (see the module docstring for why that is exact for finite results)."""
         for k in range(8):
-            col = int32(col + ((w >> (b * k)) & cmask) + 1)
+            col = int32(col + word_code(w, k, b) + 1)
             s += acc(vals[k]) * acc(x[np.uint32(col)])
         return s
 
     return dict(load_values=load_values, load_word=load_word, lane_steps=lane_steps,
                 full_steps=full_steps, warp_scan=warp_scan, masked_dot=masked_dot,
-                full_dot=full_dot)
+                full_dot=full_dot, word_code=word_code)
 
 
 @functools.lru_cache(maxsize=None)
@@ -291,77 +305,145 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
 
 
 @functools.lru_cache(maxsize=None)
-def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
+def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int):
     acc = acc_type(dtype_name)
     P = _parts(dtype_name, delta_bits)
-    load_values, load_word, lane_steps, warp_scan = (P["load_values"], P["load_word"],
-                                                     P["lane_steps"], P["warp_scan"])
+    load_values, load_word, lane_steps, full_steps, warp_scan, word_code = (
+        P["load_values"], P["load_word"], P["lane_steps"], P["full_steps"], P["warp_scan"],
+        P["word_code"])
+    T = tile_parts(dtype_name, ct, g)
+    zero, fma_row, store, finite = T["zero"], T["fma_row"], T["store"], T["finite"]
+    accnp = accumulator_np(dtype_name)
     wpb = cfg.threads_per_block // WARP
     b = delta_bits
-    cmask = (1 << b) - 1
     int32 = np.int32
-    accnp = np.float64 if dtype_name == "float64" else np.float32
+
+    @cuda.jit(device=True, inline=True)
+    def row_tile(row_ptr, words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, careful):
+        """This lane's share of the row's products with the X tile. Chunks wholly inside
+        the row (warp-uniform test) multiply all 8 entries without masks or zero tests, so
+        the 8 gathers are in flight together; the inserted zeros' products are then exact
+        unless X is Inf/NaN at their columns, which the caller catches (``careful`` pass:
+        every entry masked and stored zeros skipped, CSR semantics)."""
+        zero(accs)
+        base = start - start % 8
+        running = int32(0)
+        p = base + lane * 8
+        pl = min(p, last)
+        vals = load_values(values, pl)
+        w = load_word(words, pl)
+        while base < end:
+            pn = min(p + CHUNK, last)            # the next chunk's loads, issued first
+            vals_n = load_values(values, pn)
+            w_n = load_word(words, pn)
+            interior = (not careful) and base >= start and base + CHUNK <= end  # warp-uniform
+            if interior:
+                loc = full_steps(w)
+            else:
+                loc = lane_steps(w, p, start, end)
+            incl = warp_scan(loc, lane)
+            total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
+            col = int32(running + incl - loc - 1)
+            if interior:
+                for k in range(8):
+                    col = int32(col + word_code(w, k, b) + 1)
+                    fma_row(Xf, np.int64(col) * n + j0, nvalid, acc(vals[k]), accs)
+            else:
+                for k in range(8):
+                    q = p + k
+                    if q >= start and q < end:
+                        col = int32(col + word_code(w, k, b) + 1)
+                        v = acc(vals[k])
+                        if v != 0:
+                            fma_row(Xf, np.int64(col) * n + j0, nvalid, v, accs)
+            running = int32(running + total)
+            base += CHUNK
+            p += CHUNK
+            vals = vals_n
+            w = w_n
 
     @cuda.jit
-    def macko_spmm(row_ptr, words, values, X, Y):
-        """Warp w of block b handles row b * warps_per_block + w and output columns
-        [64 * blockIdx.y, 64 * blockIdx.y + 64): lane l owns columns j0 + l and j0 + 32 + l.
-        Each chunk is decoded into this warp's shared slice, then consumed entry by entry."""
-        cols_sh = cuda.shared.array((wpb, CHUNK), dtype=np.int32)
-        vals_sh = cuda.shared.array((wpb, CHUNK), dtype=accnp)
+    def macko_spmm(row_ptr, words, values, Xf, Y, n):
+        """Warp w of block b: row b * warps_per_block + w, columns [ct * blockIdx.y, + ct).
+        The row is walked in 256-entry chunks as in SpMV (lane l: entries [base + 8l,
+        base + 8l + 8), columns from a warp scan of the step sums, the next chunk's loads in
+        flight); each decoded entry multiplies its row of the X tile into the lane's ct
+        accumulators (kernels/_spmm.py). A row whose result is not finite is redone on the
+        careful path."""
         lane = cuda.threadIdx.x % WARP
-        wid = cuda.threadIdx.x // WARP
-        r = cuda.blockIdx.x * wpb + wid
+        r = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
         if r >= Y.shape[0]:
             return
-        k_cols = Y.shape[1]
-        j0 = cuda.blockIdx.y * SPMM_COLS + lane
-        j1 = j0 + WARP
+        j0 = cuda.blockIdx.y * ct
+        nvalid = min(ct, n - j0)
+        accs = cuda.local.array(ct, accnp)
         start = row_ptr[r]
         end = row_ptr[r + 1]
         last = values.shape[0] - 8
-        base = start - start % 8
-        running = int32(0)
-        s0 = acc(0)
-        s1 = acc(0)
-        while base < end:
-            p = base + lane * 8
-            pl = min(p, last)
-            vals = load_values(values, pl)
-            w = load_word(words, pl)
-            loc = lane_steps(w, p, start, end)
-            incl = warp_scan(loc, lane)
-            total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
-            col = running + incl - loc - 1
-            for k in range(8):
-                q = p + k
-                if q >= start and q < end:
-                    col += ((w >> (b * k)) & cmask) + 1
-                    cols_sh[wid, lane * 8 + k] = col
-                    vals_sh[wid, lane * 8 + k] = acc(vals[k])
-                else:
-                    cols_sh[wid, lane * 8 + k] = -1
-            cuda.syncwarp(FULL_MASK)
-            lo = max(start - base, 0)
-            hi = min(end - base, CHUNK)
-            for e in range(lo, hi):
-                c = cols_sh[wid, e]
-                v = vals_sh[wid, e]
-                if v == 0:  # an inserted zero (same entry for the whole warp): skip
-                    continue
-                if j0 < k_cols:
-                    s0 += v * acc(X[c, j0])
-                if j1 < k_cols:
-                    s1 += v * acc(X[c, j1])
-            cuda.syncwarp(FULL_MASK)
-            running = int32(running + total)
-            base += CHUNK
-        if j0 < k_cols:
-            Y[r, j0] = s0
-        if j1 < k_cols:
-            Y[r, j1] = s1
+        row_tile(row_ptr, words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, False)
+        if not finite(accs, nvalid):
+            row_tile(row_ptr, words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, True)
+        store(Y, r, j0, nvalid, accs, lane)
 
     return macko_spmm
+
+
+# ---------------------------------------------------------------------------------------------
+# the device check: every decoded column in [0, cols)
+# ---------------------------------------------------------------------------------------------
+
+CHECK_FIELDS = ("deltas",)
+
+
+@functools.lru_cache(maxsize=None)
+def _check_kernel(delta_bits: int):
+    P = _parts("float32", delta_bits)      # the code helpers do not depend on the value dtype
+    load_word, lane_steps, full_steps = P["load_word"], P["lane_steps"], P["full_steps"]
+    wpb = CHECK_THREADS // WARP
+    int64 = np.int64
+
+    @cuda.jit
+    def macko_check(row_ptr, words, n_cols, flags):
+        """Warp w of block b sums the column steps of row r = b * wpb + w, reading only the
+        codes, in chunks laid out as in the SpMV. Steps are >= 1, so the row's columns
+        increase and all lie in [0, n_cols) iff the last, (sum of steps) - 1, does; else
+        lane 0 flags ``deltas``."""
+        lane = cuda.threadIdx.x % WARP
+        r = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
+        if r >= row_ptr.shape[0] - 1:
+            return
+        start = row_ptr[r]
+        end = row_ptr[r + 1]
+        last = (words.shape[0] - 1) * 8       # last aligned word position (clamp)
+        base = start - start % 8
+        s = int64(0)
+        while base < end:
+            p = base + lane * 8
+            w = load_word(words, min(p, last))
+            if base >= start and base + CHUNK <= end:   # warp-uniform: no masks
+                s += full_steps(w)
+            else:
+                s += lane_steps(w, p, start, end)
+            base += CHUNK
+        s = warp_sum(s)
+        if lane == 0 and s > n_cols:
+            flags[0] = 1
+
+    return macko_check
+
+
+def launch_check(D: DeviceMacko, flags):
+    """Launch the check kernel (no wait): a warp per row."""
+    n_rows = D.shape[0]
+    if n_rows:
+        wpb = CHECK_THREADS // WARP
+        _check_kernel(D.delta_bits)[blocks_for(n_rows, wpb), CHECK_THREADS](
+            D.row_ptr, _words(D), D.shape[1], flags)
+
+
+def device_check(D: DeviceMacko) -> list[str]:
+    """:data:`CHECK_FIELDS` with a decoded column out of range (empty: none), on the device."""
+    return run_device_check(CHECK_FIELDS, launch_check, D)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,29 +453,25 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
 def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
     """y = D @ x. ``D`` a :class:`MackoMatrix` or :class:`DeviceMacko`; ``x`` host or device."""
     D = to_device(D)
-    n_rows, n_cols = D.shape
-    ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
-    if n_rows:
-        k = _spmv_kernel(D.dtype.name, D.delta_bits, config)
-        k[blocks_for(n_rows, config.threads_per_block // WARP), config.threads_per_block](
-            D.row_ptr, _words(D), D.values, ops.x, ops.out)
-    return finish(ops, out)
+    return launch_spmv(D, x, out, lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config),
+                       (D.row_ptr, _words(D), D.values), config.threads_per_block,
+                       config.threads_per_block // WARP)
 
 
 def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
-    """Y = D @ X for X of shape (n_cols, k); any k (tiles of 64 columns per launch column)."""
+    """Y = D @ X for X of shape (n_cols, k); any k (tiles of ``config.spmm_tile`` columns)."""
     D = to_device(D)
-    n_rows = D.shape[0]
-    ops, k_cols = prepare_spmm(D, X, out)
-    if n_rows and k_cols:
-        k = _spmm_kernel(D.dtype.name, D.delta_bits, config)
-        grid = (blocks_for(n_rows, config.threads_per_block // WARP), blocks_for(k_cols, SPMM_COLS))
-        k[grid, config.threads_per_block](D.row_ptr, _words(D), D.values, ops.x, ops.out)
-    return finish(ops, out)
+    return launch_tiles(D, X, out,
+                        lambda ct, g: _spmm_kernel(D.dtype.name, D.delta_bits, config, ct, g),
+                        (D.row_ptr, _words(D), D.values), config.threads_per_block,
+                        config.threads_per_block // WARP, config.spmm_tile,
+                        spmv=(lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config),
+                              config.threads_per_block, config.threads_per_block // WARP))
 
 
 def ptx_targets():
-    """SpMV (with and without prefetch) and SpMM for every (dtype, delta_bits)."""
+    """SpMV (with and without prefetch) and SpMM for every (dtype, delta_bits); the check
+    for every delta_bits."""
     out = []
     for dt in KERNEL_DTYPES:
         for b in DELTA_BITS:
@@ -404,7 +482,12 @@ def ptx_targets():
                 out.append(PTXTarget(f"macko.spmv[{dt},b{b},prefetch={pf}]",
                                      functools.partial(_spmv_kernel, dt, b, MackoConfig(prefetch=pf)),
                                      head + f"{array_sig(dt)}, {array_sig(dt)})", wide))
-            out.append(PTXTarget(f"macko.spmm[{dt},b{b}]",
-                                 functools.partial(_spmm_kernel, dt, b, MackoConfig()),
-                                 head + f"{array_sig(dt, 2)}, {array_sig(dt, 2)})"))
+            for ct, g in ptx_cases(dt) if b == 4 else [(8, 16 // np.dtype(dt).itemsize)]:
+                out.append(PTXTarget(f"macko.spmm[{dt},b{b},tile{ct},g{g}]",
+                                     functools.partial(_spmm_kernel, dt, b, MackoConfig(), ct, g),
+                                     head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)", wide))
+    for b in DELTA_BITS:
+        out.append(PTXTarget(f"macko.check[b{b}]", functools.partial(_check_kernel, b),
+                             f"void(int32[::1], {array_sig(np.dtype(_WORD[b]).name)}, int64, "
+                             f"{array_sig('int32')})"))
     return out

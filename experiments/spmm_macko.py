@@ -1,0 +1,103 @@
+"""SpMM (Y = W @ X, X of N columns, fp16, cold L2): MACKO and CSR against cuBLAS GEMM.
+
+The batched decoding of LLM serving multiplies each weight matrix by N = 2..64 activation
+columns. For each shape, sparsity and N, every method is checked on the GPU against the
+float64 product and timed (median, L2 flushed before every call): MACKO SpMM and CSR SpMM
+(register tiles: each decoded entry is multiplied by N columns of X at once,
+``spmvlab/kernels/_spmm.py``), cuBLAS GEMM fp16 (CuPy, GemmEx with fp32 compute) and, for
+N = 1, the same kernels' SpMV beside it (``spmv_*`` rows) to compare SpMM's cost with SpMV's.
+cuSPARSE SpMM is 10-100x slower than cuBLAS at these shapes (``../shared/GPU_NOTES.md``):
+it is measured at N = 8 only.
+
+    python experiments/spmm_macko.py [--quick] [--plot-only]
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+
+from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
+
+NAME = "spmm_macko"
+NEEDS_GPU = True
+METHODS = ["cublas", "macko", "csr_vector"]
+STYLE = {"macko": dict(color="tab:red", marker="o"), "csr_vector": dict(color="tab:green", marker="^"),
+         "cusparse": dict(color="tab:blue", marker="s")}
+FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.5, 0.7, 0.9],
+            ks=[1, 2, 4, 8, 16, 32, 64], dtype="float16", methods=METHODS, cusparse_k=[8],
+            reps=50, warmup=5, seed=0)
+QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.5], ks=[1, 8, 32], reps=20)
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+
+
+def cli(p):
+    p.add_argument("--ks", type=X.floats, help="right-hand-side counts, e.g. 1,8,64")
+
+
+def measure(cfg: dict) -> dict:
+    from spmvlab import datasets, methods
+    rows = []
+    jobs = [(tuple(s), sp) for s in cfg["shapes"] for sp in cfg["sparsities"]]
+    for shape, sparsity in X.progress(jobs, total=len(jobs), desc=NAME):
+        A = datasets.uniform(shape, sparsity, dtype=cfg["dtype"], seed=cfg["seed"])
+        for k in (int(v) for v in cfg["ks"]):
+            names = cfg["methods"] + (["cusparse"] if k in cfg["cusparse_k"] else [])
+            rows += methods.measure(A, cfg["dtype"], names, k=k, reps=cfg["reps"],
+                                    warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
+            if k == 1:   # the same kernels' SpMV, for SpMM's cost relative to SpMV
+                spmv = methods.measure(A, cfg["dtype"], [m for m in cfg["methods"] if m != "cublas"],
+                                       reps=cfg["reps"], warmup=cfg["warmup"],
+                                       extra=dict(sparsity=sparsity))
+                for r in spmv:
+                    r["method"] = "spmv_" + r["method"]
+                rows += spmv
+    return dict(rows=rows)
+
+
+def plot(results: dict, fig_path: str) -> list[str]:
+    plt = P.pyplot()
+    cfg = results["config"]
+    rows = [r for r in results["rows"] if "median_us" in r and r["kind"] == "spmm"]
+    shapes = [tuple(s) for s in cfg["shapes"]]
+    fig, axes = plt.subplots(len(shapes), len(cfg["sparsities"]),
+                             figsize=(4.2 * len(cfg["sparsities"]), 3.4 * len(shapes)), squeeze=False)
+    for i, shape in enumerate(shapes):
+        for j, sparsity in enumerate(cfg["sparsities"]):
+            ax = axes[i][j]
+            sub = [r for r in rows if tuple(r["shape"]) == shape and r["sparsity"] == sparsity]
+            base = {r["k"]: r["median_us"] for r in sub if r["method"] == "cublas"}
+            for m in [m for m in cfg["methods"] + ["cusparse"] if m != "cublas"]:
+                pts = sorted((r["k"], base[r["k"]] / r["median_us"]) for r in sub
+                             if r["method"] == m and r["k"] in base)
+                if pts:
+                    ax.plot([a for a, _ in pts], [b for _, b in pts], label=m.replace("_", " "),
+                            **STYLE.get(m, {"marker": "o"}))
+            ax.axhline(1.0, color="black", lw=1, ls="--", label="cuBLAS GEMM")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log", base=2)
+            ax.set(title=f"{shape[0]}x{shape[1]}, {100 * sparsity:.0f} % sparse",
+                   xlabel="right-hand sides N", ylabel="speedup over cuBLAS GEMM (fp16)")
+            ks = sorted(base)
+            ax.set_xticks(ks, [str(k) for k in ks])
+            if i == 0 and j == 0:
+                ax.legend(fontsize=7)
+    fig.suptitle(f"SpMM fp16, cold L2, {P.device_name(results)}", fontsize=10)
+    return P.savefig(fig, fig_path)
+
+
+def report(results: dict):
+    cols = [("shape", "shape", ""), ("sparsity", "sparsity", ".2f"), ("k", "N", ""),
+            ("method", "method", ""), ("median_us", "median us", ".1f"), ("tb_s", "TB/s", ".2f"),
+            ("speedup_vs_cublas", "x cuBLAS", ".2f"), ("check_passed", "ok", "")]
+    P.print_table(results["rows"], cols)
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(sys.modules[__name__]))
