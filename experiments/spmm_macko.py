@@ -2,9 +2,10 @@
 
 The batched decoding of LLM serving multiplies each weight matrix by N = 2..64 activation
 columns. For each shape, sparsity and N, every method is checked on the GPU against the
-float64 product and timed (median, L2 flushed before every call): MACKO SpMM and CSR SpMM
-(register tiles: each decoded entry is multiplied by N columns of X at once,
-``spmvlab/kernels/_spmm.py``), cuBLAS GEMM fp16 (CuPy, GemmEx with fp32 compute) and, for
+float64 product and timed (median, L2 flushed before every call): MACKO SpMM (X's column
+tile copied into shared memory when it fits, and ``macko[spmm_smem=False]``, gathering X
+from global memory) and CSR SpMM (register tiles: each decoded entry is multiplied by N
+columns of X at once, ``spmvlab/kernels/_spmm.py``), cuBLAS GEMM fp16 (CuPy, GemmEx with fp32 compute) and, for
 N = 1, the same kernels' SpMV beside it (``spmv_*`` rows) to compare SpMM's cost with SpMV's.
 cuSPARSE SpMM is 10-100x slower than cuBLAS at these shapes (``../shared/GPU_NOTES.md``):
 it is measured at N = 8 only.
@@ -24,8 +25,9 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "spmm_macko"
 NEEDS_GPU = True
-METHODS = ["cublas", "macko", "csr_vector"]
+METHODS = ["cublas", "macko", "macko[spmm_smem=False]", "csr_vector"]
 STYLE = {"macko": dict(color="tab:red", marker="o"), "csr_vector": dict(color="tab:green", marker="^"),
+         "macko[spmm_smem=False]": dict(color="tab:orange", marker="v", ls=":"),
          "cusparse": dict(color="tab:blue", marker="s")}
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.5, 0.7, 0.9],
             ks=[1, 2, 4, 8, 16, 32, 64], dtype="float16", methods=METHODS, cusparse_k=[8],

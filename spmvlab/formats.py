@@ -218,8 +218,10 @@ register(FormatInfo(
     encoder="spmvlab.encoders.macko", config="MackoConfig",
     options={"delta_bits": Option(4, _macko.DELTA_BITS, "bits per column step")},
     kernel_dtypes=("float16", "float32"),
-    test_configs=({"threads_per_block": 64}, {"threads_per_block": 64, "prefetch": 0, "spmm_tile": 2},
-                  {"threads_per_block": 32, "prefetch": 2, "spmm_tile": 4}),
+    test_configs=({"threads_per_block": 64, "spmm_smem_threads": 64},
+                  {"threads_per_block": 64, "prefetch": 0, "spmm_tile": 2, "spmm_smem": False},
+                  {"threads_per_block": 32, "prefetch": 2, "spmm_tile": 4, "spmm_smem": False},
+                  {"threads_per_block": 32, "spmm_tile": 2, "spmm_smem_threads": 32}),
     doc="MACKO (Macko & Boza): column steps in [1, 2**delta_bits] packed 8/delta_bits per "
         "byte, explicit zeros inserted where a gap is longer; values/codes padded to 8 entries"))
 

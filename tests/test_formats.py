@@ -625,20 +625,31 @@ def test_bad_operands_raise_and_change_nothing(info, _):
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @ACCEPT_LOSS
-@pytest.mark.parametrize("info, cfg", params("kernel_parity", need="spmv", per=by_config))
+def pick_config(info, pick: int):
+    """The kernel config of example ``pick``: the format's test configs in turn (the
+    simulator is slow, so the examples are spread over the configs rather than each
+    config running them all)."""
+    return info.make_config(**info.test_configs[pick % len(info.test_configs)])
+
+
+@pytest.mark.parametrize("info, _", params("kernel_parity", need="spmv"))
 @given(case=sparse_inputs(max_rows=10, max_cols=80), pick=st.integers(0, 2**16))
-@example(case=build_case(11, 3, 50, 0.5, np.float16, k=70, label="k=70: two 64-column tiles"),
+@example(case=build_case(11, 3, 50, 0.5, np.float16, k=24, label="k=24: several column tiles"),
          pick=1)
+@example(case=build_case(12, 2, 40, 0.5, np.float32, k=20, label="k=20: several column tiles"),
+         pick=0)
 @example(case=power_law_case(seed=11, n_rows=6, n_cols=900, dtype=np.float32, alpha=1.2), pick=2)
 @with_edges(cycle="pick")
-def test_kernel_parity(info, cfg, case, pick):
-    """``pick`` chooses the encode options (every combination is drawn over the examples);
-    ``lossy=True`` since a float64 case goes to float32 for a float16/float32-only kernel."""
+def test_kernel_parity(info, _, case, pick):
+    """``pick`` chooses the kernel config (:func:`pick_config`) and the encode options
+    (every combination is drawn over the examples); ``lossy=True`` since a float64 case goes
+    to float32 for a float16/float32-only kernel."""
     case = kernel_case(info, case)
     grid = info.option_grid()
-    M = info.encode(case.A, dtype=case.dtype, lossy=True, **grid[pick % len(grid)])
+    M = info.encode(case.A, dtype=case.dtype, lossy=True,
+                    **grid[(pick // len(info.test_configs)) % len(grid)])
     check_parity(info.reference_module(), info.kernel_module(), M, case.x,
-                 case.X if "spmm" in info.capabilities else None, config=info.make_config(**cfg))
+                 case.X if "spmm" in info.capabilities else None, config=pick_config(info, pick))
 
 
 def by_gallery(info):
@@ -666,12 +677,13 @@ def test_kernel_parity_on_the_gallery(info, which):
                  config=info.make_config(**info.test_configs[i % len(info.test_configs)]))
 
 
-@pytest.mark.parametrize("info, cfg", params("kernel_llm_like", need="spmv", per=by_config))
-@given(case=llm_like(max_rows=12, max_cols=96, dtypes=(np.float16, np.float32)))
-def test_kernel_parity_llm_like(info, cfg, case):
+@pytest.mark.parametrize("info, _", params("kernel_llm_like", need="spmv"))
+@given(case=llm_like(max_rows=12, max_cols=96, dtypes=(np.float16, np.float32)),
+       pick=st.integers(0, 2**16))
+def test_kernel_parity_llm_like(info, _, case, pick):
     case = kernel_case(info, case)
     check_parity(info.reference_module(), info.kernel_module(),
-                 info.encode(case.A, dtype=case.dtype), case.x, config=info.make_config(**cfg))
+                 info.encode(case.A, dtype=case.dtype), case.x, config=pick_config(info, pick))
 
 
 @pytest.mark.parametrize("info, cfg", params("nan_inf", need="spmv", per=by_config))

@@ -17,12 +17,43 @@ def test_unsupported_dtype_and_config():
         K.MackoConfig(threads_per_block=48)
     with pytest.raises(OptionError, match="prefetch"):
         K.MackoConfig(prefetch=3)
+    with pytest.raises(OptionError, match="spmm_smem_threads"):
+        K.MackoConfig(spmm_smem_threads=2048)
+    with pytest.raises(OptionError, match="spmm_smem: expected True or False"):
+        K.MackoConfig(spmm_smem=1)
+
+
+def test_shared_memory_tile_halves_until_x_fits():
+    from spmvlab.kernels._spmm import smem_tile
+    assert smem_tile(np.float16, 11008, 8, 16) == 8          # 176 KiB
+    assert smem_tile(np.float16, 11008, 64, 16) == 8         # 16 columns would be 352 KiB
+    assert smem_tile(np.float32, 11008, 8, 16) == 4
+    assert smem_tile(np.float16, 100, 3, 16) == 4
+    assert smem_tile(np.float32, 10**6, 8, 16) == 0          # not one column fits: global X
+    assert smem_tile(np.float16, 0, 8, 16) == 0
+    assert smem_tile(np.float16, 100, 8, 16, limit=100 * 2 * 2) == 2
+
+
+@pytest.mark.parametrize("dtype, k", [(np.float16, 24), (np.float32, 5)])
+def test_shared_memory_spmm_equals_the_register_tile_bit_for_bit(dtype, k):
+    """The two SpMM paths walk each row in the same order and differ only in where X's tile
+    is read from, so their results agree exactly (several column tiles, a partial last one)."""
+    rng = np.random.default_rng(3)
+    A = sp.random(5, 300, density=0.3, random_state=4, format="csr", dtype=np.float64)
+    M = R.encode(A, dtype=dtype)
+    X = rng.standard_normal((300, k)).astype(dtype)
+    glob = K.spmm(M, X, config=K.MackoConfig(threads_per_block=64, spmm_tile=8, spmm_smem=False))
+    shared = K.spmm(M, X, config=K.MackoConfig(spmm_tile=8, spmm_smem_threads=64))
+    assert glob.tobytes() == shared.tobytes()
+    np.testing.assert_allclose(shared, M.to_csr().astype(np.float64) @ X.astype(np.float64),
+                               rtol=2e-2 if dtype == np.float16 else 1e-5, atol=1e-2)
 
 
 @pytest.mark.parametrize("cfg", [K.MackoConfig(threads_per_block=32),
                                  K.MackoConfig(threads_per_block=32, prefetch=0),
-                                 K.MackoConfig(threads_per_block=32, prefetch=2)],
-                         ids=["prefetch1", "prefetch0", "prefetch2"])
+                                 K.MackoConfig(threads_per_block=32, prefetch=2),
+                                 K.MackoConfig(threads_per_block=32, spmm_smem=False)],
+                         ids=["prefetch1", "prefetch0", "prefetch2", "spmm-global-x"])
 def test_inserted_zeros_do_not_touch_inf_in_x(cfg):
     """A gap longer than 2**delta_bits inserts zeros; x = Inf at their columns must not
     turn the result into NaN (CSR semantics). Row 1 is long enough for the unmasked

@@ -20,11 +20,11 @@ import math
 
 import numpy as np
 
-from .._cuda import cuda
+from .._cuda import SIMULATOR, cuda
 from ._common import (
-    WARP, acc_type, blocks_for, finish, prepare_spmm, warp_sum,
+    WARP, acc_type, blocks_for, finish, numba_type, prepare_spmm, warp_sum,
 )
-from ._intrinsics import vload1, vload2, vload4, vload8
+from ._intrinsics import sload1, sload2, sload4, sload8, vload1, vload2, vload4, vload8
 
 #: the column-tile widths the SpMM kernels are built for
 TILE_COLS = (1, 2, 4, 8, 16, 32)
@@ -45,8 +45,9 @@ def group_for(dtype, n_cols: int, ct: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def tile_parts(dtype_name: str, ct: int, g: int):
-    """Device functions for a tile of ``ct`` columns gathered ``g`` at a time:
+def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False):
+    """Device functions for a tile of ``ct`` columns gathered ``g`` at a time (from shared
+    memory with ``shared``, see :func:`launch_tiles`):
 
     ``zero(accs)``                          clear the accumulators (a local array of ct)
     ``fma_row(Xf, off, nvalid, v, accs)``   accs[j] += v * Xf[off + j] (j < nvalid matter)
@@ -54,7 +55,8 @@ def tile_parts(dtype_name: str, ct: int, g: int):
     ``store(Y, r, j0, nvalid, accs, lane)`` warp-sum each accumulator; lane j writes Y[r, j0 + j]
     """
     acc = acc_type(dtype_name)
-    load = {1: vload1, 2: vload2, 4: vload4, 8: vload8}[g]
+    load = ({1: sload1, 2: sload2, 4: sload4, 8: sload8} if shared
+            else {1: vload1, 2: vload2, 4: vload4, 8: vload8})[g]
     n_groups = ct // g
 
     @cuda.jit(device=True, inline=True)
@@ -93,6 +95,61 @@ def tile_parts(dtype_name: str, ct: int, g: int):
     return dict(zero=zero, fma_row=fma_row, store=store, finite=finite)
 
 
+#: groups of X each thread copies per round of :func:`fill_parts`' fill (independent loads in flight)
+FILL_UNROLL = 4
+
+
+@functools.lru_cache(maxsize=None)
+def fill_parts(dtype_name: str, ct: int, fg: int):
+    """``fill(Xf, n, j0, sX)``: the block's threads copy X[:, j0:j0 + ct] (X flat, row-major
+    with n columns) into the shared array sX (row c at c * ct), zero past column n, ``fg``
+    values per load (``fg`` from :func:`group_for`: n is then a multiple of it), then meet at
+    a barrier. Each thread has FILL_UNROLL loads in flight before it stores."""
+    xt = numba_type(dtype_name)
+    load = {1: vload1, 2: vload2, 4: vload4, 8: vload8}[fg]
+    gpr = ct // fg
+    U = FILL_UNROLL
+
+    @cuda.jit(device=True, inline=True)
+    def put(sX, q, xs, ok):
+        for t in range(fg):
+            sX[q * fg + t] = xs[t] if ok else xt(0)
+
+    @cuda.jit(device=True, inline=True)
+    def fill(Xf, n, j0, sX):
+        total = (Xf.shape[0] // n) * gpr
+        step = cuda.blockDim.x
+        q = cuda.threadIdx.x
+        while q < total:
+            # U groups q, q + step, ...: their loads are issued before any store
+            q1 = q + step
+            q2 = q1 + step
+            q3 = q2 + step
+            c0, r0 = q // gpr, q % gpr
+            c1, r1 = min(q1, total - 1) // gpr, min(q1, total - 1) % gpr
+            c2, r2 = min(q2, total - 1) // gpr, min(q2, total - 1) % gpr
+            c3, r3 = min(q3, total - 1) // gpr, min(q3, total - 1) % gpr
+            j_0 = min(j0 + r0 * fg, n - fg)
+            j_1 = min(j0 + r1 * fg, n - fg)
+            j_2 = min(j0 + r2 * fg, n - fg)
+            j_3 = min(j0 + r3 * fg, n - fg)
+            x0 = load(Xf, np.int64(c0) * n + j_0)
+            x1 = load(Xf, np.int64(c1) * n + j_1)
+            x2 = load(Xf, np.int64(c2) * n + j_2)
+            x3 = load(Xf, np.int64(c3) * n + j_3)
+            put(sX, q, x0, j0 + r0 * fg < n)
+            if q1 < total:
+                put(sX, q1, x1, j0 + r1 * fg < n)
+            if q2 < total:
+                put(sX, q2, x2, j0 + r2 * fg < n)
+            if q3 < total:
+                put(sX, q3, x3, j0 + r3 * fg < n)
+            q += U * step
+        cuda.syncthreads()
+
+    return fill
+
+
 def ptx_cases(dtype_name: str) -> list[tuple[int, int]]:
     """(ct, g) pairs the PTX check compiles: scalar, one vector group, several groups."""
     gmax = 16 // np.dtype(dtype_name).itemsize
@@ -103,18 +160,97 @@ def accumulator_np(dtype_name: str):
     return np.float64 if dtype_name == "float64" else np.float32
 
 
+#: dynamic shared memory one block may use when the device does not say (sm_90: 227 KiB)
+SMEM_BLOCK_BYTES = 227 * 1024
+#: shared memory per SM when the device does not say (sm_90: 228 KiB); 1 KiB of it per
+#: resident block is reserved by the system
+SMEM_SM_BYTES = 228 * 1024
+
+
+def smem_tile(dtype, k_rows: int, n_cols: int, max_tile: int, limit: int = SMEM_BLOCK_BYTES) -> int:
+    """The tile width of the shared-memory SpMM for X of shape (k_rows, n_cols): the
+    register tile's width (:func:`tile_for`) halved until the tile's ``k_rows`` rows fit in
+    ``limit`` bytes; 0 when not even one column fits (then the register tile is used)."""
+    if k_rows < 1 or n_cols < 1:
+        return 0
+    item = np.dtype(dtype).itemsize
+    ct = tile_for(n_cols, max_tile)
+    while ct >= 1 and k_rows * ct * item > limit:
+        ct //= 2
+    return max(ct, 0)
+
+
+def _device_limits() -> tuple[int, int, int]:
+    """(SMs, shared bytes per block, shared bytes per SM) of the current device."""
+    if SIMULATOR:
+        return 2, SMEM_BLOCK_BYTES, SMEM_SM_BYTES
+    dev = cuda.get_current_device()
+    try:
+        return (int(dev.MULTIPROCESSOR_COUNT), int(dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                int(dev.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR))
+    except AttributeError:   # an older binding without the opt-in attributes
+        return int(dev.MULTIPROCESSOR_COUNT), SMEM_BLOCK_BYTES, SMEM_SM_BYTES
+
+
+_SMEM_ALLOWED: dict = {}
+
+
+def _allow_dynamic_smem(kernel, launch_config):
+    """Pre-launch callback: let the compiled kernel take more than the default 48 KiB of
+    dynamic shared memory (the driver's opt-in, per function)."""
+    from numba.cuda.cudadrv.driver import binding, driver
+    cufunc = kernel._codelibrary.get_cufunc()
+    nbytes = int(launch_config.sharedmem)
+    if _SMEM_ALLOWED.get(id(cufunc), -1) >= nbytes:
+        return
+    attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
+    _SMEM_ALLOWED[id(cufunc)] = nbytes
+
+
+def launch_smem(kernel, grid, threads: int, nbytes: int, args: tuple):
+    """Launch ``kernel`` with ``nbytes`` of dynamic shared memory (any size the device allows)."""
+    cfg = kernel[grid, threads, 0, nbytes]
+    if not SIMULATOR and nbytes > 48 * 1024:
+        cfg.pre_launch_callbacks.append(_allow_dynamic_smem)
+    cfg(*args)
+
+
 def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block: int, max_tile: int,
-                 spmv=None):
+                 spmv=None, shared=None):
     """Check and place X/out, pick the tile (``tile_for``) and gather width (``group_for``),
     build ``kernel(ct, g)`` and launch it over (row blocks, column tiles) with
     ``(*arrays, X flat, Y, N)``; return Y where the caller wants it. N = 1 launches the
-    format's SpMV kernel instead when ``spmv = (factory, threads, rows_per_block)`` is given."""
+    format's SpMV kernel instead when ``spmv = (factory, threads, rows_per_block)`` is given.
+
+    ``shared = (factory, threads)``: when the X tile's K rows fit in one block's shared
+    memory (:func:`smem_tile`), ``factory(ct, g, fg)`` is launched instead (g: values per
+    shared-memory gather, fg: per global load of the fill, :func:`fill_parts`): a persistent grid
+    (as many blocks as can be resident, at most one per ``threads // 32`` rows; at most one
+    warp per row of the matrix in all) whose blocks
+    first copy X's column tile into shared memory (zero past N) and then take rows
+    ``blockIdx.x * warps + warp``, stepping by the grid's warps; the gathers of X then hit
+    shared memory instead of L1/L2."""
     ops, k_cols = prepare_spmm(D, X, out)
-    if D.shape[0] and k_cols == 1 and spmv is not None:
+    n_rows, n_k = D.shape
+    sms, block_limit, sm_limit = _device_limits() if shared is not None else (0, 0, 0)
+    sct = smem_tile(D.dtype, n_k, k_cols, max_tile, block_limit) if shared is not None else 0
+    if n_rows and k_cols == 1 and spmv is not None:
         factory, sthreads, srows = spmv
-        factory()[blocks_for(D.shape[0], srows), sthreads](
-            *arrays, ops.x.reshape(ops.x.shape[0]), ops.out.reshape(D.shape[0]))
-    elif D.shape[0] and k_cols:
+        factory()[blocks_for(n_rows, srows), sthreads](
+            *arrays, ops.x.reshape(ops.x.shape[0]), ops.out.reshape(n_rows))
+    elif n_rows and sct:
+        factory, sthreads = shared
+        sthreads = min(sthreads, WARP * n_rows)    # no block of idle warps for a short matrix
+        item = np.dtype(D.dtype).itemsize
+        nbytes = n_k * sct * item
+        per_sm = max(1, min(sm_limit // (nbytes + 1024), 2048 // sthreads))
+        grid = (min(blocks_for(n_rows, sthreads // WARP), sms * per_sm), blocks_for(k_cols, sct))
+        flat = ops.x.reshape(ops.x.shape[0] * k_cols)
+        g = min(sct, 16 // item)
+        launch_smem(factory(sct, g, group_for(D.dtype, k_cols, sct)), grid, sthreads, nbytes,
+                    (*arrays, flat, ops.out, np.int64(k_cols)))
+    elif n_rows and k_cols:
         ct = tile_for(k_cols, max_tile)
         g = group_for(D.dtype, k_cols, ct)
         grid = (blocks_for(D.shape[0], rows_per_block), blocks_for(k_cols, ct))
@@ -123,4 +259,5 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
     return finish(ops, out)
 
 
-__all__ = ["TILE_COLS", "tile_for", "group_for", "tile_parts", "ptx_cases", "accumulator_np", "launch_tiles"]
+__all__ = ["TILE_COLS", "tile_for", "group_for", "tile_parts", "ptx_cases", "accumulator_np",
+           "smem_tile", "fill_parts", "launch_smem", "launch_tiles"]

@@ -49,7 +49,7 @@ from ._common import (
     launch_spmv, run_device_check, to_dev, warp_sum,
 )
 from ._intrinsics import vload4, vload8
-from ._spmm import TILE_COLS, accumulator_np, launch_tiles, ptx_cases, tile_parts
+from ._spmm import TILE_COLS, accumulator_np, fill_parts, launch_tiles, ptx_cases, tile_parts
 
 __all__ = ["MackoConfig", "DeviceMacko", "to_device", "device_check", "spmv", "spmm", "ptx_targets"]
 
@@ -69,6 +69,12 @@ class MackoConfig:
                        choice); fewer registers let more warps share an SM
     spmm_tile          SpMM: columns of X per pass (kernels/_spmm.py), one of 1, 2, 4, 8,
                        16, 32; N <= spmm_tile decodes the matrix once
+    spmm_smem          SpMM: copy X's column tile into shared memory when its K rows fit
+                       (the tile is halved until they do; kernels/_spmm.launch_tiles), else
+                       gather X from global memory
+    spmm_smem_threads  threads per block of the shared-memory SpMM (one block per SM when
+                       the tile is large, so more threads hide more latency); its register
+                       cap is 65536 / threads
 
     The defaults are the fastest of the sweep in results/h100/tune_macko.json (H100, fp16).
     """
@@ -77,6 +83,8 @@ class MackoConfig:
     prefetch: int = 1
     max_registers: int | None = 48
     spmm_tile: int = 16
+    spmm_smem: bool = True
+    spmm_smem_threads: int = 1024
 
     def __post_init__(self):
         check_threads_per_block("MackoConfig", self.threads_per_block)
@@ -84,6 +92,12 @@ class MackoConfig:
             raise OptionError(problem("MackoConfig.prefetch", "0, 1 or 2", repr(self.prefetch)))
         if self.spmm_tile not in TILE_COLS:
             raise OptionError(problem("MackoConfig.spmm_tile", f"one of {TILE_COLS}", self.spmm_tile))
+        if not isinstance(self.spmm_smem, bool):
+            raise OptionError(problem("MackoConfig.spmm_smem", "True or False", repr(self.spmm_smem)))
+        t = self.spmm_smem_threads
+        if not isinstance(t, int) or t % WARP or not WARP <= t <= 1024:
+            raise OptionError(problem("MackoConfig.spmm_smem_threads",
+                                      "a multiple of 32 in [32, 1024]", t))
         if self.max_registers is not None and not 16 <= self.max_registers <= 255:
             raise OptionError(problem("MackoConfig.max_registers", "None or an int in [16, 255]",
                                       self.max_registers))
@@ -304,27 +318,26 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
     return macko_spmv
 
 
-@functools.lru_cache(maxsize=None)
-def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int):
+def _row_tile(dtype_name: str, delta_bits: int, T: dict):
+    """``row_tile(...)``: one warp's pass over a row for an X tile read through ``T``
+    (:func:`kernels._spmm.tile_parts`, global or shared)."""
     acc = acc_type(dtype_name)
     P = _parts(dtype_name, delta_bits)
     load_values, load_word, lane_steps, full_steps, warp_scan, word_code = (
         P["load_values"], P["load_word"], P["lane_steps"], P["full_steps"], P["warp_scan"],
         P["word_code"])
-    T = tile_parts(dtype_name, ct, g)
-    zero, fma_row, store, finite = T["zero"], T["fma_row"], T["store"], T["finite"]
-    accnp = accumulator_np(dtype_name)
-    wpb = cfg.threads_per_block // WARP
+    zero, fma_row = T["zero"], T["fma_row"]
     b = delta_bits
     int32 = np.int32
 
     @cuda.jit(device=True, inline=True)
-    def row_tile(row_ptr, words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, careful):
-        """This lane's share of the row's products with the X tile. Chunks wholly inside
-        the row (warp-uniform test) multiply all 8 entries without masks or zero tests, so
-        the 8 gathers are in flight together; the inserted zeros' products are then exact
-        unless X is Inf/NaN at their columns, which the caller catches (``careful`` pass:
-        every entry masked and stored zeros skipped, CSR semantics)."""
+    def row_tile(words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, careful):
+        """This lane's share of the row's products with the X tile (row c of the tile at
+        ``c * n + j0`` of ``Xf``). Chunks wholly inside the row (warp-uniform test) multiply
+        all 8 entries without masks or zero tests, so the 8 gathers are in flight together;
+        the inserted zeros' products are then exact unless X is Inf/NaN at their columns,
+        which the caller catches (``careful`` pass: every entry masked and stored zeros
+        skipped, CSR semantics)."""
         zero(accs)
         base = start - start % 8
         running = int32(0)
@@ -362,6 +375,17 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g:
             vals = vals_n
             w = w_n
 
+    return row_tile
+
+
+@functools.lru_cache(maxsize=None)
+def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int):
+    T = tile_parts(dtype_name, ct, g)
+    store, finite = T["store"], T["finite"]
+    row_tile = _row_tile(dtype_name, delta_bits, T)
+    accnp = accumulator_np(dtype_name)
+    wpb = cfg.threads_per_block // WARP
+
     @cuda.jit
     def macko_spmm(row_ptr, words, values, Xf, Y, n):
         """Warp w of block b: row b * warps_per_block + w, columns [ct * blockIdx.y, + ct).
@@ -380,12 +404,49 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g:
         start = row_ptr[r]
         end = row_ptr[r + 1]
         last = values.shape[0] - 8
-        row_tile(row_ptr, words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, False)
+        row_tile(words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, False)
         if not finite(accs, nvalid):
-            row_tile(row_ptr, words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, True)
+            row_tile(words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, True)
         store(Y, r, j0, nvalid, accs, lane)
 
     return macko_spmm
+
+
+@functools.lru_cache(maxsize=None)
+def _spmm_smem_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int,
+                      fg: int):
+    T = tile_parts(dtype_name, ct, g, shared=True)
+    store, finite = T["store"], T["finite"]
+    row_tile = _row_tile(dtype_name, delta_bits, T)
+    fill = fill_parts(dtype_name, ct, fg)
+    accnp = accumulator_np(dtype_name)
+    xnp = np.dtype(dtype_name)
+
+    @cuda.jit(**jit_options(max_registers=min(255, 65536 // cfg.spmm_smem_threads)))
+    def macko_spmm_smem(row_ptr, words, values, Xf, Y, n):
+        """Block b first copies X's columns [ct * blockIdx.y, + ct) into shared memory (all
+        K rows, zero past N); then its warp w takes rows b * warps + w, stepping by the
+        grid's warps (a persistent grid), each row walked as in ``macko_spmm`` with the
+        gathers of X from shared memory."""
+        sX = cuda.shared.array(0, xnp)
+        wpb = cuda.blockDim.x // WARP
+        j0 = cuda.blockIdx.y * ct
+        nvalid = min(ct, n - j0)
+        fill(Xf, n, j0, sX)
+        lane = cuda.threadIdx.x % WARP
+        r = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
+        accs = cuda.local.array(ct, accnp)
+        last = values.shape[0] - 8
+        while r < Y.shape[0]:
+            start = row_ptr[r]
+            end = row_ptr[r + 1]
+            row_tile(words, values, sX, start, end, last, lane, 0, ct, ct, accs, False)
+            if not finite(accs, nvalid):
+                row_tile(words, values, sX, start, end, last, lane, 0, ct, ct, accs, True)
+            store(Y, r, j0, nvalid, accs, lane)
+            r += cuda.gridDim.x * wpb
+
+    return macko_spmm_smem
 
 
 # ---------------------------------------------------------------------------------------------
@@ -466,7 +527,10 @@ def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
                         (D.row_ptr, _words(D), D.values), config.threads_per_block,
                         config.threads_per_block // WARP, config.spmm_tile,
                         spmv=(lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config),
-                              config.threads_per_block, config.threads_per_block // WARP))
+                              config.threads_per_block, config.threads_per_block // WARP),
+                        shared=((lambda ct, g, fg: _spmm_smem_kernel(D.dtype.name, D.delta_bits,
+                                                                     config, ct, g, fg)),
+                                config.spmm_smem_threads) if config.spmm_smem else None)
 
 
 def ptx_targets():
@@ -486,6 +550,12 @@ def ptx_targets():
                 out.append(PTXTarget(f"macko.spmm[{dt},b{b},tile{ct},g{g}]",
                                      functools.partial(_spmm_kernel, dt, b, MackoConfig(), ct, g),
                                      head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)", wide))
+            gs = 16 // np.dtype(dt).itemsize
+            out.append(PTXTarget(f"macko.spmm_smem[{dt},b{b},tile8]",
+                                 functools.partial(_spmm_smem_kernel, dt, b, MackoConfig(), 8,
+                                                   min(8, gs), min(8, gs)),
+                                 head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)",
+                                 wide + (r"ld\.shared\.v[24]",)))
     for b in DELTA_BITS:
         out.append(PTXTarget(f"macko.check[b{b}]", functools.partial(_check_kernel, b),
                              f"void(int32[::1], {array_sig(np.dtype(_WORD[b]).name)}, int64, "
