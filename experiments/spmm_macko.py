@@ -25,9 +25,10 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "spmm_macko"
 NEEDS_GPU = True
-METHODS = ["cublas", "macko", "macko[spmm_smem=False]", "csr_vector"]
+METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]", "csr_vector"]
 STYLE = {"macko": dict(color="tab:red", marker="o"), "csr_vector": dict(color="tab:green", marker="^"),
          "macko[spmm_smem=False]": dict(color="tab:orange", marker="v", ls=":"),
+         "macko[spmm_smem_threads=512]": dict(color="tab:purple", marker="x", ls="--"),
          "cusparse": dict(color="tab:blue", marker="s")}
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.5, 0.7, 0.9],
             ks=[1, 2, 4, 8, 16, 32, 64], dtype="float16", methods=METHODS, cusparse_k=[8],

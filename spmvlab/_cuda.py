@@ -45,6 +45,16 @@ if SIMULATOR:
                             category=RuntimeWarning, module=r"spmvlab\.kernels\.")
 
 
+def inline_device(fn):
+    """``fn`` as a device function the compiler inlines into its callers (NVVM's
+    ``alwaysinline``: ``forceinline=True``). Numba's own IR-level inlining (``inline=True``,
+    deprecated) re-types every call site and made the larger SpMM kernels take 10+ s each
+    to compile; the simulator takes neither option."""
+    if SIMULATOR:
+        return cuda.jit(device=True)(fn)
+    return cuda.jit(device=True, forceinline=True)(fn)
+
+
 def backend_name() -> str:
     if SIMULATOR:
         return "numba CUDA simulator (CPU)"

@@ -2,7 +2,7 @@
 
 ``njit(f)`` compiles a function of ``reference.codec`` for CPU code (``numba.njit``);
 ``device(f)`` compiles it as an inlined CUDA device function
-(``cuda.jit(device=True, inline=True)``). Each is made once per function, on first request,
+(``_cuda.inline_device``). Each is made once per function, on first request,
 and compiles on first use: importing this module imports no numba, and ``device`` imports
 ``numba.cuda`` (through ``spmvlab._cuda``) on its first call.
 
@@ -51,5 +51,5 @@ def njit(fn):
 @functools.lru_cache(maxsize=None)
 def device(fn):
     """``fn`` (a function of ``reference.codec``) as an inlined CUDA device function."""
-    from ._cuda import cuda
-    return cuda.jit(device=True, inline=True)(_relinked(fn, device))
+    from ._cuda import inline_device
+    return inline_device(_relinked(fn, device))

@@ -14,7 +14,7 @@ from reference._common import (
     check_operand, check_out, problem, require_encoded, value_dtype,
 )
 
-from .._cuda import SIMULATOR, cuda
+from .._cuda import SIMULATOR, cuda, inline_device
 
 WARP = 32
 FULL_MASK = 0xFFFFFFFF
@@ -196,7 +196,7 @@ def check_threads_per_block(owner: str, value: int) -> None:
                                   value))
 
 
-@cuda.jit(device=True, inline=True)
+@inline_device
 def warp_sum(s):
     """Sum of ``s`` over the 32 lanes of a full warp, returned in every lane (butterfly)."""
     off = 16

@@ -20,7 +20,7 @@ import math
 
 import numpy as np
 
-from .._cuda import SIMULATOR, cuda
+from .._cuda import SIMULATOR, cuda, inline_device
 from ._common import (
     WARP, acc_type, blocks_for, finish, numba_type, prepare_spmm, warp_sum,
 )
@@ -59,12 +59,12 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False):
             else {1: vload1, 2: vload2, 4: vload4, 8: vload8})[g]
     n_groups = ct // g
 
-    @cuda.jit(device=True, inline=True)
+    @inline_device
     def zero(accs):
         for j in range(ct):
             accs[j] = acc(0)
 
-    @cuda.jit(device=True, inline=True)
+    @inline_device
     def fma_row(Xf, off, nvalid, v, accs):
         """No branches, so the gathers of consecutive entries can all be in flight: a group
         past the tile's valid columns (the last tile only) reloads the last valid group, and
@@ -75,7 +75,7 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False):
             for t in range(g):
                 accs[j + t] += v * acc(xs[t])
 
-    @cuda.jit(device=True, inline=True)
+    @inline_device
     def finite(accs, nvalid):
         """True when every valid accumulator's warp sum is finite (warp-uniform)."""
         ok = True
@@ -85,7 +85,7 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False):
                 ok = False
         return ok
 
-    @cuda.jit(device=True, inline=True)
+    @inline_device
     def store(Y, r, j0, nvalid, accs, lane):
         for j in range(ct):
             s = warp_sum(accs[j])
@@ -110,12 +110,12 @@ def fill_parts(dtype_name: str, ct: int, fg: int):
     gpr = ct // fg
     U = FILL_UNROLL
 
-    @cuda.jit(device=True, inline=True)
+    @inline_device
     def put(sX, q, xs, ok):
         for t in range(fg):
             sX[q * fg + t] = xs[t] if ok else xt(0)
 
-    @cuda.jit(device=True, inline=True)
+    @inline_device
     def fill(Xf, n, j0, sX):
         total = (Xf.shape[0] // n) * gpr
         step = cuda.blockDim.x

@@ -19,7 +19,7 @@ import numpy as np
 from reference.coo import COOMatrix
 
 from .. import formats
-from .._cuda import cuda
+from .._cuda import cuda, inline_device
 from ._intrinsics import vload4
 from ._common import (
     WARP, PTXTarget, acc_type, array_sig, check_threads_per_block, checked_to_device,
@@ -73,7 +73,7 @@ CHECK_FIELDS = ("rows", "cols")
 def _check_kernel():
     vec = CHECK_VEC
 
-    @cuda.jit(device=True, inline=True)
+    @inline_device
     def check_entry(rows, cols, q, n, n_rows, n_cols, bad):
         """(rows bad, cols bad) after looking at entry q."""
         r = rows[q]
@@ -127,7 +127,7 @@ def device_check(D: DeviceCOO) -> list[str]:
     return run_device_check(CHECK_FIELDS, launch_check, D)
 
 
-@cuda.jit(device=True, inline=True)
+@inline_device
 def row_start(rows, r):
     """Index of the first entry of row ``r`` (lower bound in the sorted ``rows``)."""
     lo = 0

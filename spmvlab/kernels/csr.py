@@ -24,7 +24,7 @@ from reference._common import OptionError, problem
 from reference.csr import CSRMatrix
 
 from .. import formats
-from .._cuda import cuda
+from .._cuda import cuda, inline_device
 from ._common import (
     WARP, PTXTarget, acc_type, array_sig, check_threads_per_block, checked_to_device,
     CHECK_VEC, launch_strided, launch_spmv, run_device_check, to_dev, warp_sum,
@@ -223,6 +223,11 @@ def _spmm_kernel(dtype_name: str, cfg: CSRConfig, ct: int, g: int):
     warps_per_block = cfg.threads_per_block // WARP
     step = WARP * PAD
 
+    @inline_device
+    def masked(Xf, q, start, end, c, v, j0, nvalid, n, accs):
+        if q >= start and q < end:
+            fma_row(Xf, np.int64(c) * n + j0, nvalid, acc(v), accs)
+
     @cuda.jit
     def csr_spmm(indptr, indices, values, Xf, Y, n):
         """Warp w of block b: row b*warps+w, columns [ct*blockIdx.y, ct*blockIdx.y + ct).
@@ -245,17 +250,21 @@ def _spmm_kernel(dtype_name: str, cfg: CSRConfig, ct: int, g: int):
         while base < end:
             p = base + lane * PAD
             if base >= start and base + step <= end:           # warp-uniform
-                cols = vload4(indices, p)
-                vals = vload4(values, p)
-                for k in range(PAD):
-                    fma_row(Xf, np.int64(cols[k]) * n + j0, nvalid, acc(vals[k]), accs)
+                c0, c1, c2, c3 = vload4(indices, p)
+                v0, v1, v2, v3 = vload4(values, p)
+                # written out, not a loop over k: the compiler does not unroll a loop whose
+                # body holds a tile of FMAs, and cols[k] would then be a branch tree
+                fma_row(Xf, np.int64(c0) * n + j0, nvalid, acc(v0), accs)
+                fma_row(Xf, np.int64(c1) * n + j0, nvalid, acc(v1), accs)
+                fma_row(Xf, np.int64(c2) * n + j0, nvalid, acc(v2), accs)
+                fma_row(Xf, np.int64(c3) * n + j0, nvalid, acc(v3), accs)
             elif p < end:
-                cols = vload4(indices, p)
-                vals = vload4(values, p)
-                for k in range(PAD):
-                    q = p + k
-                    if q >= start and q < end:
-                        fma_row(Xf, np.int64(cols[k]) * n + j0, nvalid, acc(vals[k]), accs)
+                c0, c1, c2, c3 = vload4(indices, p)
+                v0, v1, v2, v3 = vload4(values, p)
+                masked(Xf, p, start, end, c0, v0, j0, nvalid, n, accs)
+                masked(Xf, p + 1, start, end, c1, v1, j0, nvalid, n, accs)
+                masked(Xf, p + 2, start, end, c2, v2, j0, nvalid, n, accs)
+                masked(Xf, p + 3, start, end, c3, v3, j0, nvalid, n, accs)
             base += step
         store(Y, r, j0, nvalid, accs, lane)
 
