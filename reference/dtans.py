@@ -286,25 +286,30 @@ def choose_multiplicities(counts: Mapping, params: Params, raw_bits: int | None 
     bad = {s for s in syms if not (_is_int(s) and 0 <= int(s) < (1 << int(raw_bits)))}
     syms = sorted(syms, key=lambda s: s not in bad)     # symbols that cannot be escaped first
     esc_bits = params.raw_words(raw_bits) * int(params.word_bits)
-    levels = [k for k in range(1, m) if counts[syms[k]] != counts[syms[k - 1]]] + [m]
-    cands = sorted({0, *levels}) if len(levels) <= 64 else sorted(
-        {0, m, *(levels[i] for i in np.linspace(0, len(levels) - 1, 64).astype(int))})
-    best = None
-    for k in cands:
-        if k < m and any(s in bad for s in syms[k:]):
-            continue                                    # a symbol that cannot be escaped
-        if k + (k < m) > K:
-            continue
-        want = {s: counts[s] for s in syms[:k]}
-        n_esc = sum(counts[s] for s in syms[k:])
-        if n_esc:
-            want[ESCAPE] = n_esc
-        q = normalize(want, K, M)
-        bits = sum(c * math.log2(K / q[s]) for s, c in want.items()) + n_esc * esc_bits + k * entry_bits
-        if best is None or bits < best[0]:
-            best = (bits, q)
-    _need(best is not None, "counts", f"at most K = {K} symbols, or the others escapable "
+    cuts = {0, len(bad), m, *(k for k in range(1, m) if counts[syms[k]] != counts[syms[k - 1]])}
+    levels = sorted(k for k in cuts if k >= len(bad) and k + (k < m) <= K)
+    _need(bool(levels), "counts", f"at most K = {K} symbols, or the others escapable "
           f"(integers in [0, 2**{raw_bits}))", f"{m} symbols, {len(bad)} not escapable")
+    cost: dict = {}
+
+    def total(i: int) -> float:
+        if i not in cost:
+            k = levels[i]
+            want = {s: counts[s] for s in syms[:k]}
+            n_esc = sum(counts[s] for s in syms[k:])
+            if n_esc:
+                want[ESCAPE] = n_esc
+            q = normalize(want, K, M)
+            bits = sum(c * math.log2(K / q[s]) for s, c in want.items())
+            cost[i] = (bits + n_esc * esc_bits + k * entry_bits, q)
+        return cost[i][0]
+
+    grid = sorted({int(round(v)) for v in np.linspace(0, len(levels) - 1, min(len(levels), 12))})
+    i = min(grid, key=total)
+    for step in (-1, 1):                            # then walk to neighbouring levels downhill
+        while 0 <= i + step < len(levels) and total(i + step) < total(i):
+            i += step
+    best = cost[i]
     q = best[1]
     return {s: q[s] for s in [*syms, ESCAPE] if s in q}
 

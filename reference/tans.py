@@ -113,17 +113,16 @@ def normalize(counts: Mapping, K: int, M: int | None = None) -> dict:
     q = np.clip(np.floor(c * K / c.sum()), 1, M).astype(np.int64)
 
     def gains():
-        with np.errstate(divide="ignore"):
-            g = np.where(q < M, c * np.log2((q + 1) / q), -np.inf)
-            loss = np.where(q > 1, c * np.log2(q / np.maximum(q - 1, 1)), np.inf)
+        g = np.where(q < M, c * np.log2((q + 1) / q), -np.inf)
+        loss = np.where(q > 1, c * np.log2(q / np.maximum(q - 1, 1)), np.inf)
         return g, loss
 
-    while q.sum() != total:
+    have = int(q.sum())
+    while have != total:
         g, loss = gains()
-        if q.sum() < total:
-            q[int(np.argmax(g))] += 1
-        else:
-            q[int(np.argmin(loss))] -= 1
+        step = 1 if have < total else -1
+        q[int(np.argmax(g)) if step > 0 else int(np.argmin(loss))] += step
+        have += step
     while True:
         g, loss = gains()
         i, j = int(np.argmax(g)), int(np.argmin(loss))
