@@ -31,7 +31,7 @@ Choices the paper leaves open (this module is the specification):
   puts the state back in ``[L, 2L)``). With the digit below the bits, two states can then
   share a slot and ``x`` with bit strings one of which is a prefix of the other whenever a
   base does not divide ``L``. Example (Fig. 3 table, ``L = 16``): symbol ``c`` (base 3) from
-  state 16 and from state 31 both lead to state 23, emitting '1' and '10'. Every state can
+  state 16 and from state 31 both lead to state 22, emitting '1' and '10'. Every state can
   be encoded without ambiguity when each base divides ``L`` (:func:`safe_L` gives such an
   ``L``); otherwise :func:`encode` checks each step and raises :class:`AmbiguousStateError`
   naming the step, instead of producing a stream that decodes wrongly. Fig. 3's message

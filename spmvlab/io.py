@@ -15,9 +15,8 @@ holding
 ``load`` trusts nothing in the file. It opens it with ``np.load(..., allow_pickle=False)``
 and reads every member itself: the member must be stored uncompressed, its .npy header must
 declare exactly the dtype (from an allow-list: the value dtypes, int32, int64, uint8, uint16,
-uint32) and
-shape the JSON header declares, its data must fill that shape exactly (nothing is allocated
-beyond what the file holds), and the zip's CRC-32 of the member is checked. It then builds
+uint32) and shape the JSON header declares, its data must fill that shape exactly (nothing
+is allocated beyond what the file holds), and the zip's CRC-32 of the member is checked. It then builds
 the matrix with the stored checksum and validates it fully (cheap, expensive, checksum)
 before returning it. A damaged, truncated, foreign or other-version file raises
 :class:`StreamError`; a file whose matrix is inconsistent raises :class:`FormatError` (a
