@@ -122,7 +122,8 @@ class Params:
         _need(K >= 2, "Params.K", "at least 2 slots", K)
         _need(W ** o == K ** l, "Params: W**o == K**l",
               "o words to hold exactly l slots (unpack reinterprets bits)",
-              f"W**o = {W}**{o} = {W ** o}, K**l = {K}**{l} = {K ** l}",
+              f"W**o = 2**{wb * o}, K**l = {K}**{l}"
+              + (f" = 2**{(K.bit_length() - 1) * l}" if K & (K - 1) == 0 else ""),
               "pick K a power of two and l, o with l * log2(K) = o * word_bits")
         _need(M <= K, "Params.M", f"at most K = {K}", M)
         _need(f <= o, "Params.f", f"at most o = {o} (checks refill words)", f)
