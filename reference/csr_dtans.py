@@ -38,11 +38,11 @@ M = 256, l = 8, o = 3, f = 2) or ``"toy"`` (the paper's 2-bit example, K = 8, M 
 Choices the paper leaves open (this module is the specification; the coder's are in
 :mod:`reference.dtans`):
 
-* Tables are stored compactly, (symbol, slot count) per kept symbol, slots given out in
-  stored order with the escape's last; a kernel expands them into the paper's ``K``-entry
-  shared-memory tables (``K * (value bytes + 4)`` bytes, :attr:`CSRDtansMatrix.expanded_table_bytes`).
-  ``nbytes`` counts what is stored. Each kept symbol costs its bytes plus 2 in the escape
-  decision (``entry_bits``).
+* Tables are stored compactly, (symbol, slot count) per kept symbol, most frequent first,
+  slots given out in stored order with the escape's last; a kernel expands them into the
+  paper's ``K``-entry shared-memory tables (``K * (symbol bytes + 4)`` bytes per domain,
+  :attr:`CSRDtansMatrix.expanded_table_bytes`). ``nbytes`` counts what is stored. In the
+  escape decision a kept symbol costs its bytes plus 2 (``entry_bits``).
 * Delta first, then value, within a nonzero (a decoder can issue the ``x`` load early).
 * ``warp_ptr`` is stored (the paper does not say how a warp finds its words); the row
   lengths are stored as the paper's per-row ``n``.

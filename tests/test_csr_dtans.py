@@ -53,18 +53,15 @@ def _lanes(M, w):
     tables = M.tables()
     csr = M.to_csr()
     rows = range(32 * w, min(32 * w + 32, M.n_rows))
-    events = []
-    for t, i in enumerate(rows):
-        lo, hi = csr.indptr[i], csr.indptr[i + 1]
-        stream = C.row_symbols(csr.indices[lo:hi], csr.data[lo:hi].astype(M.dtype).view(C._uint(M.dtype)))
-        events += [(ev, t) for ev, _ in D.encode_events(stream, tables, P)]
+    streams = [C.row_symbols(csr.indices[csr.indptr[i]:csr.indptr[i + 1]],
+                             csr.data[csr.indptr[i]:csr.indptr[i + 1]].astype(M.dtype).view(C._uint(M.dtype)))
+               for i in rows]
+    events = sorted((ev, t) for t, s in enumerate(streams) for ev, _ in D.encode_events(s, tables, P))
     words = M.words[M.warp_ptr[w]:M.warp_ptr[w + 1]]
     out = {t: [] for t in range(len(rows))}
-    for (ev, t), word in zip(sorted(events), words.tolist()):
+    for (ev, t), word in zip(events, words.tolist()):
         out[t].append(word)
-    return out, [C.row_symbols(csr.indices[csr.indptr[i]:csr.indptr[i + 1]],
-                               csr.data[csr.indptr[i]:csr.indptr[i + 1]].astype(M.dtype).view(C._uint(M.dtype)))
-                 for i in rows]
+    return out, streams
 
 
 @pytest.mark.parametrize("params", ["paper", "toy"])
