@@ -4,6 +4,7 @@ Each module ``reference/<fmt>.py`` defines a frozen ``<Fmt>Matrix`` dataclass, `
 ``spmv`` and ``spmm``; ``M.to_csr()`` returns the canonical input exactly.
 """
 from ._common import (  # noqa: F401
-    ChecksumError, DTypeError, FormatError, IndexOverflowError, LayoutError, LossyConversionError,
-    LossyConversionWarning, NotEncodedError, OptionError, ShapeError, SpmvlabError, StreamError,
+    ChecksumError, DecodeError, DTypeError, FormatError, IndexOverflowError, LayoutError,
+    LossyConversionError, LossyConversionWarning, NotEncodedError, OptionError, ShapeError,
+    SpmvlabError, StreamError,
 )

@@ -47,6 +47,12 @@ class StreamError(FormatError):
     not what was asked for."""
 
 
+class DecodeError(StreamError):
+    """An entropy-coded stream (``reference.tans``, ``reference.dtans``, the words of
+    ``reference.csr_dtans``) cannot be decoded: it ends early, has words left over, holds a
+    word out of range, names an unused slot or an escape that does not fit."""
+
+
 class ChecksumError(FormatError):
     """A matrix's format name, shape, options or arrays no longer match the checksum computed
     when it was built (a corrupted or replaced array, shape or option)."""

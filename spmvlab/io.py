@@ -14,9 +14,9 @@ holding
 
 ``load`` trusts nothing in the file. It opens it with ``np.load(..., allow_pickle=False)``
 and reads every member itself: the member must be stored uncompressed, its .npy header must
-declare exactly the dtype (from an allow-list: the value dtypes, int32, int64, uint8) and
-shape the JSON header declares, its data must fill that shape exactly (nothing is allocated
-beyond what the file holds), and the zip's CRC-32 of the member is checked. It then builds
+declare exactly the dtype (from an allow-list: the value dtypes, int32, int64, uint8, uint16,
+uint32) and shape the JSON header declares, its data must fill that shape exactly (nothing
+is allocated beyond what the file holds), and the zip's CRC-32 of the member is checked. It then builds
 the matrix with the stored checksum and validates it fully (cheap, expensive, checksum)
 before returning it. A damaged, truncated, foreign or other-version file raises
 :class:`StreamError`; a file whose matrix is inconsistent raises :class:`FormatError` (a
@@ -48,7 +48,8 @@ HEADER = "__spmvlab__"            # member holding the JSON header
 MAX_HEADER_BYTES = 1 << 16
 MAX_NPY_HEADER_BYTES = 1 << 16    # a member's .npy header, at most
 #: dtypes an array in a file may have, by their .npy name
-DTYPES = {d.str: d for d in (*VALUE_DTYPES, *INDEX_DTYPES, np.dtype(np.uint8))}
+DTYPES = {d.str: d for d in (*VALUE_DTYPES, *INDEX_DTYPES,
+                             *(np.dtype(u) for u in (np.uint8, np.uint16, np.uint32)))}
 _HEADER_KEYS = {"spmvlab", "layout", "format", "shape", "options", "arrays", "checksum"}
 _FIX = "save the matrix again with spmvlab.io.save"
 

@@ -280,6 +280,8 @@ def test_checksum_catches_every_bit_flip(info, opts):
     dataclasses.replace(M).validate(expensive=True)          # replacing nothing changes nothing
     for name, a in M.arrays():
         bits = np.unpackbits(a.view(np.uint8))
+        if not bits.size:
+            continue                                  # an empty array (CSR-dtANS: all escaped)
         for i in range(bits.size):
             flipped = bits.copy()
             flipped[i] ^= 1

@@ -1,0 +1,401 @@
+"""CSR-dtANS (dtANS paper, Sections II and IV): CSR with delta-coded columns, entropy coded
+with :mod:`reference.dtans`, row streams interleaved per warp.
+
+Encoding: the canonical CSR matrix's column indices are delta coded per row (the first
+nonzero's delta is its column, each further one the step from the previous column, so every
+delta after the first is >= 1). Row ``i`` becomes one symbol stream ``delta_0, value_0,
+delta_1, value_1, ...`` (a nonzero's delta and value adjacent; even positions use the delta
+table, odd ones the value table; a segment of ``l = 8`` symbols holds four nonzeros). Each
+stream is coded by :func:`reference.dtans.encode_events`. Values are symbols by their bit
+pattern (so NaN payloads and signs survive); the two domains have their own tables, built
+from the whole matrix's counts by :meth:`reference.dtans.Table.from_counts` with escapes:
+an escaped value is stored raw (its 16, 32 or 64 bits), an escaped delta as 32 bits (64 for
+more than 2**32 columns).
+
+Layout: rows ``32 w .. 32 w + 31`` form warp ``w``; lane ``t`` decodes row ``32 w + t``. The
+warp's words are stored in the order its 32 decoders read them in lockstep: every read of
+the decoder is an event (initial words, escape words, conditional checks, unconditional
+loads; :mod:`reference.dtans`), the lanes meet the events in the same order, and at each
+event the lanes that read a word take consecutive words, lane order: with ``mask`` the ballot
+of the reading lanes, lane ``t`` reads word ``start + popc(mask & ((1 << t) - 1))`` and the
+warp's position advances by ``popc(mask)``. Every warp-wide load is therefore one contiguous
+(coalesced) run. :func:`decode_warp` simulates exactly that.
+
+Arrays (index = int32 unless a count needs int64, one dtype for all index arrays):
+
+    values        value dtype [m_v]   the value table's kept values, in slot order
+    value_counts  uint16 [m_v + 1]    their slot counts (1..M), last: the escape's (0: none)
+    deltas        index [m_d]         the delta table's kept deltas, in slot order
+    delta_counts  uint16 [m_d + 1]    their slot counts, last: the escape's
+    row_lengths   index [rows]        nonzeros per row (the decoder's ``n``)
+    warp_ptr      index [warps + 1]   warp w's words are ``words[warp_ptr[w]:warp_ptr[w+1]]``
+    words         uint32 [...]        the interleaved word streams (``params="toy"``: 2-bit
+                                      words in uint8)
+
+``params`` (the option) names the dtANS parameters: ``"paper"`` (32-bit words, K = 4096,
+M = 256, l = 8, o = 3, f = 2) or ``"toy"`` (the paper's 2-bit example, K = 8, M = 4, l = 2).
+
+Choices the paper leaves open (this module is the specification; the coder's are in
+:mod:`reference.dtans`):
+
+* Tables are stored compactly, (symbol, slot count) per kept symbol, most frequent first,
+  slots given out in stored order with the escape's last; a kernel expands them into the
+  paper's ``K``-entry shared-memory tables (``K * (symbol bytes + 4)`` bytes per domain,
+  :attr:`CSRDtansMatrix.expanded_table_bytes`). ``nbytes`` counts what is stored. In the
+  escape decision a kept symbol costs its bytes plus 2 (``entry_bits``).
+* Delta first, then value, within a nonzero (a decoder can issue the ``x`` load early).
+* ``warp_ptr`` is stored (the paper does not say how a warp finds its words); the row
+  lengths are stored as the paper's per-row ``n``.
+* Escaped symbols sit in the word stream at the point of decoding (the paper's first
+  option), so a lane decoding an escape takes part in extra warp-wide loads.
+
+``spmv``/``spmm`` decode the matrix and sum each row's products in column order, the same
+sums as ``reference.csr``, bit for bit.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+from . import dtans
+from ._common import (
+    INDEX_DTYPES, DecodeError, SparseFormat, accumulator_dtype, canonical_csr, check_operand,
+    csr_from_arrays, csr_value_array, index_dtype_for, resolve_dtype,
+)
+from .dtans import ESCAPE, Params
+
+__all__ = ["PARAMS", "WARP", "CSRDtansMatrix", "encode", "spmv", "spmm", "decode_warp",
+           "cusparse_bytes", "row_symbols", "delta_raw_bits"]
+
+#: the named parameter sets ``encode(params=...)`` takes
+PARAMS = {"paper": Params.paper(), "toy": Params.toy()}
+#: rows per warp
+WARP = 32
+#: the dtype of the slot counts
+COUNT_DTYPE = np.dtype(np.uint16)
+_INDEX_ARRAYS = ("deltas", "row_lengths", "warp_ptr")
+
+
+def _uint(dtype) -> np.dtype:
+    return np.dtype(f"u{np.dtype(dtype).itemsize}")
+
+
+@dataclasses.dataclass(frozen=True, eq=False, repr=False)
+class CSRDtansMatrix(SparseFormat):
+    """CSR-dtANS storage (module docstring)."""
+
+    values: np.ndarray
+    value_counts: np.ndarray
+    deltas: np.ndarray
+    delta_counts: np.ndarray
+    row_lengths: np.ndarray
+    warp_ptr: np.ndarray
+    words: np.ndarray
+    shape: tuple
+    params: str
+
+    format_name = "csr_dtans"
+
+    # derived --------------------------------------------------------------------------------
+    @property
+    def dtans_params(self) -> Params:
+        return PARAMS[self.params]
+
+    @property
+    def nnz(self) -> int:
+        return int(self.row_lengths.astype(np.int64).sum())
+
+    @property
+    def n_warps(self) -> int:
+        return -(-self.n_rows // WARP)
+
+    @property
+    def table_bytes(self) -> int:
+        """Bytes of the stored tables (symbols and slot counts)."""
+        return int(sum(getattr(self, n).nbytes for n in ("values", "value_counts", "deltas", "delta_counts")))
+
+    @property
+    def expanded_table_bytes(self) -> int:
+        """Bytes of the paper's ``K``-slot tables a kernel would build: per slot and domain
+        the symbol plus a 4-byte digit/base entry."""
+        K = int(self.dtans_params.K)
+        return K * (self.values.dtype.itemsize + 4) + K * (self.deltas.dtype.itemsize + 4)
+
+    def tables(self) -> tuple[dtans.Table, dtans.Table]:
+        """(delta table, value table) as :class:`reference.dtans.Table` (cheap checks first)."""
+        self.validate(checksum=False)
+        return _tables(self.deltas, self.delta_counts, self.values, self.value_counts,
+                       self.dtans_params, self.n_cols)
+
+    def to_csr(self) -> sp.csr_matrix:
+        """The canonical CSR matrix this encodes, exactly."""
+        self.validate(expensive=True)
+        indptr, cols, vals = _decode(self)
+        return csr_from_arrays(self.shape, indptr, cols, vals)
+
+    # validation -----------------------------------------------------------------------------
+    def _check_arrays(self):
+        """Option; dtypes and lengths; slot counts within M and K; deltas >= 0; row lengths in
+        [0, cols]; ``warp_ptr`` from 0 to the word count, non-decreasing; words below W."""
+        self._require(isinstance(self.params, str) and self.params in PARAMS, "params",
+                      f"one of {sorted(PARAMS)}", repr(self.params))
+        P = self.dtans_params
+        idx = self.warp_ptr.dtype
+        for name in _INDEX_ARRAYS:
+            a = getattr(self, name)
+            self._require(a.ndim == 1 and a.dtype in INDEX_DTYPES, name, "a 1-D int32 or int64 array",
+                          f"{a.ndim}-D {a.dtype}")
+            self._require(a.dtype == idx, f"{name}.dtype", f"{idx} (as warp_ptr)", a.dtype)
+        self._require(self.words.ndim == 1 and self.words.dtype == P.word_dtype, "words",
+                      f"a 1-D {P.word_dtype} array ({self.params} params)",
+                      f"{self.words.ndim}-D {self.words.dtype}")
+        for sym, cnt in (("values", "value_counts"), ("deltas", "delta_counts")):
+            s, c = getattr(self, sym), getattr(self, cnt)
+            self._require(c.ndim == 1 and c.dtype == COUNT_DTYPE, cnt, "a 1-D uint16 array",
+                          f"{c.ndim}-D {c.dtype}")
+            self._require(c.size == s.size + 1, f"{cnt}.size",
+                          f"{s.size + 1} ({sym}.size + 1: the escape's count last)", c.size)
+            kept = c[:-1].astype(np.int64)
+            self._require(bool(np.all((kept >= 1) & (kept <= P.M))) and int(c[-1]) <= P.M, cnt,
+                          f"counts in [1, M = {P.M}] (the escape's in [0, {P.M}])", c.tolist()[:8])
+            self._require(int(c.astype(np.int64).sum()) <= P.K, cnt, f"at most K = {P.K} slots in all",
+                          int(c.astype(np.int64).sum()))
+        self._require(bool(np.all(self.deltas >= 0)), "deltas", "deltas >= 0", "a negative delta")
+        self._check_index_array("row_lengths", self.row_lengths, self.n_rows)
+        rl = self.row_lengths
+        self._require(bool(np.all((rl >= 0) & (rl <= self.n_cols))), "row_lengths",
+                      f"lengths in [0, {self.n_cols}]", f"range [{rl.min()}, {rl.max()}]" if rl.size else "")
+        self._check_indptr("warp_ptr", self.warp_ptr, self.n_warps, self.words.size)
+        if self.words.size:
+            top = int(self.words.max())
+            self._require(top < P.W, "words", f"words below W = {P.W}", f"a word {top}")
+        nnz = self.nnz
+        for cnt in ("value_counts", "delta_counts"):
+            used = int(getattr(self, cnt).astype(np.int64).sum())
+            self._require((used > 0) == (nnz > 0), cnt, "slots exactly when there are nonzeros",
+                          f"{used} slots for {nnz} nonzeros")
+        want = index_dtype_for(nnz, self.words.size, *self.shape)
+        self._require(idx == want, "warp_ptr.dtype", f"{want} (int64 only if a count needs it)", idx)
+
+    def _check_entries(self, canonical: bool):
+        """Every warp decodes (its words consumed exactly) and every column is in range;
+        canonical: columns increasing within a row, no explicit zeros, table symbols
+        distinct."""
+        indptr, cols, vals = _decode(self)
+        if cols.size:
+            self._require(int(cols.max()) < self.n_cols, "words",
+                          f"decoded columns in [0, {self.n_cols})", f"column {int(cols.max())}",
+                          "re-encode the matrix")
+        if not canonical:
+            return
+        first = np.zeros(cols.size, bool)
+        first[indptr[:-1][np.diff(indptr) > 0]] = True
+        steps = np.diff(cols, prepend=0)
+        self._require(bool(np.all(first | (steps > 0))), "words",
+                      "strictly increasing columns within each row", "a repeated or decreasing column")
+        self._require(bool(np.all(vals != 0)), "words", "no explicit zeros", "a stored zero")
+        vbits = self.values.view(_uint(self.values.dtype))
+        for name, syms in (("values", vbits), ("deltas", self.deltas)):
+            self._require(np.unique(syms).size == syms.size, name, "distinct table symbols",
+                          "a symbol twice")
+
+
+def delta_raw_bits(n_cols: int) -> int:
+    """Bits of an escaped delta: 32, or 64 for more than 2**32 columns."""
+    return 32 if int(n_cols) <= 1 << 32 else 64
+
+
+def _tables(deltas, delta_counts, values, value_counts, P: Params, n_cols: int) -> tuple:
+    """(delta table, value table) from the stored symbols and counts."""
+    out = []
+    for syms, cnt, raw in ((deltas.astype(np.int64), delta_counts, delta_raw_bits(n_cols)),
+                           (values.view(_uint(values.dtype)), value_counts, values.dtype.itemsize * 8)):
+        mult = {int(s): int(c) for s, c in zip(syms.tolist(), cnt[:-1].tolist())}
+        if int(cnt[-1]):
+            mult[ESCAPE] = int(cnt[-1])
+        out.append(dtans.Table.from_multiplicities(mult, P, raw_bits=raw) if mult else None)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# decoding: one warp in lockstep
+# ---------------------------------------------------------------------------------------------
+
+
+def decode_warp(words: np.ndarray, lengths, tables, P: Params) -> list[list]:
+    """The symbol streams of one warp's rows (``lengths[t]`` symbols for lane ``t``) from its
+    interleaved ``words``, read as the lockstep decoders do (ballot + popc per event).
+    :class:`~reference._common.DecodeError` if a lane runs past the words, or words are left."""
+    lanes = {}
+    out: list = [[] for _ in lengths]
+    for t, n in enumerate(lengths):
+        gen = dtans.decoder(int(n), tables, P)
+        try:
+            lanes[t] = (gen, next(gen))
+        except StopIteration as stop:
+            out[t] = stop.value
+    pos = 0
+    while lanes:
+        event = min(ev for _, ev in lanes.values())
+        ballot = sum(1 << t for t, (_, ev) in lanes.items() if ev == event)
+        for t in [t for t, (_, ev) in lanes.items() if ev == event]:
+            at = pos + bin(ballot & ((1 << t) - 1)).count("1")      # popc of the lower lanes
+            if at >= words.size:
+                raise DecodeError(f"words: expected more than {words.size} words in the warp, "
+                                  f"received the end at lane {t}, event {event}")
+            gen = lanes[t][0]
+            try:
+                lanes[t] = (gen, gen.send(int(words[at])))
+            except StopIteration as stop:
+                out[t] = stop.value
+                del lanes[t]
+        pos += bin(ballot).count("1")
+    if pos != words.size:
+        raise DecodeError(f"words: expected {pos} words in the warp, received {words.size}")
+    return out
+
+
+def row_symbols(cols: np.ndarray, value_bits: np.ndarray) -> list:
+    """One row's symbol stream: delta, value, delta, value, ..."""
+    deltas = np.diff(cols.astype(np.int64), prepend=0)
+    out: list = []
+    for d, v in zip(deltas.tolist(), value_bits.tolist()):
+        out += [d, v]
+    return out
+
+
+def _decode(M: CSRDtansMatrix):
+    """(indptr int64, columns int64, values) of every nonzero, decoded warp by warp."""
+    P = M.dtans_params
+    tables = _tables(M.deltas, M.delta_counts, M.values, M.value_counts, P, M.n_cols)
+    lengths = M.row_lengths.astype(np.int64)
+    ptr = M.warp_ptr.astype(np.int64)
+    cols, bits = [], []
+    kept_v = M.values.view(_uint(M.values.dtype))
+    for w in range(M.n_warps):
+        n = lengths[w * WARP:(w + 1) * WARP]
+        try:
+            streams = decode_warp(M.words[ptr[w]:ptr[w + 1]], (2 * n).tolist(), tables, P)
+        except DecodeError as exc:
+            raise DecodeError(f"{type(M).__name__}.{exc} (warp {w}): re-encode the matrix") from None
+        for s in streams:
+            cols.append(np.cumsum(np.array(s[0::2], dtype=np.int64)))
+            bits.append(np.array(s[1::2], dtype=kept_v.dtype))
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+    vals = (np.concatenate(bits) if bits else kept_v[:0]).view(M.values.dtype)
+    return indptr, cols, vals
+
+
+# ---------------------------------------------------------------------------------------------
+# encoding
+# ---------------------------------------------------------------------------------------------
+
+
+def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> CSRDtansMatrix:
+    """Any scipy.sparse matrix or dense 2-D array -> :class:`CSRDtansMatrix`.
+
+    ``params``: ``"paper"`` or ``"toy"`` (:data:`PARAMS`); ``dtype`` the value dtype
+    (default: A's own); ``lossy``: accept values that overflow or underflow in ``dtype``."""
+    if params not in PARAMS:
+        from ._common import OptionError, problem
+        raise OptionError(problem("params", f"one of {sorted(PARAMS)}", repr(params)))
+    P = PARAMS[params]
+    dt = resolve_dtype(A, dtype)
+    csr = canonical_csr(A, dt, lossy)
+    n_rows, n_cols = csr.shape
+    vals = csr_value_array(csr, dt)
+    vbits = vals.view(_uint(dt))
+    indptr = csr.indptr.astype(np.int64)
+    cols = csr.indices.astype(np.int64)
+    streams = [row_symbols(cols[indptr[i]:indptr[i + 1]], vbits[indptr[i]:indptr[i + 1]])
+               for i in range(n_rows)]
+    deltas_all = [s for st in streams for s in st[0::2]]
+    vraw, draw = dt.itemsize * 8, delta_raw_bits(n_cols)
+    vq = dtans.choose_multiplicities(dtans.count(vbits.tolist()), P, vraw, vraw + 16)
+    dq = dtans.choose_multiplicities(dtans.count(deltas_all), P, draw,
+                                     index_dtype_for(csr.nnz, n_rows, n_cols).itemsize * 8 + 16)
+    vtab = dtans.Table.from_multiplicities(vq, P, vraw) if vq else None
+    dtab = dtans.Table.from_multiplicities(dq, P, draw) if dq else None
+    words, warp_ptr = [], [0]
+    for w in range(-(-n_rows // WARP)):
+        merged = []
+        for t, st in enumerate(streams[w * WARP:(w + 1) * WARP]):
+            merged += [(ev, t, word) for ev, word in dtans.encode_events(st, (dtab, vtab), P)]
+        merged.sort(key=lambda e: (e[0], e[1]))          # event by event, lanes in order
+        words += [word for _, _, word in merged]
+        warp_ptr.append(len(words))
+    idx = index_dtype_for(csr.nnz, len(words), n_rows, n_cols)
+
+    def table(q, dtype_out, view=None):
+        keys = [s for s in q if s is not ESCAPE]
+        syms = np.array(keys, dtype=view or dtype_out)
+        if view is not None:
+            syms = syms.view(dtype_out)
+        counts = np.array([q[s] for s in keys] + [q.get(ESCAPE, 0)], dtype=COUNT_DTYPE)
+        return syms, counts
+
+    v_syms, v_counts = table(vq, dt, _uint(dt))
+    d_syms, d_counts = table(dq, idx)
+    return CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
+                          row_lengths=np.diff(indptr).astype(idx), warp_ptr=np.array(warp_ptr, dtype=idx),
+                          words=np.array(words, dtype=P.word_dtype), shape=(int(n_rows), int(n_cols)),
+                          params=params)
+
+
+# ---------------------------------------------------------------------------------------------
+# products and sizes
+# ---------------------------------------------------------------------------------------------
+
+
+def _nonzeros(M: CSRDtansMatrix):
+    indptr, cols, vals = _decode(M)
+    rows = np.repeat(np.arange(M.n_rows, dtype=np.int64), np.diff(indptr))
+    return rows, cols, vals
+
+
+def spmv(M: CSRDtansMatrix, x: np.ndarray) -> np.ndarray:
+    """y = M @ x, products and sums in the accumulator type, y in M's value type
+    (= ``reference.csr.spmv`` bit for bit). ``M`` is validated fully first."""
+    M = CSRDtansMatrix.checked(M)
+    x = check_operand(np.asarray(x) if not hasattr(x, "dtype") else x, M.n_cols, M.dtype)
+    acc = accumulator_dtype(M.dtype)
+    rows, cols, vals = _nonzeros(M)
+    y = np.zeros(M.n_rows, dtype=acc)
+    np.add.at(y, rows, vals.astype(acc) * np.asarray(x).astype(acc)[cols])
+    return y.astype(M.dtype)
+
+
+def spmm(M: CSRDtansMatrix, X: np.ndarray) -> np.ndarray:
+    """Y = M @ X for X of shape (n_cols, k); Y has shape (n_rows, k)."""
+    M = CSRDtansMatrix.checked(M)
+    X = check_operand(X, M.n_cols, M.dtype, name="X", ndim=2)
+    acc = accumulator_dtype(M.dtype)
+    rows, cols, vals = _nonzeros(M)
+    Y = np.zeros((M.n_rows, X.shape[1]), dtype=acc)
+    np.add.at(Y, rows, vals.astype(acc)[:, None] * np.asarray(X).astype(acc)[cols, :])
+    return Y.astype(M.dtype)
+
+
+def cusparse_bytes(A, dtype=None, lossy: bool = False, slice_size: int = 32) -> dict:
+    """Bytes cuSPARSE's CSR, COO and SELL (slices of ``slice_size`` rows) take for ``A`` with
+    int32 indices and ``dtype`` values (the paper's baselines):
+
+    * csr: ``(rows + 1) * 4 + nnz * (4 + value bytes)``
+    * coo: ``nnz * (4 + 4 + value bytes)``
+    * sell: ``(slices + 1) * 4`` slice offsets plus, per slice, ``slice_size`` rows padded to
+      its longest row, a column index and a value each (the last slice padded to
+      ``slice_size`` rows too)."""
+    dt = resolve_dtype(A, dtype)
+    csr = canonical_csr(A, dt, lossy)
+    vb, n_rows = dt.itemsize, csr.shape[0]
+    lengths = np.diff(csr.indptr.astype(np.int64))
+    n_slices = -(-n_rows // slice_size)
+    padded = np.zeros(n_slices * slice_size, np.int64)
+    padded[:n_rows] = lengths
+    width = padded.reshape(n_slices, slice_size).max(axis=1) if n_slices else padded
+    sell_entries = int(width.sum()) * slice_size
+    return {"csr": (n_rows + 1) * 4 + csr.nnz * (4 + vb), "coo": csr.nnz * (8 + vb),
+            "sell": (n_slices + 1) * 4 + sell_entries * (4 + vb)}
