@@ -130,6 +130,19 @@ def accumulator_dtype(dtype) -> np.dtype:
     return np.dtype(np.float64) if dt == np.float64 else np.dtype(np.float32)
 
 
+def triplet_product(rows, cols, vals, n_rows: int, B, dtype) -> np.ndarray:
+    """A @ B for A given as (row, column, value) triplets in row-major order and B a vector
+    or a (n_cols, k) matrix: products and sums in the accumulator type of ``dtype`` (each
+    row's sum in triplet order), the result in ``dtype``. The formats' reference products
+    once they have decoded their nonzeros."""
+    acc = accumulator_dtype(dtype)
+    B = np.asarray(B).astype(acc)
+    out = np.zeros((n_rows,) + B.shape[1:], dtype=acc)
+    v = np.asarray(vals).astype(acc)
+    np.add.at(out, rows, (v if B.ndim == 1 else v[:, None]) * B[cols])
+    return out.astype(dtype)
+
+
 def index_dtype_for(*counts: int) -> np.dtype:
     """int32 unless one of the counts (nnz, rows, cols) needs int64."""
     return np.dtype(np.int64) if max(counts, default=0) > INT32_MAX else np.dtype(np.int32)

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._common import (
-    SparseFormat, accumulator_dtype, canonical_csr, check_operand, csr_from_arrays,
+    SparseFormat, triplet_product, canonical_csr, check_operand, csr_from_arrays,
     csr_value_array, resolve_dtype,
 )
 from .csr import row_ids
@@ -90,17 +90,11 @@ def spmv(M: COOMatrix, x: np.ndarray) -> np.ndarray:
     validated fully first (:class:`FormatError` if inconsistent)."""
     M = COOMatrix.checked(M)
     x = check_operand(np.asarray(x) if not hasattr(x, "dtype") else x, M.n_cols, M.dtype)
-    acc = accumulator_dtype(M.dtype)
-    y = np.zeros(M.n_rows, dtype=acc)
-    np.add.at(y, M.rows, M.values.astype(acc) * np.asarray(x).astype(acc)[M.cols])
-    return y.astype(M.dtype)
+    return triplet_product(M.rows, M.cols, M.values, M.n_rows, x, M.dtype)
 
 
 def spmm(M: COOMatrix, X: np.ndarray) -> np.ndarray:
     """Y = M @ X for X of shape (n_cols, k); Y has shape (n_rows, k)."""
     M = COOMatrix.checked(M)
     X = check_operand(X, M.n_cols, M.dtype, name="X", ndim=2)
-    acc = accumulator_dtype(M.dtype)
-    Y = np.zeros((M.n_rows, X.shape[1]), dtype=acc)
-    np.add.at(Y, M.rows, M.values.astype(acc)[:, None] * np.asarray(X).astype(acc)[M.cols, :])
-    return Y.astype(M.dtype)
+    return triplet_product(M.rows, M.cols, M.values, M.n_rows, X, M.dtype)

@@ -61,7 +61,7 @@ import scipy.sparse as sp
 
 from . import dtans
 from ._common import (
-    INDEX_DTYPES, DecodeError, SparseFormat, accumulator_dtype, canonical_csr, check_operand,
+    INDEX_DTYPES, DecodeError, SparseFormat, triplet_product, canonical_csr, check_operand,
     csr_from_arrays, csr_value_array, index_dtype_for, resolve_dtype,
 )
 from .dtans import ESCAPE, Params
@@ -361,22 +361,14 @@ def spmv(M: CSRDtansMatrix, x: np.ndarray) -> np.ndarray:
     (= ``reference.csr.spmv`` bit for bit). ``M`` is validated fully first."""
     M = CSRDtansMatrix.checked(M)
     x = check_operand(np.asarray(x) if not hasattr(x, "dtype") else x, M.n_cols, M.dtype)
-    acc = accumulator_dtype(M.dtype)
-    rows, cols, vals = _nonzeros(M)
-    y = np.zeros(M.n_rows, dtype=acc)
-    np.add.at(y, rows, vals.astype(acc) * np.asarray(x).astype(acc)[cols])
-    return y.astype(M.dtype)
+    return triplet_product(*_nonzeros(M), M.n_rows, x, M.dtype)
 
 
 def spmm(M: CSRDtansMatrix, X: np.ndarray) -> np.ndarray:
     """Y = M @ X for X of shape (n_cols, k); Y has shape (n_rows, k)."""
     M = CSRDtansMatrix.checked(M)
     X = check_operand(X, M.n_cols, M.dtype, name="X", ndim=2)
-    acc = accumulator_dtype(M.dtype)
-    rows, cols, vals = _nonzeros(M)
-    Y = np.zeros((M.n_rows, X.shape[1]), dtype=acc)
-    np.add.at(Y, rows, vals.astype(acc)[:, None] * np.asarray(X).astype(acc)[cols, :])
-    return Y.astype(M.dtype)
+    return triplet_product(*_nonzeros(M), M.n_rows, X, M.dtype)
 
 
 def cusparse_bytes(A, dtype=None, lossy: bool = False, slice_size: int = 32) -> dict:

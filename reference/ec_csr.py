@@ -70,7 +70,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._common import (
-    INDEX_DTYPES, SparseFormat, accumulator_dtype, canonical_csr, check_operand, csr_from_arrays,
+    INDEX_DTYPES, SparseFormat, triplet_product, canonical_csr, check_operand, csr_from_arrays,
     index_dtype_for, resolve_dtype,
 )
 from .block_extraction import (
@@ -465,19 +465,11 @@ def spmv(M: ECCSRMatrix, x: np.ndarray) -> np.ndarray:
     bit). ``M`` is validated fully first (:class:`FormatError` if inconsistent)."""
     M = ECCSRMatrix.checked(M)
     x = check_operand(np.asarray(x) if not hasattr(x, "dtype") else x, M.n_cols, M.dtype)
-    acc = accumulator_dtype(M.dtype)
-    rows, cols, vals = _nonzeros(M, validate=False)
-    y = np.zeros(M.n_rows, dtype=acc)
-    np.add.at(y, rows, vals.astype(acc) * np.asarray(x).astype(acc)[cols])
-    return y.astype(M.dtype)
+    return triplet_product(*_nonzeros(M, validate=False), M.n_rows, x, M.dtype)
 
 
 def spmm(M: ECCSRMatrix, X: np.ndarray) -> np.ndarray:
     """Y = M @ X for X of shape (n_cols, k); Y has shape (n_rows, k)."""
     M = ECCSRMatrix.checked(M)
     X = check_operand(X, M.n_cols, M.dtype, name="X", ndim=2)
-    acc = accumulator_dtype(M.dtype)
-    rows, cols, vals = _nonzeros(M, validate=False)
-    Y = np.zeros((M.n_rows, X.shape[1]), dtype=acc)
-    np.add.at(Y, rows, vals.astype(acc)[:, None] * np.asarray(X).astype(acc)[cols, :])
-    return Y.astype(M.dtype)
+    return triplet_product(*_nonzeros(M, validate=False), M.n_rows, X, M.dtype)

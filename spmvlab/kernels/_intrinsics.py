@@ -48,9 +48,40 @@ else:
     from numba import types
     from numba.cuda.extending import intrinsic
 
-    def _make_vload(n):
+    def _global_load(builder, ptr, elty_ir, n, total):
+        """``n`` elements at ``ptr`` (global memory) as a vector."""
+        vec = ir.VectorType(elty_ir, n)
+        if total == 128:
+            # inline PTX: LLVM splits a <8 x half> load into two 8-byte loads
+            i32 = ir.IntType(32)
+            asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([i32] * 4),
+                                               [ir.IntType(64)]),
+                               "ld.global.nc.v4.u32 {$0, $1, $2, $3}, [$4];",
+                               "=r,=r,=r,=r,l", side_effect=False)
+            addr = builder.ptrtoint(ptr, ir.IntType(64))
+            st = builder.call(asm, [addr])
+            words = ir.VectorType(i32, 4)
+            raw = ir.Constant(words, None)
+            for k in range(4):
+                raw = builder.insert_element(raw, builder.extract_value(st, k),
+                                             ir.Constant(i32, k))
+            return builder.bitcast(raw, vec)
+        return builder.load(builder.bitcast(ptr, vec.as_pointer()), align=total // 8)
+
+    def _shared_load(builder, ptr, elty_ir, n, total):
+        """``n`` elements at ``ptr`` (a generic pointer into shared memory) as a vector: the
+        pointer is cast to the shared address space and the load done as 32-bit words (a
+        16-byte vector of halves would be split in two)."""
+        raw_t = ir.VectorType(ir.IntType(32), total // 32) if total >= 32 else ir.IntType(total)
+        sptr = builder.addrspacecast(ptr, ir.PointerType(elty_ir, 3))
+        raw = builder.load(builder.bitcast(sptr, ir.PointerType(raw_t, 3)), align=total // 8)
+        return builder.bitcast(raw, ir.VectorType(elty_ir, n))
+
+    def _make_load(n, body):
+        """An intrinsic ``(arr, i) -> (arr[i], ..., arr[i + n - 1])`` doing one vector load
+        with ``body``."""
         @intrinsic
-        def _vload(typingctx, arr, idx):
+        def _load(typingctx, arr, idx):
             if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer):
                 return None
             elty = arr.dtype
@@ -61,73 +92,16 @@ else:
                 ary = context.make_array(arrty)(context, builder, args[0])
                 i = context.cast(builder, args[1], idxty, types.intp)
                 ptr = builder.gep(ary.data, [i])
-                vec = ir.VectorType(context.get_data_type(elty), n)
-                total = n * elty.bitwidth
-                if total == 128:
-                    # inline PTX: LLVM splits a <8 x half> load into two 8-byte loads
-                    i32 = ir.IntType(32)
-                    asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([i32] * 4),
-                                                       [ir.IntType(64)]),
-                                       "ld.global.nc.v4.u32 {$0, $1, $2, $3}, [$4];",
-                                       "=r,=r,=r,=r,l", side_effect=False)
-                    addr = builder.ptrtoint(ptr, ir.IntType(64))
-                    st = builder.call(asm, [addr])
-                    words = ir.VectorType(i32, 4)
-                    raw = ir.Constant(words, None)
-                    for k in range(4):
-                        raw = builder.insert_element(raw, builder.extract_value(st, k),
-                                                     ir.Constant(i32, k))
-                    v = builder.bitcast(raw, vec)
-                else:
-                    v = builder.load(builder.bitcast(ptr, vec.as_pointer()), align=total // 8)
+                v = body(builder, ptr, context.get_data_type(elty), n, n * elty.bitwidth)
                 vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k))
                         for k in range(n)]
                 return context.make_tuple(builder, sig.return_type, vals)
 
             return sig, codegen
-        return _vload
+        return _load
 
-    vload1 = _make_vload(1)
-    vload2 = _make_vload(2)
-    vload4 = _make_vload(4)
-    vload8 = _make_vload(8)
-
-    def _make_sload(n):
-        """A vector load from a shared-memory array: the generic pointer numba gives shared
-        arrays is cast to the shared address space, and the load is done as 32-bit words
-        (a 16-byte vector of halves would be split in two)."""
-        @intrinsic
-        def _sload(typingctx, arr, idx):
-            if not isinstance(arr, types.Array) or arr.ndim != 1 or not isinstance(idx, types.Integer):
-                return None
-            elty = arr.dtype
-            sig = types.UniTuple(elty, n)(arr, idx)
-
-            def codegen(context, builder, sig, args):
-                arrty, idxty = sig.args
-                ary = context.make_array(arrty)(context, builder, args[0])
-                i = context.cast(builder, args[1], idxty, types.intp)
-                ptr = builder.gep(ary.data, [i])
-                total = n * elty.bitwidth
-                vec = ir.VectorType(context.get_data_type(elty), n)
-                if total >= 32:
-                    raw_t = ir.VectorType(ir.IntType(32), total // 32)
-                else:
-                    raw_t = ir.IntType(total)
-                sptr = builder.addrspacecast(ptr, ir.PointerType(context.get_data_type(elty), 3))
-                raw = builder.load(builder.bitcast(sptr, ir.PointerType(raw_t, 3)), align=total // 8)
-                v = builder.bitcast(raw, vec)
-                vals = [builder.extract_element(v, ir.Constant(ir.IntType(32), k))
-                        for k in range(n)]
-                return context.make_tuple(builder, sig.return_type, vals)
-
-            return sig, codegen
-        return _sload
-
-    sload1 = _make_sload(1)
-    sload2 = _make_sload(2)
-    sload4 = _make_sload(4)
-    sload8 = _make_sload(8)
+    vload1, vload2, vload4, vload8 = (_make_load(n, _global_load) for n in (1, 2, 4, 8))
+    sload1, sload2, sload4, sload8 = (_make_load(n, _shared_load) for n in (1, 2, 4, 8))
 
     @intrinsic
     def load_u32(typingctx, arr, idx):

@@ -226,18 +226,31 @@ def _parts(dtype_name: str, delta_bits: int):
             s += acc(vals[k]) * acc(x[np.uint32(col)])
         return s
 
+    @inline_device
+    def chunk_columns(w, base, p, start, end, running, lane, careful):
+        """The chunk's column bookkeeping, shared by SpMV and SpMM: whether the chunk lies
+        wholly inside the row (warp-uniform; never on the careful pass), the column before
+        this lane's first entry, and the chunk's total column step."""
+        interior = (not careful) and base >= start and base + CHUNK <= end
+        if interior:
+            loc = full_steps(w)
+        else:
+            loc = lane_steps(w, p, start, end)
+        incl = warp_scan(loc, lane)
+        total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
+        return interior, int32(running + incl - loc - 1), total
+
     return dict(load_values=load_values, load_word=load_word, lane_steps=lane_steps,
                 full_steps=full_steps, warp_scan=warp_scan, masked_dot=masked_dot,
-                full_dot=full_dot, word_code=word_code)
+                full_dot=full_dot, word_code=word_code, chunk_columns=chunk_columns)
 
 
 @functools.lru_cache(maxsize=None)
 def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
     acc = acc_type(dtype_name)
     P = _parts(dtype_name, delta_bits)
-    load_values, load_word, lane_steps, full_steps = (P["load_values"], P["load_word"],
-                                                      P["lane_steps"], P["full_steps"])
-    warp_scan, masked_dot, full_dot = P["warp_scan"], P["masked_dot"], P["full_dot"]
+    load_values, load_word, chunk_columns = P["load_values"], P["load_word"], P["chunk_columns"]
+    masked_dot, full_dot = P["masked_dot"], P["full_dot"]
     wpb = cfg.threads_per_block // WARP
     prefetch = cfg.prefetch
     int32 = np.int32
@@ -245,14 +258,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
     @inline_device
     def chunk(w, vals, base, p, start, end, running, lane, x, s, careful):
         """One chunk: scan the lanes' step sums, accumulate; returns (s, running)."""
-        interior = (not careful) and base >= start and base + CHUNK <= end   # warp-uniform
-        if interior:
-            loc = full_steps(w)
-        else:
-            loc = lane_steps(w, p, start, end)
-        incl = warp_scan(loc, lane)
-        total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
-        col = int32(running + incl - loc - 1)
+        interior, col, total = chunk_columns(w, base, p, start, end, running, lane, careful)
         if interior:
             s = full_dot(w, vals, col, x, s)
         else:
@@ -323,9 +329,8 @@ def _row_tile(dtype_name: str, delta_bits: int, T: dict):
     (:func:`kernels._spmm.tile_parts`, global or shared)."""
     acc = acc_type(dtype_name)
     P = _parts(dtype_name, delta_bits)
-    load_values, load_word, lane_steps, full_steps, warp_scan, word_code = (
-        P["load_values"], P["load_word"], P["lane_steps"], P["full_steps"], P["warp_scan"],
-        P["word_code"])
+    load_values, load_word, chunk_columns, word_code = (
+        P["load_values"], P["load_word"], P["chunk_columns"], P["word_code"])
     zero, fma_row = T["zero"], T["fma_row"]
     b = delta_bits
     int32 = np.int32
@@ -368,14 +373,7 @@ def _row_tile(dtype_name: str, delta_bits: int, T: dict):
             pn = min(p + CHUNK, last)            # the next chunk's loads, issued first
             vals_n = load_values(values, pn)
             w_n = load_word(words, pn)
-            interior = (not careful) and base >= start and base + CHUNK <= end  # warp-uniform
-            if interior:
-                loc = full_steps(w)
-            else:
-                loc = lane_steps(w, p, start, end)
-            incl = warp_scan(loc, lane)
-            total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
-            col = int32(running + incl - loc - 1)
+            interior, col, total = chunk_columns(w, base, p, start, end, running, lane, careful)
             v0, v1, v2, v3, v4, v5, v6, v7 = vals
             if interior:
                 col = full_entry(Xf, w, 0, v0, col, n, j0, nvalid, accs)
