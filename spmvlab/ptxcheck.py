@@ -45,15 +45,17 @@ def kernel_modules():
     return list(dict.fromkeys([f.kernels for f in formats.kernel_formats()] + list(EXTRA_MODULES)))
 
 
-def check(verbose: bool = True, pattern: str | None = None) -> list[tuple[str, str]]:
-    """Compile all targets; return (label, error) for each failure."""
+def check(verbose: bool = True, pattern: str | None = None,
+          shard: tuple[int, int] = (0, 1)) -> list[tuple[str, str]]:
+    """Compile all targets (those matching ``pattern``; with ``shard = (i, n)`` every n-th
+    from the i-th, so n processes can share the work); return (label, error) per failure."""
     if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
         raise RuntimeError("ptxcheck needs the real numba.cuda compiler: run with NUMBA_ENABLE_CUDASIM=0")
     os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
     from spmvlab._cuda import cuda
 
     failures = []
-    n = 0
+    n = seen = 0
     t0 = time.perf_counter()
     with _pretend_device():
         for modname in kernel_modules():
@@ -64,6 +66,9 @@ def check(verbose: bool = True, pattern: str | None = None) -> list[tuple[str, s
                 continue
             for target in mod.ptx_targets():
                 if pattern and not re.search(pattern, target.label):
+                    continue
+                seen += 1
+                if (seen - 1) % shard[1] != shard[0]:
                     continue
                 n += 1
                 try:
@@ -86,8 +91,17 @@ def check(verbose: bool = True, pattern: str | None = None) -> list[tuple[str, s
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    failures = check(pattern=argv[0] if argv else None)
+    """``python -m spmvlab.ptxcheck [PATTERN] [--shard I/N]``."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m spmvlab.ptxcheck",
+                                description="compile every kernel for sm_90 (no GPU needed)")
+    p.add_argument("pattern", nargs="?", default=None, help="only labels matching this regex")
+    p.add_argument("--shard", default="0/1", help="I/N: every N-th target from the I-th")
+    args = p.parse_args(sys.argv[1:] if argv is None else argv)
+    i, _, n = args.shard.partition("/")
+    if not (i.isdigit() and n.isdigit() and int(i) < int(n)):
+        p.error(f"--shard: expected I/N with 0 <= I < N, got {args.shard!r}")
+    failures = check(pattern=args.pattern, shard=(int(i), int(n)))
     return 1 if failures else 0
 
 
