@@ -72,6 +72,9 @@ class MackoConfig:
     spmm_smem          SpMM: copy X's column tile into shared memory when its K rows fit
                        (the tile is halved until they do; kernels/_spmm.launch_tiles), else
                        gather X from global memory
+    spmm_smem_fp32     SpMM: the shared tile holds X converted to float32 once, when it is
+                       copied (float16 values: no convert per product; twice the bytes, so
+                       the tile is halved sooner); results identical
     spmm_smem_threads  threads per block of the shared-memory SpMM (one block per SM when
                        the tile is large, so more threads hide more latency); its register
                        cap is 65536 / threads
@@ -85,6 +88,7 @@ class MackoConfig:
     spmm_tile: int = 16
     spmm_smem: bool = True
     spmm_smem_threads: int = 1024
+    spmm_smem_fp32: bool = False
 
     def __post_init__(self):
         check_threads_per_block("MackoConfig", self.threads_per_block)
@@ -92,8 +96,10 @@ class MackoConfig:
             raise OptionError(problem("MackoConfig.prefetch", "0, 1 or 2", repr(self.prefetch)))
         if self.spmm_tile not in TILE_COLS:
             raise OptionError(problem("MackoConfig.spmm_tile", f"one of {TILE_COLS}", self.spmm_tile))
-        if not isinstance(self.spmm_smem, bool):
-            raise OptionError(problem("MackoConfig.spmm_smem", "True or False", repr(self.spmm_smem)))
+        for name in ("spmm_smem", "spmm_smem_fp32"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(problem(f"MackoConfig.{name}", "True or False",
+                                          repr(getattr(self, name))))
         t = self.spmm_smem_threads
         if not isinstance(t, int) or t % WARP or not WARP <= t <= 1024:
             raise OptionError(problem("MackoConfig.spmm_smem_threads",
@@ -444,7 +450,7 @@ def _spmm_smem_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: in
     row_tile = _row_tile(dtype_name, delta_bits, T)
     fill = fill_parts(dtype_name, ct, fg)
     accnp = accumulator_np(dtype_name)
-    xnp = np.dtype(dtype_name)
+    xnp = np.dtype(np.float32) if cfg.spmm_smem_fp32 else np.dtype(dtype_name)
 
     @cuda.jit(**jit_options(max_registers=min(255, 65536 // cfg.spmm_smem_threads)))
     def macko_spmm_smem(row_ptr, words, values, Xf, Y, n):
@@ -554,7 +560,9 @@ def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
                               config.threads_per_block, config.threads_per_block // WARP),
                         shared=((lambda ct, g, fg: _spmm_smem_kernel(D.dtype.name, D.delta_bits,
                                                                      config, ct, g, fg)),
-                                config.spmm_smem_threads) if config.spmm_smem else None)
+                                config.spmm_smem_threads,
+                                np.float32 if config.spmm_smem_fp32 else D.dtype)
+                        if config.spmm_smem else None)
 
 
 def ptx_targets():
@@ -580,6 +588,12 @@ def ptx_targets():
                                                    min(8, gs), min(8, gs)),
                                  head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)",
                                  wide + (r"ld\.shared\.v[24]",)))
+            if dt == "float16" and b == 4:
+                out.append(PTXTarget(f"macko.spmm_smem_fp32[{dt},b{b},tile8]",
+                                     functools.partial(_spmm_smem_kernel, dt, b,
+                                                       MackoConfig(spmm_smem_fp32=True), 8, 4, 8),
+                                     head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)",
+                                     wide + (r"ld\.shared\.v4",)))
     for b in DELTA_BITS:
         out.append(PTXTarget(f"macko.check[b{b}]", functools.partial(_check_kernel, b),
                              f"void(int32[::1], {array_sig(np.dtype(_WORD[b]).name)}, int64, "
