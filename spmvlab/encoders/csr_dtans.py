@@ -9,10 +9,12 @@ Stages (choices made here):
    ``reference.dtans.choose_multiplicities``: only the ``K + 1`` most frequent symbols of a
    domain are passed as a dict, the other occurrences as ``rest`` (the choice depends on no
    more, see its docstring), so millions of distinct values cost no Python dict;
-4. per warp (compiled, ``_encode_warps``): every row's symbols are looked up in the kept
-   symbols (binary search over them sorted; a miss is the escape), coded by the shared
-   ``reference.codec.dtans.encode_stream`` (base and digit pass, words tagged with event
-   keys), and the warp's words are put in lockstep reading order by sorting the keys.
+4. per warp (compiled, ``_encode_warps``, chunks of warps in parallel with ``prange``, each
+   warp written at an upper bound of the words before it, then ``_compact``): every row's
+   symbols are looked up in the kept symbols (an open-addressing hash table; a miss is the
+   escape), coded by the shared ``reference.codec.dtans.encode_stream`` (base and digit
+   pass, words tagged with event keys), and the warp's words are put in lockstep reading
+   order by a counting sort over the events (``_order_warp``).
 
 All symbols travel as uint64 (value bit patterns of float16/32/64 and deltas alike), so each
 compiled function has one signature for every dtype and both parameter sets.
@@ -20,7 +22,7 @@ compiled function has one signature for every dtype and both parameter sets.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import get_num_threads, njit, prange
 
 from reference import csr_dtans as R
 from reference import dtans
@@ -36,11 +38,11 @@ __all__ = ["encode"]
 _encode_stream = _codec_njit(encode_stream)
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _deltas(indptr, cols, out):
     """``out[k]`` = column step of nonzero ``k`` from the previous one of its row (its column
-    for a row's first), as uint64."""
-    for r in range(indptr.size - 1):
+    for a row's first), as uint64; rows in parallel."""
+    for r in prange(indptr.size - 1):
         prev = 0
         for k in range(indptr[r], indptr[r + 1]):
             c = cols[k]
@@ -93,67 +95,106 @@ def _lookup(sym, keys, hashed, shift, first, base, esc_first, esc_base, raw_word
 
 
 @njit(cache=True, nogil=True)
+def _order_warp(buf_w, buf_k, cnt, lanes, buckets, out, at):
+    """Write the warp's ``cnt`` tagged words to ``out[at:]`` in key order. Keys are
+    ``event * lanes + lane`` and a lane meets an event once, written lane after lane: a
+    counting sort by event (stable, so lanes stay in order) when the events span at most
+    ``buckets.size``, else a sort of (key, word) packed in one uint64 or an argsort."""
+    if cnt == 0:
+        return
+    top = buf_k[:cnt].max()
+    n_ev = top // lanes + 1
+    if n_ev <= buckets.size:
+        buckets[:n_ev] = 0
+        for i in range(cnt):
+            buckets[buf_k[i] // lanes] += 1
+        acc = 0
+        for e in range(n_ev):
+            c = buckets[e]
+            buckets[e] = acc
+            acc += c
+        for i in range(cnt):
+            e = buf_k[i] // lanes
+            out[at + buckets[e]] = buf_w[i]
+            buckets[e] += 1
+    elif top < (1 << 32):
+        for i in range(cnt):
+            buf_w[i] |= np.uint64(buf_k[i]) << np.uint64(32)
+        packed = np.sort(buf_w[:cnt])
+        for i in range(cnt):
+            out[at + i] = packed[i] & np.uint64(0xFFFFFFFF)
+    else:
+        order = np.argsort(buf_k[:cnt])
+        for i in range(cnt):
+            out[at + i] = buf_w[order[i]]
+
+
+@njit(cache=True, nogil=True, parallel=True)
 def _encode_warps(indptr, deltas, vbits, dk, df, db, desc, vk, vf, vb, vesc, rws,
-                  geo, out, warp_ptr):
-    """Encode every warp's rows into ``out`` (uint64 words), filling ``warp_ptr``; returns
-    the word count. ``desc``/``vesc``: (escape's first slot, its base) of each table;
-    ``rws``: raw words of an escaped (delta, value); ``geo``: (l, f, o, word_bits,
-    slot_bits, n_k, n_e, lanes)."""
+                  geo, bound_ptr, n_chunks, out, src_ptr, n_words):
+    """Encode every warp's rows into ``out`` (uint32 words) at ``src_ptr[w]``, its word count
+    into ``n_words[w]``. Warps are split into ``n_chunks`` contiguous chunks run in parallel
+    (``prange``), each with its own scratch, writing its warps one after the other from the
+    bound of the words before it (``bound_ptr``: prefix sums of an upper bound of each
+    warp's words), so only the pages of words written are touched. ``desc``/``vesc``: (escape's first slot, its
+    base) of each table; ``rws``: raw words of an escaped (delta, value); ``geo``: (l, f,
+    o, word_bits, slot_bits, n_k, n_e, lanes)."""
     l, f, o, wb, sb, n_k, n_e, lanes = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5], geo[6], geo[7]
     n_rows = indptr.size - 1
-    n_warps = warp_ptr.size - 1
+    n_warps = n_words.size
     max_len = 0
     max_bound = 0
     for wi in range(n_warps):
-        bound = 0
+        max_bound = max(max_bound, bound_ptr[wi + 1] - bound_ptr[wi])
         for row in range(wi * lanes, min(n_rows, (wi + 1) * lanes)):
-            L = indptr[row + 1] - indptr[row]
-            max_len = max(max_len, L)
-            bound += o * ((2 * L + l - 1) // l) + L * (rws[0] + rws[1])
-        max_bound = max(max_bound, bound)
+            max_len = max(max_len, indptr[row + 1] - indptr[row])
     nmax = 2 * max_len
-    first = np.zeros(nmax, np.int64)
-    base = np.ones(nmax, np.uint64)
-    esc = np.zeros(nmax, np.uint8)
-    raw = np.zeros(nmax, np.uint64)
-    rw = np.zeros(nmax, np.int64)
-    taken = np.zeros((nmax // l + 1) * f, np.bool_)
-    slots = np.zeros(l, np.int64)
-    w = np.zeros(o, np.int64)
-    buf_w = np.zeros(max_bound, np.uint64)
-    buf_k = np.zeros(max_bound, np.int64)
     dh, dshift = _hash_table(dk)
     vh, vshift = _hash_table(vk)
-    pos = 0
-    warp_ptr[0] = 0
-    for wi in range(n_warps):
-        cnt = 0
-        for t in range(lanes):
-            row = wi * lanes + t
-            if row >= n_rows:
-                break
-            a = indptr[row]
-            L = indptr[row + 1] - a
-            for i in range(L):
-                _lookup(deltas[a + i], dk, dh, dshift, df, db, desc[0], desc[1], rws[0], 2 * i,
-                        first, base, esc, raw, rw)
-                _lookup(vbits[a + i], vk, vh, vshift, vf, vb, vesc[0], vesc[1], rws[1], 2 * i + 1,
-                        first, base, esc, raw, rw)
-            cnt = _encode_stream(first, base, esc, raw, rw, 2 * L, l, f, o, wb, sb, n_k, n_e,
-                                 lanes, t, taken, slots, w, buf_w, buf_k, cnt)
-        if cnt and buf_k[:cnt].max() < (1 << 32):      # key and word in one uint64: sort it
-            for i in range(cnt):
-                buf_w[i] |= np.uint64(buf_k[i]) << np.uint64(32)
-            packed = np.sort(buf_w[:cnt])
-            for i in range(cnt):
-                out[pos + i] = packed[i] & np.uint64(0xFFFFFFFF)
-        else:
-            order = np.argsort(buf_k[:cnt])
-            for i in range(cnt):
-                out[pos + i] = buf_w[order[i]]
-        pos += cnt
-        warp_ptr[wi + 1] = pos
-    return pos
+    per = (n_warps + n_chunks - 1) // n_chunks
+    for ch in prange(n_chunks):
+        first = np.zeros(nmax, np.int64)
+        base = np.ones(nmax, np.uint64)
+        esc = np.zeros(nmax, np.uint8)
+        raw = np.zeros(nmax, np.uint64)
+        rw = np.zeros(nmax, np.int64)
+        taken = np.zeros((nmax // l + 1) * f, np.bool_)
+        slots = np.zeros(l, np.int64)
+        w = np.zeros(o, np.int64)
+        buf_w = np.zeros(max_bound, np.uint64)
+        buf_k = np.zeros(max_bound, np.int64)
+        buckets = np.zeros(4 * max_bound + 4096, np.int64)
+        at = bound_ptr[min(n_warps, ch * per)]
+        for wi in range(ch * per, min(n_warps, (ch + 1) * per)):
+            cnt = 0
+            for t in range(lanes):
+                row = wi * lanes + t
+                if row >= n_rows:
+                    break
+                a = indptr[row]
+                L = indptr[row + 1] - a
+                for i in range(L):
+                    _lookup(deltas[a + i], dk, dh, dshift, df, db, desc[0], desc[1], rws[0], 2 * i,
+                            first, base, esc, raw, rw)
+                    _lookup(vbits[a + i], vk, vh, vshift, vf, vb, vesc[0], vesc[1], rws[1], 2 * i + 1,
+                            first, base, esc, raw, rw)
+                cnt = _encode_stream(first, base, esc, raw, rw, 2 * L, l, f, o, wb, sb, n_k, n_e,
+                                     lanes, t, taken, slots, w, buf_w, buf_k, cnt)
+            _order_warp(buf_w, buf_k, cnt, lanes, buckets, out, at)
+            src_ptr[wi] = at
+            n_words[wi] = cnt
+            at += cnt
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _compact(out, src_ptr, warp_ptr, words):
+    """Copy warp ``w``'s words from ``out[src_ptr[w]:]`` to ``words[warp_ptr[w]:]``; warps
+    in parallel."""
+    for wi in prange(warp_ptr.size - 1):
+        a = src_ptr[wi]
+        b = warp_ptr[wi]
+        for i in range(warp_ptr[wi + 1] - b):
+            words[b + i] = out[a + i]
 
 
 @njit(cache=True, nogil=True)
@@ -172,7 +213,15 @@ def _insert(keys, counts, shift, sym, add):
 @njit(cache=True, nogil=True)
 def _histogram(symbols):
     """(distinct symbols, their counts), unordered: one pass with an open-addressing hash
-    table that doubles when half full (``np.unique`` would sort every occurrence)."""
+    table that doubles when half full (``np.unique`` would sort every occurrence); symbols
+    below ``2 * len + 1024`` (deltas, float16 bit patterns) are counted in a plain array."""
+    top = symbols.max() if symbols.size else np.uint64(0)
+    if top < np.uint64(2 * symbols.size + 1024):
+        direct = np.zeros(np.int64(top) + 1, np.int64)
+        for i in range(symbols.size):
+            direct[np.int64(symbols[i])] += 1
+        seen = np.nonzero(direct)[0]
+        return seen.astype(np.uint64), direct[seen]
     bits = 10
     keys = np.zeros(1 << bits, np.uint64)
     counts = np.zeros(1 << bits, np.int64)
@@ -189,6 +238,11 @@ def _histogram(symbols):
             keys, counts = k2, c2
     full = counts > 0
     return keys[full], counts[full]
+
+
+def _chunks(n_warps: int) -> int:
+    """Parallel chunks of warps: 4 per numba thread (at least 1, at most one per warp)."""
+    return max(1, min(n_warps, 4 * get_num_threads()))
 
 
 def _top(symbols: np.ndarray, K: int):
@@ -258,10 +312,17 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> R.CSRDt
                         R.WARP], np.int64)
         lengths = np.diff(indptr)
         n_seg = (2 * lengths + P.l - 1) // P.l
-        out = np.zeros(int((P.o * n_seg + lengths * rws.sum()).sum()), np.uint64)
-        n_words = _encode_warps(indptr, deltas, vbits, dk, df, db, desc, vk, vf, vb, vesc, rws,
-                                geo, out, warp_ptr)
-        words = out[:n_words].astype(P.word_dtype)
+        bound = np.zeros(n_warps * R.WARP, np.int64)
+        bound[:n_rows] = P.o * n_seg + lengths * rws.sum()
+        bound_ptr = np.concatenate(([0], np.cumsum(bound.reshape(n_warps, R.WARP).sum(axis=1))))
+        out = np.empty(int(bound_ptr[-1]), np.uint32)      # words are at most 32 bits
+        src_ptr = np.zeros(n_warps, np.int64)
+        n_words = np.zeros(n_warps, np.int64)
+        _encode_warps(indptr, deltas, vbits, dk, df, db, desc, vk, vf, vb, vesc, rws, geo,
+                      bound_ptr, _chunks(n_warps), out, src_ptr, n_words)
+        warp_ptr[1:] = np.cumsum(n_words)
+        words = np.empty(int(warp_ptr[-1]), P.word_dtype)
+        _compact(out, src_ptr, warp_ptr, words)
     else:
         words = np.zeros(0, P.word_dtype)
     idx = index_dtype_for(nnz, words.size, n_rows, n_cols)
