@@ -93,3 +93,35 @@ def test_choose_multiplicities_rest_is_the_full_count():
         assert dtans.choose_multiplicities(head, P, 8, 24.0, rest=rest) == full
     with pytest.raises(OptionError, match="rest"):
         dtans.choose_multiplicities({1: 3}, P, 8, 24.0, rest=5)
+
+
+@pytest.mark.parametrize("P", [dtans.Params.paper(), dtans.Params.toy()], ids=["paper", "toy"])
+def test_encode_stream_is_the_reference_coder(P):
+    """The shared step, called as plain Python: the words of ``reference.dtans.encode_events``
+    with escapes, in its event order once the keys are sorted."""
+    from reference.codec.dtans import encode_stream
+    rng = np.random.default_rng(4)
+    raw_bits = (12, 16)
+    escaped = 0
+    for n in (1, 2, 7, 8, 9, 31):
+        msg = [int(rng.choice([1, 2, 3, 5, 40 + int(rng.integers(0, 50))])) for _ in range(n)]
+        tabs = tuple(dtans.Table.from_counts(dtans.count(msg[p::2] or [1]), P, raw_bits[p], 64.0)
+                     for p in (0, 1))
+        ref = dtans.encode_events(msg, tabs, P)
+        t = [tabs[p % 2] for p in range(n)]
+        first = np.array([t[p].slot_of(u) for p, u in enumerate(msg)], np.int64)
+        base = np.array([t[p].base[j] for p, j in enumerate(first)], np.uint64)
+        esc = np.array([t[p].symbol[j] is dtans.ESCAPE for p, j in enumerate(first)], np.uint8)
+        raw = np.array(msg, np.uint64)
+        rws = np.array([P.raw_words(raw_bits[p % 2]) for p in range(n)], np.int64)
+        n_k, n_e = max(P.l, P.o), int(rws.max())
+        size = P.o * (n // P.l + 1) + int(rws.sum())
+        words, keys = np.zeros(size, np.uint64), np.zeros(size, np.int64)
+        cnt = encode_stream(first, base, esc, raw, rws, n, P.l, P.f, P.o, P.word_bits, P.slot_bits,
+                            n_k, n_e, 32, 5, np.zeros(n, bool), np.zeros(P.l, np.int64),
+                            np.zeros(P.o, np.int64), words, keys, 0)
+        order = np.argsort(keys[:cnt])
+        assert words[:cnt][order].tolist() == [w for _, w in ref]
+        assert [tuple(ev) for ev, _ in ref] == sorted(tuple(ev) for ev, _ in ref)
+        escaped += int(esc.sum())
+    assert escaped > 0
