@@ -294,6 +294,18 @@ def _decode(M: CSRDtansMatrix):
 # ---------------------------------------------------------------------------------------------
 
 
+def stored_table(q: dict, dtype_out, view=None) -> tuple:
+    """(kept symbols in ``dtype_out``, slot counts with the escape's last) of multiplicities
+    ``q``; ``view``: the unsigned type the symbols are (value bit patterns), viewed as
+    ``dtype_out``."""
+    keys = [s for s in q if s is not ESCAPE]
+    syms = np.array(keys, dtype=view or dtype_out)
+    if view is not None:
+        syms = syms.view(dtype_out)
+    counts = np.array([q[s] for s in keys] + [q.get(ESCAPE, 0)], dtype=COUNT_DTYPE)
+    return syms, counts
+
+
 def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> CSRDtansMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`CSRDtansMatrix`.
 
@@ -328,17 +340,8 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> CSRDtan
         words += [word for _, _, word in merged]
         warp_ptr.append(len(words))
     idx = index_dtype_for(csr.nnz, len(words), n_rows, n_cols)
-
-    def table(q, dtype_out, view=None):
-        keys = [s for s in q if s is not ESCAPE]
-        syms = np.array(keys, dtype=view or dtype_out)
-        if view is not None:
-            syms = syms.view(dtype_out)
-        counts = np.array([q[s] for s in keys] + [q.get(ESCAPE, 0)], dtype=COUNT_DTYPE)
-        return syms, counts
-
-    v_syms, v_counts = table(vq, dt, _uint(dt))
-    d_syms, d_counts = table(dq, idx)
+    v_syms, v_counts = stored_table(vq, dt, _uint(dt))
+    d_syms, d_counts = stored_table(dq, idx)
     return CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
                           row_lengths=np.diff(indptr).astype(idx), warp_ptr=np.array(warp_ptr, dtype=idx),
                           words=np.array(words, dtype=P.word_dtype), shape=(int(n_rows), int(n_cols)),

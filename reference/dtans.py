@@ -273,8 +273,19 @@ class Table:
 
 
 def choose_multiplicities(counts: Mapping, params: Params, raw_bits: int | None = None,
-                          entry_bits: float = 0.0) -> dict:
-    """Slot multiplicities (kept symbols, then :data:`ESCAPE` if any) for ``counts``."""
+                          entry_bits: float = 0.0, rest: int = 0) -> dict:
+    """Slot multiplicities (kept symbols, then :data:`ESCAPE` if any) for ``counts``.
+
+    ``rest``: occurrences of further symbols left out of ``counts`` (escapable, and after
+    every listed one in the kept order: no more frequent, ties by larger symbol). Only the
+    ``K + 1`` first symbols of the order can shape the choice, so a caller with many distinct
+    symbols may list those (at least ``K + 1`` of them when ``rest > 0``) and pass the others'
+    total here: the result is the same as for the whole ``counts``."""
+    if rest:
+        _need(raw_bits is not None and len(counts) > int(params.K), "rest",
+              f"0 unless raw_bits is given and counts lists more than K = {params.K} symbols",
+              f"rest {rest}, raw_bits {raw_bits!r}, {len(counts)} symbols listed",
+              "list the K + 1 most frequent symbols, or pass rest=0 with every count")
     K, M = int(params.K), int(params.M)
     syms = sorted(_ordered(s for s in counts if counts[s] > 0), key=lambda s: -counts[s])
     m = len(syms)
@@ -297,7 +308,7 @@ def choose_multiplicities(counts: Mapping, params: Params, raw_bits: int | None 
         if i not in cost:
             k = levels[i]
             want = {s: counts[s] for s in syms[:k]}
-            n_esc = sum(counts[s] for s in syms[k:])
+            n_esc = sum(counts[s] for s in syms[k:]) + int(rest)
             if n_esc:
                 want[ESCAPE] = n_esc
             q = normalize(want, K, M)

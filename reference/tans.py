@@ -112,24 +112,31 @@ def normalize(counts: Mapping, K: int, M: int | None = None) -> dict:
     total = min(K, len(syms) * M)
     q = np.clip(np.floor(c * K / c.sum()), 1, M).astype(np.int64)
 
-    def gains():
-        g = np.where(q < M, c * np.log2((q + 1) / q), -np.inf)
-        loss = np.where(q > 1, c * np.log2(q / np.maximum(q - 1, 1)), np.inf)
-        return g, loss
+    g = np.empty(q.size)
+    loss = np.empty(q.size)
 
+    def gains(at):
+        """Gain and loss of the symbols ``at`` (an index array), after their ``q`` moved:
+        only those change, so each step costs O(1) ufunc work, not O(symbols)."""
+        qa, ca = q[at], c[at]
+        g[at] = np.where(qa < M, ca * np.log2((qa + 1) / qa), -np.inf)
+        loss[at] = np.where(qa > 1, ca * np.log2(qa / np.maximum(qa - 1, 1)), np.inf)
+
+    gains(np.arange(q.size))
     have = int(q.sum())
     while have != total:
-        g, loss = gains()
         step = 1 if have < total else -1
-        q[int(np.argmax(g)) if step > 0 else int(np.argmin(loss))] += step
+        i = int(np.argmax(g)) if step > 0 else int(np.argmin(loss))
+        q[i] += step
+        gains(np.array([i]))
         have += step
     while True:
-        g, loss = gains()
         i, j = int(np.argmax(g)), int(np.argmin(loss))
         if i == j or not g[i] > loss[j] * (1 + 1e-12):
             break
         q[i] += 1
         q[j] -= 1
+        gains(np.array([i, j]))
     return {s: int(v) for s, v in zip(syms, q)}
 
 

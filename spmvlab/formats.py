@@ -246,9 +246,9 @@ register(FormatInfo(
         "index per lane and 4/8-bit deltas, values interleaved by lane; reference only"))
 
 register(FormatInfo(
-    name="csr_dtans", reference="reference.csr_dtans",
+    name="csr_dtans", reference="reference.csr_dtans", encoder="spmvlab.encoders.csr_dtans",
     options={"params": Option("paper", ("paper", "toy"), "dtANS parameters: 'paper' (32-bit words, "
                               "K 4096, M 256, l 8, o 3, f 2) or 'toy' (the paper's 2-bit example)")},
     doc="CSR-dtANS (Schaetzle et al.): per-row delta-coded columns and values entropy coded with "
         "dtANS (one table per domain, escapes for rare symbols), 32 row streams interleaved per "
-        "warp in lockstep read order; reference only"))
+        "warp in lockstep read order; numba encoder, no kernels"))

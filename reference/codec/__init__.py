@@ -16,5 +16,7 @@ builds compile those too. Anything else it calls must be a builtin or a NumPy fu
 supports. Argument checking belongs to the callers.
 
 Modules: :mod:`reference.codec.packing` (b-bit codes packed into bytes),
-:mod:`reference.codec.interleave` (EC-CSR's lane-interleaved order within a block).
+:mod:`reference.codec.interleave` (EC-CSR's lane-interleaved order within a block),
+:mod:`reference.codec.dtans` (dtANS ``pack`` and one stream's base + digit pass, words tagged
+with warp event keys).
 """

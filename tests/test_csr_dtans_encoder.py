@@ -1,0 +1,127 @@
+"""The numba CSR-dtANS encoder beyond the shared suite (tests/test_formats.py checks byte
+equality on small drawn matrices and edge cases): a larger seeded matrix for every value
+dtype and both parameter sets, the all-escape table, the shared codec steps against the
+reference coder, and ``choose_multiplicities(rest=...)``."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from reference import csr_dtans as R
+from reference import dtans
+from reference._common import OptionError
+from reference.codec.dtans import pack_words
+from spmvlab.encoders import csr_dtans as E
+
+
+def _assert_same(A, **kw):
+    ref, fast = R.encode(A, **kw), E.encode(A, **kw)
+    assert [n for n, _ in fast.arrays()] == [n for n, _ in ref.arrays()]
+    for (name, a), (_, b) in zip(fast.arrays(), ref.arrays()):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes(), name
+    assert fast.shape == ref.shape and fast.params == ref.params
+    return fast
+
+
+def _seeded(seed=0, n=2000, density=0.002):
+    """2000 x 2000, skewed value alphabet (a few frequent values, many rare ones) and row
+    lengths from 0 to ~3 dozen, so both tables keep symbols and escape others."""
+    rng = np.random.default_rng(seed)
+    A = sp.random(n, n, density=density, random_state=rng, format="csr", dtype=np.float64)
+    A.data = np.where(rng.random(A.nnz) < 0.7, rng.integers(1, 9, A.nnz) / 4.0,
+                      rng.standard_normal(A.nnz))
+    A.data[A.data == 0] = 1.0
+    dense_rows = rng.choice(n, 20, replace=False)           # some long rows: many segments
+    B = sp.lil_matrix((n, n))
+    for r in dense_rows:
+        B[r, rng.choice(n, 40, replace=False)] = 0.5
+    return (A + B.tocsr()).tocsr()
+
+
+@pytest.mark.parametrize("params", ["paper", "toy"])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_seeded_2000x2000_byte_for_byte(params, dtype):
+    M = _assert_same(_seeded(), dtype=dtype, params=params)
+    assert M.value_counts[-1] > 0 and M.values.size > 0        # kept and escaped values
+    want = _seeded().toarray().astype(dtype).astype(np.float64)
+    np.testing.assert_array_equal(np.asarray(M.to_csr().toarray(), dtype=np.float64), want)
+
+
+@pytest.mark.parametrize("params", ["paper", "toy"])
+def test_all_values_escaped(params):
+    """Distinct float64 values: keeping one costs more than its raw bits, so the value table
+    is the escape alone (M slots, the most one symbol may have)."""
+    rng = np.random.default_rng(3)
+    A = sp.random(100, 400, density=0.05, random_state=rng, format="csr", dtype=np.float64)
+    A.data = rng.standard_normal(A.nnz) + 10.0
+    M = _assert_same(A, params=params)
+    assert M.values.size == 0 and M.value_counts.tolist() == [R.PARAMS[params].M]
+
+
+def test_empty_and_empty_rows():
+    _assert_same(sp.csr_matrix((70, 9), dtype=np.float32))
+    A = sp.csr_matrix(([1.0, 2.0], ([0, 69], [8, 0])), shape=(70, 9), dtype=np.float32)
+    _assert_same(A)
+    _assert_same(A, params="toy")
+
+
+def test_params_error_names_the_option():
+    with pytest.raises(OptionError, match="params"):
+        E.encode(sp.eye(3, format="csr"), params="fast")
+
+
+@pytest.mark.parametrize("P", [dtans.Params.paper(), dtans.Params.toy()])
+def test_pack_words_is_the_reference_pack(P):
+    rng = np.random.default_rng(1)
+    out = np.zeros(P.o, np.int64)
+    for _ in range(50):
+        slots = rng.integers(0, P.K, P.l)
+        pack_words(slots.astype(np.int64), P.slot_bits, P.word_bits, out)
+        assert out.tolist() == dtans.pack(slots.tolist(), P)
+
+
+def test_choose_multiplicities_rest_is_the_full_count():
+    """The K + 1 most frequent symbols and the others' total choose what all counts do."""
+    P = dtans.Params.toy()
+    rng = np.random.default_rng(2)
+    for _ in range(30):
+        counts = {int(s): int(c) for s, c in zip(rng.choice(60, 25, replace=False),
+                                                  rng.integers(1, 6, 25))}
+        full = dtans.choose_multiplicities(counts, P, 8, 24.0)
+        order = sorted(sorted(counts), key=lambda s: -counts[s])
+        head = {s: counts[s] for s in sorted(order[:P.K + 1])}
+        rest = sum(counts[s] for s in order[P.K + 1:])
+        assert dtans.choose_multiplicities(head, P, 8, 24.0, rest=rest) == full
+    with pytest.raises(OptionError, match="rest"):
+        dtans.choose_multiplicities({1: 3}, P, 8, 24.0, rest=5)
+
+
+@pytest.mark.parametrize("P", [dtans.Params.paper(), dtans.Params.toy()], ids=["paper", "toy"])
+def test_encode_stream_is_the_reference_coder(P):
+    """The shared step, called as plain Python: the words of ``reference.dtans.encode_events``
+    with escapes, in its event order once the keys are sorted."""
+    from reference.codec.dtans import encode_stream
+    rng = np.random.default_rng(4)
+    raw_bits = (12, 16)
+    escaped = 0
+    for n in (1, 2, 7, 8, 9, 31):
+        msg = [int(rng.choice([1, 2, 3, 5, 40 + int(rng.integers(0, 50))])) for _ in range(n)]
+        tabs = tuple(dtans.Table.from_counts(dtans.count(msg[p::2] or [1]), P, raw_bits[p], 64.0)
+                     for p in (0, 1))
+        ref = dtans.encode_events(msg, tabs, P)
+        t = [tabs[p % 2] for p in range(n)]
+        first = np.array([t[p].slot_of(u) for p, u in enumerate(msg)], np.int64)
+        base = np.array([t[p].base[j] for p, j in enumerate(first)], np.uint64)
+        esc = np.array([t[p].symbol[j] is dtans.ESCAPE for p, j in enumerate(first)], np.uint8)
+        raw = np.array(msg, np.uint64)
+        rws = np.array([P.raw_words(raw_bits[p % 2]) for p in range(n)], np.int64)
+        n_k, n_e = max(P.l, P.o), int(rws.max())
+        size = P.o * (n // P.l + 1) + int(rws.sum())
+        words, keys = np.zeros(size, np.uint64), np.zeros(size, np.int64)
+        cnt = encode_stream(first, base, esc, raw, rws, n, P.l, P.f, P.o, P.word_bits, P.slot_bits,
+                            n_k, n_e, 32, 5, np.zeros(n, bool), np.zeros(P.l, np.int64),
+                            np.zeros(P.o, np.int64), words, keys, 0)
+        order = np.argsort(keys[:cnt])
+        assert words[:cnt][order].tolist() == [w for _, w in ref]
+        assert [tuple(ev) for ev, _ in ref] == sorted(tuple(ev) for ev, _ in ref)
+        escaped += int(esc.sum())
+    assert escaped > 0
