@@ -1,0 +1,307 @@
+"""Fast EC-CSR encoder (numba, CPU): the same bytes as ``reference.ec_csr.encode``, quicker.
+
+The expensive part of EC-CSR preprocessing is the extraction (``reference.block_extraction``,
+Algorithm 1), whose every round runs the greedy row matching (``reference.row_matching``,
+Algorithm 2) on the similarity ``P @ P.T`` of the rows left. Here each level holds its rows
+(``A_E``) and what is left of them (``A_R``) as bitsets, one row of ``ceil(cols / 64)``
+uint64 words per row, and compiled code does:
+
+1. **similarity** (:func:`similarity_chunk`, parallel over rows): for a chunk of rows i, the
+   shared-column counts ``popcount(R[i] & R[j])`` against every row j > i still in the pool
+   (all the greedy matching reads: rows before i have left the pool when i is taken);
+2. **matching** (:func:`match_rows`): the reference's order and ties (rows by increasing
+   index, the first maximum, no pair where the best count is 0), chunk after chunk;
+3. **extraction** (:func:`_count_blocks`, :func:`_take_blocks`): each pair's shared columns
+   cut into runs at gaps above ``max_gap``, each run's first multiple of ``unit`` taken as a
+   block (bitset row of the next level) and cleared from both rows.
+
+The levels, the leftovers and the rest of the pipeline (gap padding, long/short split,
+clipping, reordering: ``reference.block_extraction.assemble_sets``; storage:
+``reference.ec_csr.store_sets``) are the reference's own code, so the bytes agree by
+construction once the extraction does. Input checks, the value dtype and the canonical form
+are the reference's too (``check_options``, ``resolve_dtype``, ``canonical_csr``).
+
+:func:`encode_stages` returns the matrix with seconds per stage (for ``tools/``).
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+from reference._common import canonical_csr, resolve_dtype
+from reference.block_extraction import Block, assemble_sets, check_options, max_gap_for
+from reference.ec_csr import ECCSRMatrix, store_sets
+
+__all__ = ["encode", "encode_stages", "extract_leftovers", "to_bitsets", "match_rows",
+           "similarity_chunk", "CHUNK"]
+
+#: rows whose similarities are computed together (one parallel pass) before they are matched
+CHUNK = 128
+
+
+@intrinsic
+def _popcount(typingctx, x):
+    """Set bits of a uint64 (LLVM ctpop)."""
+    if x == types.uint64:
+        def codegen(context, builder, sig, args):
+            return builder.ctpop(args[0])
+        return types.uint64(types.uint64), codegen
+    return None
+
+
+@intrinsic
+def _trailing_zeros(typingctx, x):
+    """Index of the lowest set bit of a nonzero uint64 (LLVM cttz)."""
+    if x == types.uint64:
+        def codegen(context, builder, sig, args):
+            return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
+        return types.uint64(types.uint64), codegen
+    return None
+
+
+@njit(cache=True, nogil=True)
+def _fill_bitsets(indptr, indices, bits):
+    for r in range(indptr.size - 1):
+        for k in range(indptr[r], indptr[r + 1]):
+            c = np.int64(indices[k])
+            bits[r, c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+
+
+def to_bitsets(indptr, indices, n_cols: int) -> np.ndarray:
+    """The pattern of CSR arrays as bitsets: uint64 [rows, ceil(n_cols / 64)], bit ``c % 64``
+    of word ``c // 64`` set where the row holds column ``c`` (indices sorted, in range)."""
+    bits = np.zeros((indptr.size - 1, -(-int(n_cols) // 64)), dtype=np.uint64)
+    _fill_bitsets(indptr, indices, bits)
+    return bits
+
+
+@njit(cache=True, nogil=True)
+def _counts(bits, cnt):
+    """``cnt[r]`` = set bits of row r."""
+    for r in range(bits.shape[0]):
+        acc = np.uint64(0)
+        for w in range(bits.shape[1]):
+            acc += _popcount(bits[r, w])
+        cnt[r] = acc
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def similarity_chunk(bits, cnt, pool, start, stop, sim):
+    """``sim[i - start, j]`` = columns shared by rows i and j of ``bits``, for every row i in
+    ``[start, stop)`` still in ``pool`` and every j > i in ``pool`` (0 where either row is
+    empty); other entries are not written."""
+    n, n_words = bits.shape
+    for ii in prange(stop - start):
+        i = start + ii
+        if not pool[i] or cnt[i] == 0:
+            continue
+        for j in range(i + 1, n):
+            if pool[j] and cnt[j] > 0:
+                acc = np.uint64(0)
+                for w in range(n_words):
+                    acc += _popcount(bits[i, w] & bits[j, w])
+                sim[ii, j] = acc
+            else:
+                sim[ii, j] = 0
+
+
+@njit(cache=True, nogil=True)
+def match_rows(bits, cnt, chunk):
+    """Greedy matching of the rows of ``bits`` (row set bits ``cnt``): int64 [pairs, 2], as
+    ``reference.row_matching.match_rows`` on the same pattern (order, ties, no-overlap rule)."""
+    n = bits.shape[0]
+    pool = np.ones(n, dtype=np.bool_)
+    pairs = np.empty((n // 2, 2), dtype=np.int64)
+    n_pairs = 0
+    sim = np.zeros((min(chunk, max(n, 1)), n), dtype=np.int64)
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        similarity_chunk(bits, cnt, pool, start, stop, sim)
+        for i in range(start, stop):
+            if not pool[i]:
+                continue                    # matched by an earlier row
+            pool[i] = False
+            if cnt[i] == 0:
+                continue
+            best, partner = 0, -1
+            row = sim[i - start]
+            for j in range(i + 1, n):
+                if pool[j] and row[j] > best:   # strictly: the first maximum wins
+                    best, partner = row[j], j
+            if partner >= 0:
+                pairs[n_pairs, 0], pairs[n_pairs, 1] = i, partner
+                n_pairs += 1
+                pool[partner] = False
+    return pairs[:n_pairs]
+
+
+@njit(cache=True, nogil=True)
+def _shared_columns(bits, i, j, buf):
+    """Columns held by both rows i and j, increasing, into ``buf``; returns their count."""
+    m = 0
+    for w in range(bits.shape[1]):
+        word = bits[i, w] & bits[j, w]
+        while word:
+            buf[m] = w * 64 + np.int64(_trailing_zeros(word))
+            m += 1
+            word &= word - np.uint64(1)
+    return m
+
+
+@njit(cache=True, nogil=True)
+def _count_blocks(bits, pairs, unit, max_gap, buf):
+    """Blocks each pair gives (runs of shared columns with steps <= ``max_gap``, at least
+    ``unit`` long; ``max_gap`` < 0: no cut): int64 [pairs]."""
+    out = np.zeros(pairs.shape[0], dtype=np.int64)
+    for p in range(pairs.shape[0]):
+        m = _shared_columns(bits, pairs[p, 0], pairs[p, 1], buf)
+        a = 0
+        for k in range(1, m + 1):
+            if k == m or (max_gap >= 0 and buf[k] - buf[k - 1] > max_gap):
+                if k - a >= unit:
+                    out[p] += 1
+                a = k
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _take_blocks(bits, rows, pairs, first, unit, max_gap, buf, out_bits, out_rows):
+    """Write the blocks counted by :func:`_count_blocks` (pair p's from ``first[p]``): their
+    columns as bitset rows of ``out_bits``, their 2g matrix rows (merged, increasing) into
+    ``out_rows``; clear the columns taken from both rows of ``bits``."""
+    g = rows.shape[1]
+    for p in range(pairs.shape[0]):
+        i, j = pairs[p, 0], pairs[p, 1]
+        m = _shared_columns(bits, i, j, buf)
+        b = first[p]
+        a = 0
+        for k in range(1, m + 1):
+            if k == m or (max_gap >= 0 and buf[k] - buf[k - 1] > max_gap):
+                if k - a >= unit:
+                    for q in range(a, a + (k - a) // unit * unit):
+                        c = buf[q]
+                        mask = np.uint64(1) << np.uint64(c & 63)
+                        out_bits[b, c >> 6] |= mask
+                        bits[i, c >> 6] &= ~mask
+                        bits[j, c >> 6] &= ~mask
+                    x = y = 0                            # merge the two sorted row lists
+                    for q in range(2 * g):
+                        if y >= g or (x < g and rows[i, x] < rows[j, y]):
+                            out_rows[b, q] = rows[i, x]
+                            x += 1
+                        else:
+                            out_rows[b, q] = rows[j, y]
+                            y += 1
+                    b += 1
+                a = k
+
+
+@njit(cache=True, nogil=True)
+def _bits_to_columns(bits, keep):
+    """Columns of rows ``keep`` of ``bits``: (int64 indptr [len(keep) + 1], int64 columns)."""
+    total = 0
+    for k in range(keep.size):
+        for w in range(bits.shape[1]):
+            total += _popcount(bits[keep[k], w])
+    ptr = np.zeros(keep.size + 1, dtype=np.int64)
+    cols = np.empty(total, dtype=np.int64)
+    m = 0
+    for k in range(keep.size):
+        for w in range(bits.shape[1]):
+            word = bits[keep[k], w]
+            while word:
+                cols[m] = w * 64 + np.int64(_trailing_zeros(word))
+                m += 1
+                word &= word - np.uint64(1)
+        ptr[k + 1] = m
+    return ptr, cols
+
+
+def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int | None = None,
+                      max_granularity: int | None = None, times: dict | None = None) -> list:
+    """Algorithm 1 on the pattern of canonical CSR arrays: ``(granularity, raw blocks)`` per
+    level, level 0 first, the blocks in ``A_R`` row order: the ``leftover`` of each
+    ``reference.block_extraction.extract`` level, equal block for block. ``times`` (a dict)
+    collects seconds under "bitsets", "matching" (similarity included), "extraction" and
+    "leftovers"."""
+    times = {} if times is None else times
+    for k in ("bitsets", "matching", "extraction", "leftovers"):
+        times.setdefault(k, 0.0)
+    gap = -1 if max_gap is None else int(max_gap)
+    t0 = time.perf_counter()
+    E = to_bitsets(np.asarray(indptr), np.asarray(indices), n_cols)
+    rows = np.arange(E.shape[0], dtype=np.int64).reshape(-1, 1)
+    buf = np.empty(max(int(n_cols), 1), dtype=np.int64)
+    times["bitsets"] += time.perf_counter() - t0
+    out, g = [], 1
+    while True:
+        R = E.copy()
+        cnt = np.empty(R.shape[0], dtype=np.int64)
+        got_bits, got_rows = [], []
+        if max_granularity is None or 2 * g <= max_granularity:
+            while True:
+                t0 = time.perf_counter()
+                _counts(R, cnt)
+                pairs = match_rows(R, cnt, CHUNK)
+                t1 = time.perf_counter()
+                per_pair = _count_blocks(R, pairs, unit, gap, buf)
+                first = np.concatenate(([0], np.cumsum(per_pair)))
+                n_blocks = int(first[-1])
+                if n_blocks:
+                    nb = np.zeros((n_blocks, R.shape[1]), dtype=np.uint64)
+                    nr = np.empty((n_blocks, 2 * g), dtype=np.int64)
+                    _take_blocks(R, rows, pairs, first, unit, gap, buf, nb, nr)
+                    got_bits.append(nb)
+                    got_rows.append(nr)
+                times["matching"] += t1 - t0
+                times["extraction"] += time.perf_counter() - t1
+                if not n_blocks:
+                    break
+        t0 = time.perf_counter()
+        _counts(R, cnt)
+        keep = np.flatnonzero(cnt)
+        ptr, cols = _bits_to_columns(R, keep)
+        out.append((g, [Block.of(rows[k], cols[ptr[n]:ptr[n + 1]]) for n, k in enumerate(keep)]))
+        times["leftovers"] += time.perf_counter() - t0
+        if not got_bits:
+            return out
+        E = np.concatenate(got_bits)
+        rows = np.concatenate(got_rows)
+        g *= 2
+
+
+def encode_stages(A, dtype=None, lossy: bool = False, delta_bits: int = 8, warp_size: int = 32,
+                  vector_size: int = 4, clip: int | None = None, reorder: bool = True,
+                  max_granularity: int | None = None):
+    """(:class:`ECCSRMatrix`, seconds per stage): :func:`encode` timed stage by stage
+    ("canonical", "bitsets", "matching", "extraction", "leftovers", "assemble", "store")."""
+    times = {}
+    t0 = time.perf_counter()
+    opts = check_options(delta_bits, warp_size, vector_size, clip, reorder, max_granularity)
+    dt = resolve_dtype(A, dtype)
+    csr = canonical_csr(A, dt, lossy)
+    times["canonical"] = time.perf_counter() - t0
+    leftovers = extract_leftovers(csr.indptr, csr.indices, csr.shape[1],
+                                  unit=opts["warp_size"] * opts["vector_size"],
+                                  max_gap=max_gap_for(opts["delta_bits"]),
+                                  max_granularity=opts["max_granularity"], times=times)
+    t0 = time.perf_counter()
+    sets = assemble_sets(leftovers, opts)
+    times["assemble"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    M = store_sets(csr, sets, opts, dt)
+    times["store"] = time.perf_counter() - t0
+    return M, times
+
+
+def encode(A, dtype=None, lossy: bool = False, delta_bits: int = 8, warp_size: int = 32,
+           vector_size: int = 4, clip: int | None = None, reorder: bool = True,
+           max_granularity: int | None = None) -> ECCSRMatrix:
+    """Any scipy.sparse matrix or dense 2-D array -> :class:`ECCSRMatrix`, byte for byte
+    ``reference.ec_csr.encode`` with the same arguments (and its errors and warnings)."""
+    return encode_stages(A, dtype, lossy, delta_bits, warp_size, vector_size, clip, reorder,
+                         max_granularity)[0]
