@@ -37,10 +37,10 @@ from reference.block_extraction import Block, assemble_sets, check_options, max_
 from reference.ec_csr import ECCSRMatrix, store_sets
 
 __all__ = ["encode", "encode_stages", "extract_leftovers", "to_bitsets", "match_rows",
-           "similarity_chunk", "CHUNK"]
+           "similarity_chunk", "CHUNK", "TILE"]
 
 #: rows whose similarities are computed together (one parallel pass) before they are matched
-CHUNK = 128
+CHUNK = 256
 
 
 @intrinsic
@@ -89,35 +89,44 @@ def _counts(bits, cnt):
         cnt[r] = acc
 
 
+#: rows j per tile of :func:`similarity_chunk` (their bitsets stay in cache while every row
+#: of the chunk is compared with them)
+TILE = 32
+
+
 @njit(cache=True, nogil=True, parallel=True)
 def similarity_chunk(bits, cnt, pool, start, stop, sim):
     """``sim[i - start, j]`` = columns shared by rows i and j of ``bits``, for every row i in
     ``[start, stop)`` still in ``pool`` and every j > i in ``pool`` (0 where either row is
-    empty); other entries are not written."""
+    empty); other entries are not written. Parallel over tiles of :data:`TILE` rows j."""
     n, n_words = bits.shape
-    for ii in prange(stop - start):
-        i = start + ii
-        if not pool[i] or cnt[i] == 0:
-            continue
-        for j in range(i + 1, n):
-            if pool[j] and cnt[j] > 0:
-                acc = np.uint64(0)
-                for w in range(n_words):
-                    acc += _popcount(bits[i, w] & bits[j, w])
-                sim[ii, j] = acc
-            else:
-                sim[ii, j] = 0
+    n_tiles = -(-(n - start - 1) // TILE) if n > start + 1 else 0
+    for tile in prange(n_tiles):
+        j0 = start + 1 + tile * TILE
+        j1 = min(n, j0 + TILE)
+        for i in range(start, stop):
+            if not pool[i] or cnt[i] == 0:
+                continue
+            ii = i - start
+            for j in range(max(j0, i + 1), j1):
+                if pool[j] and cnt[j] > 0:
+                    acc = np.uint64(0)
+                    for w in range(n_words):        # whole rows: this loop vectorises
+                        acc += _popcount(bits[i, w] & bits[j, w])
+                    sim[ii, j] = acc
+                else:
+                    sim[ii, j] = 0
 
 
 @njit(cache=True, nogil=True)
 def match_rows(bits, cnt, chunk):
-    """Greedy matching of the rows of ``bits`` (row set bits ``cnt``): int64 [pairs, 2], as
-    ``reference.row_matching.match_rows`` on the same pattern (order, ties, no-overlap rule)."""
+    """Greedy matching of the rows of ``bits`` (row set bits ``cnt``): int64 [pairs, 2], as ``reference.row_matching.match_rows``
+    on the same pattern (order, ties, no-overlap rule)."""
     n = bits.shape[0]
     pool = np.ones(n, dtype=np.bool_)
     pairs = np.empty((n // 2, 2), dtype=np.int64)
     n_pairs = 0
-    sim = np.zeros((min(chunk, max(n, 1)), n), dtype=np.int64)
+    sim = np.zeros((min(chunk, max(n, 1)), n), dtype=np.int32)
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
         similarity_chunk(bits, cnt, pool, start, stop, sim)
