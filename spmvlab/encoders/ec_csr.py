@@ -32,12 +32,22 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from reference._common import canonical_csr, resolve_dtype
-from reference.block_extraction import Block, assemble_sets, check_options, max_gap_for
-from reference.ec_csr import ECCSRMatrix, store_sets
+from reference._common import canonical_csr, csr_value_array, index_dtype_for, resolve_dtype
+from reference.block_extraction import REAL, Block, assemble_sets, check_options, max_gap_for
+from reference.codec.interleave import interleaved_slot
+from reference.codec.packing import set_code
+from reference.ec_csr import ECCSRMatrix
+
+from ..codec import njit as _codec_njit
 
 __all__ = ["encode", "encode_stages", "extract_leftovers", "to_bitsets", "match_rows",
            "similarity_chunk", "CHUNK", "TILE"]
+
+# the shared codec steps (reference.codec), compiled where _fill_arrays first compiles
+_slot = _codec_njit(interleaved_slot)
+_set_code = _codec_njit(set_code)
+# unsigned integer type with the same width as each value dtype (values are copied as bits)
+_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 #: rows whose similarities are computed together (one parallel pass) before they are matched
 CHUNK = 256
@@ -80,12 +90,17 @@ def to_bitsets(indptr, indices, n_cols: int) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _counts(bits, cnt):
-    """``cnt[r]`` = set bits of row r."""
+def _counts(bits, cnt, lo, hi):
+    """``cnt[r]`` = set bits of row r; its nonzero words lie in ``[lo[r], hi[r])``."""
     for r in range(bits.shape[0]):
         acc = np.uint64(0)
+        lo[r], hi[r] = 0, 0
         for w in range(bits.shape[1]):
-            acc += _popcount(bits[r, w])
+            if bits[r, w]:
+                if acc == 0:
+                    lo[r] = w
+                hi[r] = w + 1
+                acc += _popcount(bits[r, w])
         cnt[r] = acc
 
 
@@ -95,10 +110,11 @@ TILE = 32
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def similarity_chunk(bits, cnt, pool, start, stop, sim):
+def similarity_chunk(bits, cnt, lo, hi, pool, start, stop, sim):
     """``sim[i - start, j]`` = columns shared by rows i and j of ``bits``, for every row i in
     ``[start, stop)`` still in ``pool`` and every j > i in ``pool`` (0 where either row is
-    empty); other entries are not written. Parallel over tiles of :data:`TILE` rows j."""
+    empty), over the words where both rows have entries (``lo``, ``hi``: :func:`_counts`);
+    other entries are not written. Parallel over tiles of :data:`TILE` rows j."""
     n, n_words = bits.shape
     n_tiles = -(-(n - start - 1) // TILE) if n > start + 1 else 0
     for tile in prange(n_tiles):
@@ -110,17 +126,21 @@ def similarity_chunk(bits, cnt, pool, start, stop, sim):
             ii = i - start
             for j in range(max(j0, i + 1), j1):
                 if pool[j] and cnt[j] > 0:
+                    w0, w1 = max(lo[i], lo[j]), min(hi[i], hi[j])
                     acc = np.uint64(0)
-                    for w in range(n_words):        # whole rows: this loop vectorises
-                        acc += _popcount(bits[i, w] & bits[j, w])
+                    if w0 < w1:
+                        a, b = bits[i, w0:w1], bits[j, w0:w1]   # views: indices known >= 0,
+                        for w in range(a.size):                 # so this loop vectorises
+                            acc += _popcount(a[w] & b[w])
                     sim[ii, j] = acc
                 else:
                     sim[ii, j] = 0
 
 
 @njit(cache=True, nogil=True)
-def match_rows(bits, cnt, chunk):
-    """Greedy matching of the rows of ``bits`` (row set bits ``cnt``): int64 [pairs, 2], as ``reference.row_matching.match_rows``
+def match_rows(bits, cnt, lo, hi, chunk):
+    """Greedy matching of the rows of ``bits`` (row set bits ``cnt``, nonzero words in
+    ``[lo, hi)``: :func:`_counts`): int64 [pairs, 2], as ``reference.row_matching.match_rows``
     on the same pattern (order, ties, no-overlap rule)."""
     n = bits.shape[0]
     pool = np.ones(n, dtype=np.bool_)
@@ -129,7 +149,7 @@ def match_rows(bits, cnt, chunk):
     sim = np.zeros((min(chunk, max(n, 1)), n), dtype=np.int32)
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
-        similarity_chunk(bits, cnt, pool, start, stop, sim)
+        similarity_chunk(bits, cnt, lo, hi, pool, start, stop, sim)
         for i in range(start, stop):
             if not pool[i]:
                 continue                    # matched by an earlier row
@@ -230,6 +250,89 @@ def _bits_to_columns(bits, keep):
     return ptr, cols
 
 
+@njit(cache=True, nogil=True)
+def _fill_arrays(ws, b, gran, vec, col_ptr, cols, kind, row_ptr, rows, indptr, indices, vbits,
+                 out_bits, codes, base, block_indptr, row_indices):
+    """Every block's base indices, packed deltas, values (as bits) and rows, in storage
+    order, as ``reference.ec_csr.store_sets`` lays them out; block k's stored columns are
+    ``cols[col_ptr[k]:col_ptr[k + 1]]`` (kinds ``kind``), its rows
+    ``rows[row_ptr[k]:row_ptr[k + 1]]``. A real column's value is found by binary search in
+    its row of the canonical CSR arrays."""
+    col = 0
+    val = 0
+    block_indptr[0] = 0
+    for blk in range(gran.size):
+        g, v = gran[blk], vec[blk]
+        c0, n = col_ptr[blk], col_ptr[blk + 1] - col_ptr[blk]
+        m = n // ws
+        for t in range(ws):
+            base[blk * ws + t] = cols[c0 + t * m]
+            for k in range(m):
+                src = c0 + t * m + k
+                d = 0 if k == 0 else cols[src] - cols[src - 1]
+                _set_code(codes, col + _slot(t, k, ws, v), d, b)
+        for r in range(g):
+            row = rows[row_ptr[blk] + r]
+            row_indices[row_ptr[blk] + r] = row
+            lo, end = indptr[row], indptr[row + 1]
+            for t in range(ws):
+                for k in range(m):
+                    src = c0 + t * m + k
+                    if kind[src] != REAL:
+                        continue
+                    c = cols[src]
+                    hi = end
+                    while lo < hi:                      # first index >= c (columns increase)
+                        mid = (lo + hi) >> 1
+                        if indices[mid] < c:
+                            lo = mid + 1
+                        else:
+                            hi = mid
+                    out_bits[val + _slot(t, k, ws, v) * g + r] = vbits[lo]
+        col += n
+        val += n * g
+        block_indptr[blk + 1] = col
+
+
+def store_sets(csr, sets: list, opts: dict, dt) -> ECCSRMatrix:
+    """``reference.ec_csr.store_sets`` compiled: the same :class:`ECCSRMatrix`, byte for byte,
+    with the per-block work in :func:`_fill_arrays`."""
+    ws, b = opts["warp_size"], opts["delta_bits"]
+    blocks = [(s, blk) for s in sets for blk in s.blocks]
+    gran = np.array([blk.granularity for _, blk in blocks], dtype=np.int64)
+    vec = np.array([s.vector_size for s, _ in blocks], dtype=np.int64)
+    n_cols = np.array([blk.n_columns for _, blk in blocks], dtype=np.int64)
+    col_ptr = np.concatenate(([0], np.cumsum(n_cols))).astype(np.int64)
+    row_ptr = np.concatenate(([0], np.cumsum(gran))).astype(np.int64)
+    n_columns, n_rows_stored = int(col_ptr[-1]), int(row_ptr[-1])
+    n_values = int(np.dot(gran, n_cols)) if blocks else 0
+    idx = index_dtype_for(n_values, n_columns, n_rows_stored, *csr.shape)
+    cat = (lambda parts, t: np.concatenate(parts).astype(t, copy=False) if parts
+           else np.zeros(0, t))
+    cols = cat([blk.cols for _, blk in blocks], np.int64)
+    kind = cat([blk.kind for _, blk in blocks], np.int8)
+    rows = cat([blk.rows for _, blk in blocks], np.int64)
+    vals = csr_value_array(csr, dt)
+    bits = _BITS[vals.dtype.itemsize]
+    values = np.zeros(n_values, dtype=dt)
+    codes = np.zeros(-(-n_columns * b // 8), dtype=np.uint8)
+    base = np.zeros(len(blocks) * ws, dtype=idx)
+    block_indptr = np.zeros(len(blocks) + 1, dtype=idx)
+    row_indices = np.zeros(n_rows_stored, dtype=idx)
+    _fill_arrays(ws, b, gran, vec, col_ptr, cols, kind, row_ptr, rows,
+                 csr.indptr.astype(np.int64), csr.indices.astype(np.int64), vals.view(bits),
+                 values.view(bits), codes, base, block_indptr, row_indices)
+    desc, k = [], 0
+    for s in sets:
+        desc.append((s.granularity, s.vector_size, k, int(row_ptr[k]),
+                     int(np.dot(gran[:k], n_cols[:k])) if k else 0))
+        k += len(s.blocks)
+    set_desc = np.array(desc, dtype=idx).reshape(-1)
+    return ECCSRMatrix(values=values, delta_indices=codes, base_indices=base,
+                       block_indptr=block_indptr, row_indices=row_indices, set_desc=set_desc,
+                       shape=tuple(int(v) for v in csr.shape), **opts)
+
+
 def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int | None = None,
                       max_granularity: int | None = None, times: dict | None = None) -> list:
     """Algorithm 1 on the pattern of canonical CSR arrays: ``(granularity, raw blocks)`` per
@@ -250,12 +353,13 @@ def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int 
     while True:
         R = E.copy()
         cnt = np.empty(R.shape[0], dtype=np.int64)
+        lo, hi = np.empty_like(cnt), np.empty_like(cnt)
         got_bits, got_rows = [], []
         if max_granularity is None or 2 * g <= max_granularity:
             while True:
                 t0 = time.perf_counter()
-                _counts(R, cnt)
-                pairs = match_rows(R, cnt, CHUNK)
+                _counts(R, cnt, lo, hi)
+                pairs = match_rows(R, cnt, lo, hi, CHUNK)
                 t1 = time.perf_counter()
                 per_pair = _count_blocks(R, pairs, unit, gap, buf)
                 first = np.concatenate(([0], np.cumsum(per_pair)))
@@ -271,7 +375,7 @@ def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int 
                 if not n_blocks:
                     break
         t0 = time.perf_counter()
-        _counts(R, cnt)
+        _counts(R, cnt, lo, hi)
         keep = np.flatnonzero(cnt)
         ptr, cols = _bits_to_columns(R, keep)
         out.append((g, [Block.of(rows[k], cols[ptr[n]:ptr[n + 1]]) for n, k in enumerate(keep)]))
