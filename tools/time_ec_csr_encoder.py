@@ -4,7 +4,7 @@ warp_size=32, vector_size=4, dynamic clipping, reordering), and compare it with 
 reference on a smaller matrix the reference can handle (byte identity checked there).
 Writes results/cpu/encoder_ec_csr.json (measured on the CPU) with the run metadata.
 
-    python tools/time_ec_csr_encoder.py [--shape 8192 28672] [--check-shape 1024 3584] [--reps 1]
+    python tools/time_ec_csr_encoder.py [--shape 8192 28672] [--check-shape 2048 7168] [--reps 1]
 """
 import argparse
 import os
@@ -22,7 +22,7 @@ from spmvlab.encoders import ec_csr as E  # noqa: E402
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("--shape", type=int, nargs=2, default=[8192, 28672])
-p.add_argument("--check-shape", type=int, nargs=2, default=[1024, 3584])
+p.add_argument("--check-shape", type=int, nargs=2, default=[2048, 7168])
 p.add_argument("--sparsity", type=float, default=0.7)
 p.add_argument("--reps", type=int, default=1)
 args = p.parse_args()
