@@ -99,3 +99,16 @@ def test_bad_options_raise_the_reference_error(bad):
     with pytest.raises(OptionError) as f:
         fast.encode(A300[:4], **bad)
     assert str(f.value) == str(r.value)
+
+
+def test_wide_sparse_matrix_uses_only_its_columns():
+    """Bitsets over the columns in use: 40 x 10**7 with 12 shared-column runs; the gap rule
+    still sees the true column numbers (runs cut where the true step exceeds max_gap)."""
+    rng = np.random.default_rng(3)
+    cols = np.concatenate([np.arange(k * 10**6, k * 10**6 + 300, 3) for k in range(3)])
+    rows = [r for r in range(40) for _ in cols]
+    A = sp.csr_matrix((rng.standard_normal(len(rows)).astype(np.float32),
+                       (rows, np.tile(cols, 40))), shape=(40, 10**7))
+    for opts in ({"warp_size": 2, "vector_size": 2}, {"delta_bits": 4, "warp_size": 4,
+                                                      "vector_size": 1}):
+        assert_identical(fast.encode(A, **opts), ref.encode(A, **opts))

@@ -3,8 +3,9 @@
 The expensive part of EC-CSR preprocessing is the extraction (``reference.block_extraction``,
 Algorithm 1), whose every round runs the greedy row matching (``reference.row_matching``,
 Algorithm 2) on the similarity ``P @ P.T`` of the rows left. Here each level holds its rows
-(``A_E``) and what is left of them (``A_R``) as bitsets, one row of ``ceil(cols / 64)``
-uint64 words per row, and compiled code does:
+(``A_E``) and what is left of them (``A_R``) as bitsets over the columns that hold any
+entry (``ceil(used columns / 64)`` uint64 words per row, so a wide, very sparse matrix costs
+no more than its entries; the gap rule reads the true column numbers), and compiled code does:
 
 1. **similarity** (:func:`similarity_chunk`, parallel over rows): for a chunk of rows i, the
    shared-column counts ``popcount(R[i] & R[j])`` against every row j > i still in the pool
@@ -182,7 +183,7 @@ def _shared_columns(bits, i, j, buf):
 
 
 @njit(cache=True, nogil=True)
-def _count_blocks(bits, pairs, unit, max_gap, buf):
+def _count_blocks(bits, colmap, pairs, unit, max_gap, buf):
     """Blocks each pair gives (runs of shared columns with steps <= ``max_gap``, at least
     ``unit`` long; ``max_gap`` < 0: no cut): int64 [pairs]."""
     out = np.zeros(pairs.shape[0], dtype=np.int64)
@@ -190,7 +191,7 @@ def _count_blocks(bits, pairs, unit, max_gap, buf):
         m = _shared_columns(bits, pairs[p, 0], pairs[p, 1], buf)
         a = 0
         for k in range(1, m + 1):
-            if k == m or (max_gap >= 0 and buf[k] - buf[k - 1] > max_gap):
+            if k == m or (max_gap >= 0 and colmap[buf[k]] - colmap[buf[k - 1]] > max_gap):
                 if k - a >= unit:
                     out[p] += 1
                 a = k
@@ -198,7 +199,7 @@ def _count_blocks(bits, pairs, unit, max_gap, buf):
 
 
 @njit(cache=True, nogil=True)
-def _take_blocks(bits, rows, pairs, first, unit, max_gap, buf, out_bits, out_rows):
+def _take_blocks(bits, colmap, rows, pairs, first, unit, max_gap, buf, out_bits, out_rows):
     """Write the blocks counted by :func:`_count_blocks` (pair p's from ``first[p]``): their
     columns as bitset rows of ``out_bits``, their 2g matrix rows (merged, increasing) into
     ``out_rows``; clear the columns taken from both rows of ``bits``."""
@@ -209,7 +210,7 @@ def _take_blocks(bits, rows, pairs, first, unit, max_gap, buf, out_bits, out_row
         b = first[p]
         a = 0
         for k in range(1, m + 1):
-            if k == m or (max_gap >= 0 and buf[k] - buf[k - 1] > max_gap):
+            if k == m or (max_gap >= 0 and colmap[buf[k]] - colmap[buf[k - 1]] > max_gap):
                 if k - a >= unit:
                     for q in range(a, a + (k - a) // unit * unit):
                         c = buf[q]
@@ -339,15 +340,18 @@ def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int 
     level, level 0 first, the blocks in ``A_R`` row order: the ``leftover`` of each
     ``reference.block_extraction.extract`` level, equal block for block. ``times`` (a dict)
     collects seconds under "bitsets", "matching" (similarity included), "extraction" and
-    "leftovers"."""
+    "leftovers". ``n_cols`` is not needed (the bitsets cover the columns in use)."""
     times = {} if times is None else times
     for k in ("bitsets", "matching", "extraction", "leftovers"):
         times.setdefault(k, 0.0)
     gap = -1 if max_gap is None else int(max_gap)
     t0 = time.perf_counter()
-    E = to_bitsets(np.asarray(indptr), np.asarray(indices), n_cols)
+    indices = np.asarray(indices)
+    colmap = np.unique(indices).astype(np.int64)       # bit u of a row: column colmap[u]
+    compact = np.searchsorted(colmap, indices)
+    E = to_bitsets(np.asarray(indptr), compact, colmap.size)
     rows = np.arange(E.shape[0], dtype=np.int64).reshape(-1, 1)
-    buf = np.empty(max(int(n_cols), 1), dtype=np.int64)
+    buf = np.empty(max(colmap.size, 1), dtype=np.int64)
     times["bitsets"] += time.perf_counter() - t0
     out, g = [], 1
     while True:
@@ -361,13 +365,13 @@ def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int 
                 _counts(R, cnt, lo, hi)
                 pairs = match_rows(R, cnt, lo, hi, CHUNK)
                 t1 = time.perf_counter()
-                per_pair = _count_blocks(R, pairs, unit, gap, buf)
+                per_pair = _count_blocks(R, colmap, pairs, unit, gap, buf)
                 first = np.concatenate(([0], np.cumsum(per_pair)))
                 n_blocks = int(first[-1])
                 if n_blocks:
                     nb = np.zeros((n_blocks, R.shape[1]), dtype=np.uint64)
                     nr = np.empty((n_blocks, 2 * g), dtype=np.int64)
-                    _take_blocks(R, rows, pairs, first, unit, gap, buf, nb, nr)
+                    _take_blocks(R, colmap, rows, pairs, first, unit, gap, buf, nb, nr)
                     got_bits.append(nb)
                     got_rows.append(nr)
                 times["matching"] += t1 - t0
@@ -378,6 +382,7 @@ def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int 
         _counts(R, cnt, lo, hi)
         keep = np.flatnonzero(cnt)
         ptr, cols = _bits_to_columns(R, keep)
+        cols = colmap[cols]
         out.append((g, [Block.of(rows[k], cols[ptr[n]:ptr[n + 1]]) for n, k in enumerate(keep)]))
         times["leftovers"] += time.perf_counter() - t0
         if not got_bits:
