@@ -340,15 +340,17 @@ def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int 
     level, level 0 first, the blocks in ``A_R`` row order: the ``leftover`` of each
     ``reference.block_extraction.extract`` level, equal block for block. ``times`` (a dict)
     collects seconds under "bitsets", "matching" (similarity included), "extraction" and
-    "leftovers". ``n_cols`` is not needed (the bitsets cover the columns in use)."""
+    "leftovers"."""
     times = {} if times is None else times
     for k in ("bitsets", "matching", "extraction", "leftovers"):
         times.setdefault(k, 0.0)
     gap = -1 if max_gap is None else int(max_gap)
     t0 = time.perf_counter()
     indices = np.asarray(indices)
-    colmap = np.unique(indices).astype(np.int64)       # bit u of a row: column colmap[u]
-    compact = np.searchsorted(colmap, indices)
+    present = np.zeros(int(n_cols), dtype=np.bool_)
+    present[indices] = True
+    colmap = np.flatnonzero(present).astype(np.int64)  # bit u of a row: column colmap[u]
+    compact = (np.cumsum(present, dtype=np.int64) - 1)[indices]
     E = to_bitsets(np.asarray(indptr), compact, colmap.size)
     rows = np.arange(E.shape[0], dtype=np.int64).reshape(-1, 1)
     buf = np.empty(max(colmap.size, 1), dtype=np.int64)
