@@ -7,19 +7,20 @@ Algorithm 2) on the similarity ``P @ P.T`` of the rows left. Here each level hol
 entry (``ceil(used columns / 64)`` uint64 words per row, so a wide, very sparse matrix costs
 no more than its entries; the gap rule reads the true column numbers), and compiled code does:
 
-1. **similarity** (:func:`similarity_chunk`, parallel over rows): for a chunk of rows i, the
-   shared-column counts ``popcount(R[i] & R[j])`` against every row j > i still in the pool
-   (all the greedy matching reads: rows before i have left the pool when i is taken);
+1. **similarity** (:func:`similarity_chunk`, parallel over tiles of rows j): for a chunk of
+   rows i, the shared-column counts ``popcount(R[i] & R[j])`` (over the words both rows
+   use) against every row j > i still in the pool (all the greedy matching reads: rows
+   before i have left the pool when i is taken);
 2. **matching** (:func:`match_rows`): the reference's order and ties (rows by increasing
    index, the first maximum, no pair where the best count is 0), chunk after chunk;
 3. **extraction** (:func:`_count_blocks`, :func:`_take_blocks`): each pair's shared columns
    cut into runs at gaps above ``max_gap``, each run's first multiple of ``unit`` taken as a
    block (bitset row of the next level) and cleared from both rows.
 
-The levels, the leftovers and the rest of the pipeline (gap padding, long/short split,
-clipping, reordering: ``reference.block_extraction.assemble_sets``; storage:
-``reference.ec_csr.store_sets``) are the reference's own code, so the bytes agree by
-construction once the extraction does. Input checks, the value dtype and the canonical form
+The rest of the pipeline (gap padding, long/short split, clipping, reordering) is the
+reference's own code (``reference.block_extraction.assemble_sets``); the storage
+(:func:`store_sets`) is ``reference.ec_csr.store_sets`` compiled, its interleaving and
+packing the shared ``reference.codec`` steps. Input checks, the value dtype and the canonical form
 are the reference's too (``check_options``, ``resolve_dtype``, ``canonical_csr``).
 
 :func:`encode_stages` returns the matrix with seconds per stage (for ``tools/``).
