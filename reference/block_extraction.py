@@ -85,7 +85,7 @@ __all__ = [
     "DELTA_BITS", "WARP_SIZES", "VECTOR_SIZES", "CLIP_FACTOR", "REAL", "GAP", "ALIGN",
     "Block", "BlockSet", "Level", "check_options", "max_gap_for", "runs", "extraction_round",
     "extract", "pad_gaps", "pad_to_multiple", "split_long_short", "clip_threshold", "clip_block",
-    "block_sets", "padding_stats",
+    "block_sets", "assemble_sets", "padding_stats",
 ]
 
 #: bits per delta index EC-CSR stores (the paper's EC-CSR-4 and EC-CSR-8)
@@ -371,17 +371,26 @@ def block_sets(A, delta_bits: int = 8, warp_size: int = 32, vector_size: int = 4
     granularity, long set before short set, empty sets left out). Every nonzero of ``A`` is a
     real entry of exactly one block; every other stored entry is an explicit padding zero."""
     opts = check_options(delta_bits, warp_size, vector_size, clip, reorder, max_granularity)
+    unit, max_gap = opts["warp_size"] * opts["vector_size"], max_gap_for(opts["delta_bits"])
+    levels = extract(A, unit=unit, max_gap=max_gap, max_granularity=opts["max_granularity"])
+    return assemble_sets([(level.granularity, level.leftover) for level in levels], opts)
+
+
+def assemble_sets(leftovers: list, opts: dict) -> list:
+    """Steps 3-6 after the extraction: ``leftovers`` lists ``(granularity, raw blocks)`` per
+    level, level 0 first (the raw blocks in ``A_R`` row order); ``opts`` are checked options
+    (:func:`check_options`). Returns the block sets in storage order, as :func:`block_sets`
+    (shared by the reference and the fast encoder, which extracts differently)."""
     ws, vs = opts["warp_size"], opts["vector_size"]
     unit, max_gap = ws * vs, max_gap_for(opts["delta_bits"])
-    levels = extract(A, unit=unit, max_gap=max_gap, max_granularity=opts["max_granularity"])
     long_parts, short_parts = {}, {}
-    for level in levels:
-        for raw in level.leftover:
+    for g, raws in leftovers:
+        for raw in raws:
             long, short = split_long_short(pad_gaps(raw, max_gap), ws, vs)
             if long is not None:
-                long_parts.setdefault(level.granularity, []).append(long)
+                long_parts.setdefault(g, []).append(long)
             if short is not None:
-                short_parts.setdefault(level.granularity, []).append(short)
+                short_parts.setdefault(g, []).append(short)
     threshold = clip_threshold([b for bs in long_parts.values() for b in bs], opts["clip"])
     sets = []
     for g in sorted(set(long_parts) | set(short_parts), reverse=True):

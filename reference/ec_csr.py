@@ -81,7 +81,7 @@ from .codec.packing import code_byte, code_mask, code_shift, get_code
 
 __all__ = [
     "SET_FIELDS", "ECCSRMatrix", "StoredBlock", "encode", "spmv", "spmm", "stored_blocks",
-    "pack_deltas", "unpack_deltas",
+    "pack_deltas", "unpack_deltas", "store_sets",
 ]
 
 #: the fields of one set descriptor, in the order ``set_desc`` stores them
@@ -417,7 +417,13 @@ def encode(A, dtype=None, lossy: bool = False, delta_bits: int = 8, warp_size: i
     opts = check_options(delta_bits, warp_size, vector_size, clip, reorder, max_granularity)
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
-    sets = block_sets(csr, **opts)
+    return store_sets(csr, block_sets(csr, **opts), opts, dt)
+
+
+def store_sets(csr: sp.csr_matrix, sets: list, opts: dict, dt) -> ECCSRMatrix:
+    """The :class:`ECCSRMatrix` of block sets ``sets`` (``block_extraction.block_sets`` of
+    canonical ``csr``, value dtype ``dt``) under checked options ``opts`` (shared by the
+    reference and the fast encoder)."""
     ws = opts["warp_size"]
     blocks = [(s, blk) for s in sets for blk in s.blocks]
     n_columns = sum(blk.n_columns for _, blk in blocks)

@@ -231,7 +231,7 @@ register(FormatInfo(
     doc="coordinate list: row, column and value of every nonzero, row-major (cuSPARSE's COO)"))
 
 register(FormatInfo(
-    name="ec_csr", reference="reference.ec_csr",
+    name="ec_csr", reference="reference.ec_csr", encoder="spmvlab.encoders.ec_csr",
     options={"delta_bits": Option(8, (8, 4), "bits per delta index (precision range 2**delta_bits)"),
              "warp_size": Option(32, (32, 2), "lanes per block (2: the paper's Fig. 4; "
                                  "reference.ec_csr.encode also takes 1, 4, 8, 16)"),
@@ -243,7 +243,8 @@ register(FormatInfo(
              "max_granularity": Option(None, None, "None or a power of two: no coarser blocks "
                                        "(1: no extraction)")},
     doc="EC-CSR (Lin et al.): hierarchical block sets of granularity 1, 2, 4, ..., a base "
-        "index per lane and 4/8-bit deltas, values interleaved by lane; reference only"))
+        "index per lane and 4/8-bit deltas, values interleaved by lane; fast encoder (numba), "
+        "no kernels yet"))
 
 register(FormatInfo(
     name="csr_dtans", reference="reference.csr_dtans", encoder="spmvlab.encoders.csr_dtans",
