@@ -223,8 +223,8 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
     ``(*arrays, X flat, Y, N)``; return Y where the caller wants it. N = 1 launches the
     format's SpMV kernel instead when ``spmv = (factory, threads, rows_per_block)`` is given.
 
-    ``shared = (factory, threads[, tile dtype])``: when the X tile's K rows (in the tile
-    dtype, default the value dtype) fit in one block's shared
+    ``shared = (factory, threads, tile dtype)``: when the X tile's K rows (in the tile
+    dtype) fit in one block's shared
     memory (:func:`smem_tile`), ``factory(ct, g, fg)`` is launched instead (g: values per
     shared-memory gather, fg: per global load of the fill, :func:`fill_parts`): a persistent grid
     (as many blocks as can be resident, at most one per ``threads // 32`` rows; at most one
@@ -235,14 +235,14 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
     ops, k_cols = prepare_spmm(D, X, out)
     n_rows, n_k = D.shape
     sms, block_limit, sm_limit = _device_limits() if shared is not None else (0, 0, 0)
-    tile_dtype = np.dtype(shared[2] if shared is not None and len(shared) > 2 else D.dtype)
+    tile_dtype = np.dtype(shared[2]) if shared is not None else None
     sct = smem_tile(tile_dtype, n_k, k_cols, max_tile, block_limit) if shared is not None else 0
     if n_rows and k_cols == 1 and spmv is not None:
         factory, sthreads, srows = spmv
         factory()[blocks_for(n_rows, srows), sthreads](
             *arrays, ops.x.reshape(ops.x.shape[0]), ops.out.reshape(n_rows))
     elif n_rows and sct:
-        factory, sthreads = shared[:2]
+        factory, sthreads, _ = shared
         sthreads = min(sthreads, WARP * n_rows)    # no block of idle warps for a short matrix
         item = tile_dtype.itemsize
         nbytes = n_k * sct * item
