@@ -1,9 +1,12 @@
-"""Launch the MACKO SpMV once (default config) on one uniform matrix, for a profiler:
+"""Launch one MACKO SpMV (or SpMM with --k) on one uniform fp16 matrix, for a profiler:
 
-    ncu --kernel-name regex:macko --section SpeedOfLight ... python tools/profile_macko.py ROWS COLS SPARSITY
+    ncu --kernel-name regex:macko --section SpeedOfLight ... \\
+        python tools/profile_macko.py ROWS COLS SPARSITY [--k N] [--config '{"lane_entries": 16}']
 
-Prints nothing useful by itself; the profiler's report is the output."""
-import sys
+Launches twice (the first compiles); prints nothing useful by itself: the profiler's report
+is the output (``--launch-skip 1`` profiles the second launch)."""
+import argparse
+import json
 
 import numpy as np
 
@@ -12,11 +15,22 @@ from spmvlab._cuda import cuda
 from spmvlab.encoders import macko as E
 from spmvlab.kernels import macko as K
 
-rows, cols = (int(v) for v in sys.argv[1:3]) if len(sys.argv) > 2 else (12288, 12288)
-sparsity = float(sys.argv[3]) if len(sys.argv) > 3 else 0.5
-A = datasets.uniform((rows, cols), sparsity, dtype="float16", seed=0)
+p = argparse.ArgumentParser()
+p.add_argument("rows", type=int, nargs="?", default=12288)
+p.add_argument("cols", type=int, nargs="?", default=12288)
+p.add_argument("sparsity", type=float, nargs="?", default=0.5)
+p.add_argument("--k", type=int, default=0, help="columns of X (0: SpMV)")
+p.add_argument("--config", type=json.loads, default={}, help="MackoConfig fields as JSON")
+a = p.parse_args()
+cfg = K.MackoConfig(**a.config)
+A = datasets.uniform((a.rows, a.cols), a.sparsity, dtype="float16", seed=0)
 D = K.to_device(E.encode(A, delta_bits=4, dtype=np.float16))
-x = cuda.to_device(np.random.default_rng(1).standard_normal(cols).astype(np.float16))
-y = cuda.device_array(rows, dtype=np.float16)
-K.spmv(D, x, out=y)
+rng = np.random.default_rng(1)
+for _ in range(2):
+    if a.k:
+        X = cuda.to_device(rng.standard_normal((a.cols, a.k)).astype(np.float16))
+        K.spmm(D, X, out=cuda.device_array((a.rows, a.k), dtype=np.float16), config=cfg)
+    else:
+        x = cuda.to_device(rng.standard_normal(a.cols).astype(np.float16))
+        K.spmv(D, x, out=cuda.device_array(a.rows, dtype=np.float16), config=cfg)
 cuda.synchronize()
