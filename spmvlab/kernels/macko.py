@@ -209,17 +209,18 @@ def _parts(dtype_name: str, delta_bits: int):
     @inline_device
     def prefix4(w):
         """For 4-bit codes: the 8 inclusive prefix sums of the steps (code + 1) of a word,
-        as bytes of two words: ``odd`` byte i = steps of entries 0..2i+1, ``even`` byte i =
-        steps of entries 0..2i. The even/odd codes are split into bytes, added pairwise and
-        summed bytewise by one multiply (every partial sum is at most 8 * 16 = 128, so no
-        byte carries into the next)."""
+        less one, as bytes of two words: ``odd`` byte i = (steps of entries 0..2i+1) - 1,
+        ``even`` byte i = (steps of entries 0..2i) - 1 (so every byte is >= 0 and entry k's
+        column is the lane's first column plus byte k). The even/odd codes are split into
+        bytes, added pairwise and summed bytewise by one multiply (every partial sum is at
+        most 8 * 16 = 128, so no byte carries into the next)."""
         u = u32(w)
         e = u32(u & u32(0x0F0F0F0F))
         o = u32((u >> u32(4)) & u32(0x0F0F0F0F))
         # the multiply in 64 bits keeps the simulator from warning on the intended wrap;
         # only the low 32 bits are used, so the GPU does a 32-bit multiply
-        odd = u32(np.uint64(u32(e + o + u32(0x02020202))) * np.uint64(0x01010101)
-                  & np.uint64(0xFFFFFFFF))
+        odd = u32((np.uint64(u32(e + o + u32(0x02020202))) * np.uint64(0x01010101)
+                   - np.uint64(0x01010101)) & np.uint64(0xFFFFFFFF))
         return odd, u32(odd - o - u32(0x01010101))
 
     @inline_device
@@ -231,7 +232,7 @@ def _parts(dtype_name: str, delta_bits: int):
         filling the word's low 8 * b bits (layout: reference.codec.packing.word_code)."""
         if b == 4:  # the last of the prefix sums
             odd, even = prefix4(w)
-            return int32(odd >> u32(24))
+            return int32((odd >> u32(24)) + u32(1))
         if b == 1:
             return int32(cuda.popc(np.uint32(w)) + 8)
         loc = int32(8)
@@ -281,7 +282,7 @@ def _parts(dtype_name: str, delta_bits: int):
         extract and an address per entry instead of a shift, mask and add)."""
         if b == 4:
             odd, even = prefix4(w)
-            c = u32(col)
+            c = u32(col + 1)            # the lane's first column (col may be -1)
             v0, v1, v2, v3, v4, v5, v6, v7 = vals
             s += acc(v0) * acc(gather(x, c, byte_of(even, 0)))
             s += acc(v1) * acc(gather(x, c, byte_of(odd, 0)))
