@@ -4,7 +4,12 @@ sparsity, fp16 values, cold L2.
 Methods: MACKO (numba kernel, delta_bits=4, fp32 accumulation), cuSPARSE CSR (torch, fp16),
 numba CSR-vector, and the dense cuBLAS GEMV every speedup is relative to. Matrices are
 ``datasets.uniform`` masks (seeded) with Gaussian values; every method is checked on the GPU
-against the float64 product before it is timed (median of ``reps`` calls, L2 flushed).
+against the float64 product before it is timed (median of ``reps`` calls, L2 read-flushed).
+
+With ``public_macko`` (default on) the MACKO authors' own CUDA kernel and benchmark run in the
+same process at every point (``spmvlab.anchors``; export ``SPMVLAB_PUBLIC_MACKO=<checkout>``,
+else its rows record the error): its own matrix, its own cuBLAS baseline, write-flushed, mean
+of ``reps`` calls; the plot shows its speedup over its own cuBLAS.
 
     python experiments/fig7_macko.py                    # 4096 x 11008 (paper Fig. 7)
     python experiments/fig7_macko.py --shape 12288 12288  # Figs. 5/9; 4096 4096: Fig. 6; 11008 4096: Fig. 8
@@ -31,9 +36,11 @@ PAPER_FIGURE = {(4096, 11008): "Fig. 7", (12288, 12288): "Figs. 5 and 9", (4096,
 RUNS = [{}] + [{"shape": list(s)} for s in PAPER_FIGURE if list(s) != DEFAULT_SHAPE]
 METHODS = ["cublas", "macko", "cusparse", "csr_vector"]
 STYLE = {"macko": dict(color="tab:red", marker="o"), "cusparse": dict(color="tab:blue", marker="s"),
+         "public_macko": dict(color="tab:purple", marker="D", ls=":"),
          "csr_vector": dict(color="tab:green", marker="^"), "cublas": dict(color="black")}
 FULL = dict(shape=DEFAULT_SHAPE, sparsities=[0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95],
-            dtype="float16", methods=METHODS, reps=100, warmup=10, seed=0, cold=True)
+            dtype="float16", methods=METHODS, reps=100, warmup=10, seed=0, cold=True,
+            public_macko=True)
 QUICK = dict(sparsities=[0.5, 0.9], reps=30)
 
 
@@ -52,12 +59,21 @@ def results_name(cfg: dict) -> str:
 
 def measure(cfg: dict) -> dict:
     """One matrix per sparsity of ``cfg["shape"]``; every method checked, then timed."""
-    from spmvlab import datasets, methods
+    from spmvlab import anchors, datasets, methods, runinfo
+    cc = tuple(runinfo.device_info().get("compute_capability") or (9, 0))
     rows = []
     for sparsity in X.progress(cfg["sparsities"], total=len(cfg["sparsities"]), desc="sparsity"):
         A = datasets.uniform(tuple(cfg["shape"]), sparsity, dtype=cfg["dtype"], seed=cfg["seed"])
         rows += methods.measure(A, cfg["dtype"], cfg["methods"], reps=cfg["reps"],
                                 warmup=cfg["warmup"], cold=cfg["cold"], extra=dict(sparsity=sparsity))
+        del A
+        if cfg.get("public_macko"):
+            rows += [dict(r, sparsity=sparsity) for r in
+                     anchors.public_macko_rows(cfg["shape"], sparsity, reps=cfg["reps"], cc=cc)]
+    for r in rows:
+        if r["method"] == "public_macko" and "error" in r:
+            print(f"public MACKO kernel not measured: {r['error']}", file=sys.stderr)
+            break
     return dict(rows=rows)
 
 
@@ -67,10 +83,13 @@ def plot(results: dict, fig_path: str) -> list[str]:
     rows = [r for r in results["rows"] if "median_us" in r]
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     P.method_lines(ax, rows, "speedup_vs_cublas", style=STYLE,
-                   methods=[m for m in cfg["methods"] if m != "cublas"])
+                   methods=[m for m in cfg["methods"] if m != "cublas"],
+                   label=lambda m: "MACKO (ours)" if m == "macko" else m.replace("_", " "))
+    P.method_lines(ax, results["rows"], "speedup_vs_own_cublas", style=STYLE, methods=["public_macko"],
+                   label=lambda m: "public MACKO kernel / its cuBLAS\n(write-flush, mean)")
     dense = sorted(r["median_us"] for r in rows if r["method"] == "cublas")
     t_dense = dense[len(dense) // 2] if dense else float("nan")
-    P.speedup_axis(ax, base_label=f"cuBLAS GEMV ({t_dense:.0f} us)", log2=True,
+    P.speedup_axis(ax, base_label=f"cuBLAS GEMV ({t_dense:.0f} us; ours: read-flush, median)", log2=True,
                    ylabel="speedup over cuBLAS GEMV (fp16)",
                    title=f"SpMV {cfg['shape'][0]}x{cfg['shape'][1]}, fp16, cold L2, "
                          f"{P.device_name(results)}")
@@ -79,6 +98,13 @@ def plot(results: dict, fig_path: str) -> list[str]:
 
 def report(results: dict):
     P.print_table(results["rows"], P.TIMING_COLUMNS)
+    public = [r for r in results["rows"] if r["method"].startswith("public_") and "mean_us" in r]
+    if public:
+        print("public MACKO benchmark (its own matrix and cuBLAS; write-flush, mean):")
+        print(P.format_table(public, [("sparsity", "sparsity", ".2f"), ("method", "method", ""),
+                                      ("mean_us", "mean us", ".1f"),
+                                      ("speedup_vs_own_cublas", "x its cuBLAS", ".2f"),
+                                      ("check_passed", "ok", "")]))
 
 
 if __name__ == "__main__":

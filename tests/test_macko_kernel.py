@@ -6,7 +6,6 @@ import scipy.sparse as sp
 
 import reference.macko as R
 from reference._common import DTypeError, OptionError
-from spmvlab._cuda import SIMULATOR
 from spmvlab.kernels import macko as K
 
 
@@ -24,17 +23,14 @@ def test_unsupported_dtype_and_config():
         K.MackoConfig(spmm_smem=1)
     with pytest.raises(OptionError, match="spmm_smem_fp32: expected True or False"):
         K.MackoConfig(spmm_smem_fp32="yes")
-    with pytest.raises(OptionError, match="lane_entries: expected 8 or 16"):
-        K.MackoConfig(lane_entries=32)
 
 
-@pytest.mark.parametrize("lane_entries", [8, 16])
 @pytest.mark.parametrize("delta_bits, dtype", [(4, np.float16), (4, np.float32), (1, np.float16),
                                                (2, np.float32), (8, np.float16)])
-def test_long_rows_take_the_unmasked_path_and_agree(lane_entries, delta_bits, dtype):
-    """Rows long enough that whole chunks (256 or 512 entries) lie inside them, starting at
-    offsets that are not multiples of 16, so the interior path (for 4-bit codes the bytewise
-    prefix sums) runs between masked first and last chunks; a short and an empty row too."""
+def test_long_rows_take_the_unmasked_path_and_agree(delta_bits, dtype):
+    """Rows long enough that whole 256-entry chunks lie inside them, one starting at entry 0
+    and one at an offset that is not a multiple of 16, so the unmasked path runs first and
+    between masked chunks; a short and an empty row too."""
     rng = np.random.default_rng(delta_bits)
     lengths = [1030, 3, 1500, 0, 1100]      # row 0 starts at entry 0: an interior first chunk
     rows = np.repeat(np.arange(5), lengths)
@@ -44,20 +40,11 @@ def test_long_rows_take_the_unmasked_path_and_agree(lane_entries, delta_bits, dt
     assert M.row_ptr[2] % 16 and M.row_ptr[3] - M.row_ptr[2] > 2 * 512
     x = rng.standard_normal(4000).astype(dtype)
     y = np.full(5, 7.0, dtype)                     # garbage: every element must be written
-    K.spmv(M, x, out=y, config=K.MackoConfig(threads_per_block=64, lane_entries=lane_entries))
+    K.spmv(M, x, out=y, config=K.MackoConfig(threads_per_block=64))
     exact = M.to_csr().astype(np.float64) @ x.astype(np.float64)
     scale = abs(M.to_csr().astype(np.float64)) @ abs(x.astype(np.float64))
     assert np.all(abs(y.astype(np.float64) - exact) <= (2e-3 if dtype == np.float16 else 1e-5) * scale + 1e-6)
     assert y[3] == 0
-
-
-@pytest.mark.skipif(not SIMULATOR, reason="the intrinsics run only inside kernels on a GPU")
-def test_gather_and_byte_of_fallbacks():
-    from spmvlab.kernels._intrinsics import byte_of, gather
-    u = np.uint32(0x80FF0102)
-    assert [int(byte_of(u, k)) for k in range(4)] == [2, 1, 255, 128]
-    a = np.arange(10, dtype=np.float16)
-    assert gather(a, np.uint32(3), np.uint32(4)) == 7
 
 
 def test_shared_memory_tile_halves_until_x_fits():
@@ -91,9 +78,8 @@ def test_shared_memory_spmm_equals_the_register_tile_bit_for_bit(dtype, k):
 @pytest.mark.parametrize("cfg", [K.MackoConfig(threads_per_block=32),
                                  K.MackoConfig(threads_per_block=32, prefetch=0),
                                  K.MackoConfig(threads_per_block=32, prefetch=2),
-                                 K.MackoConfig(threads_per_block=32, spmm_smem=False),
-                                 K.MackoConfig(threads_per_block=32, lane_entries=16)],
-                         ids=["prefetch1", "prefetch0", "prefetch2", "spmm-global-x", "lane16"])
+                                 K.MackoConfig(threads_per_block=32, spmm_smem=False)],
+                         ids=["prefetch1", "prefetch0", "prefetch2", "spmm-global-x"])
 def test_inserted_zeros_do_not_touch_inf_in_x(cfg):
     """A gap longer than 2**delta_bits inserts zeros; x = Inf at their columns must not
     turn the result into NaN (CSR semantics). Row 1 is long enough for the unmasked

@@ -1,7 +1,7 @@
 """Launch one MACKO SpMV (or SpMM with --k) on one uniform fp16 matrix, for a profiler:
 
     ncu --kernel-name regex:macko --section SpeedOfLight ... \\
-        python tools/profile_macko.py ROWS COLS SPARSITY [--k N] [--config '{"lane_entries": 16}']
+        python tools/profile_macko.py ROWS COLS SPARSITY [--k N] [--config '{"prefetch": 2}']
 
 Launches twice (the first compiles); prints nothing useful by itself: the profiler's report
 is the output (``--launch-skip 1`` profiles the second launch)."""

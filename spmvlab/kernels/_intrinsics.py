@@ -5,13 +5,8 @@ compile to a single vector load (``ld.global.v2/v4``), so ``i * itemsize`` must 
 multiple of ``n * itemsize`` and the elements must lie inside the array.
 ``sload1/2/4/8(arr, i)`` are the same for an array in shared memory (``ld.shared.v2/v4``).
 ``load_u32(arr8, i)`` reads 4 bytes of a uint8 array at byte ``i`` (a multiple of 4) as one
-uint32 (little-endian, like the GPU). ``gather(arr, base, off)`` is ``arr[base + off]`` (arr
-in global memory) for
-two unsigned 32-bit integers, addressed as ``(arr + base) + off`` so that several gathers
-around one ``base`` share its address and cost one multiply-add each. ``byte_of(u, k)`` is
-byte ``k`` (a literal 0..3) of a uint32, one byte-permute instruction. On the simulator
-each is a plain-indexing fallback with the same results (and a bounds/alignment assertion
-the GPU does not make).
+uint32 (little-endian, like the GPU). On the simulator each is a plain-indexing fallback
+with the same results (and a bounds/alignment assertion the GPU does not make).
 """
 from __future__ import annotations
 
@@ -47,14 +42,6 @@ if SIMULATOR:
         _check(arr, i, 4)
         return np.uint32(int(arr[i]) | (int(arr[i + 1]) << 8) | (int(arr[i + 2]) << 16)
                          | (int(arr[i + 3]) << 24))
-
-    def gather(arr, base, off):
-        i = int(base) + int(off)
-        assert 0 <= i < arr.shape[0], f"gather at {i} outside {arr.shape[0]}"
-        return arr[i]
-
-    def byte_of(u, k):
-        return np.uint32((int(u) >> (8 * int(k))) & 0xFF)
 
 else:
     from llvmlite import ir
@@ -128,43 +115,5 @@ else:
             i = context.cast(builder, args[1], idxty, types.intp)
             ptr = builder.bitcast(builder.gep(ary.data, [i]), ir.IntType(32).as_pointer())
             return builder.load(ptr, align=4)
-
-        return sig, codegen
-
-    @intrinsic
-    def gather(typingctx, arr, base, off):
-        if (not isinstance(arr, types.Array) or arr.ndim != 1 or base != types.uint32
-                or off != types.uint32):
-            return None
-        sig = arr.dtype(arr, base, off)
-
-        def codegen(context, builder, sig, args):
-            # LLVM folds two address steps back into one 64-bit index sum, so the
-            # per-gather step is inline PTX (one mad.wide.u32 -> IMAD.WIDE.U32)
-            ary = context.make_array(sig.args[0])(context, builder, args[0])
-            i32, i64 = ir.IntType(32), ir.IntType(64)
-            size = context.get_abi_sizeof(context.get_data_type(sig.args[0].dtype))
-            head = builder.add(builder.ptrtoint(ary.data, i64),
-                               builder.mul(builder.zext(args[1], i64), ir.Constant(i64, size)))
-            step = ir.InlineAsm(ir.FunctionType(i64, [i32, i64]),
-                                f"mad.wide.u32 $0, $1, {size}, $2;", "=l,r,l", side_effect=False)
-            addr = builder.call(step, [args[2], head])
-            elty = context.get_data_type(sig.args[0].dtype)
-            return builder.load(builder.inttoptr(addr, ir.PointerType(elty, 1)))
-
-        return sig, codegen
-
-    @intrinsic
-    def byte_of(typingctx, u, k):
-        if u != types.uint32 or not isinstance(k, types.IntegerLiteral) or not 0 <= k.literal_value < 4:
-            return None
-        sig = types.uint32(u, k)
-        sel = 0x4440 | k.literal_value          # byte k of a into byte 0, zero bytes above
-
-        def codegen(context, builder, sig, args):
-            i32 = ir.IntType(32)
-            asm = ir.InlineAsm(ir.FunctionType(i32, [i32]), f"prmt.b32 $0, $1, 0, {sel};",
-                               "=r,r", side_effect=False)
-            return builder.call(asm, [args[0]])
 
         return sig, codegen

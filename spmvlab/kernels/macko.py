@@ -9,15 +9,10 @@ scan (``shfl_up_sync``, 5 steps) of each lane's sum of steps; lane 31's total is
 and carried to the next chunk. Products and sums are float32; lanes reduce with
 ``shfl_xor_sync`` and lane 0 writes y[r] in the value dtype.
 
-``MackoConfig.lane_entries=16`` doubles the lane's share: chunks of 512 entries, two 16-byte
-value loads and one load of two code words per lane, one warp scan per 512 entries (the row
-start rounded down to 16; the device copies are padded to 16 entries).
-
-Instruction count (read from the sm_90 SASS with ``cuobjdump``, no GPU needed): positions and
-the chunk bookkeeping are int32 (64-bit compares and adds doubled them), the scan's lane
-tests are 32-bit, and for 4-bit codes a lane's 8 columns come from bytewise prefix sums
-(``prefix4``: two masks, one multiply) and a byte permute per entry, the x gathers addressed
-from one per-lane base (``_intrinsics.gather``).
+Positions and the chunk bookkeeping are int32 and the scan's lane tests 32-bit (64-bit
+compares and adds had doubled them): 640 -> 512 SASS instructions for the fp16, 4-bit kernel
+and 25.4 -> 24.2 us at 4096 x 11008, 74.1 -> 69.8 us at 12288 x 12288, 50 % (H200,
+results/h200/macko_spmv_rewrite_ab.txt, which also records what did not help).
 
 What makes it fast (measured with Nsight Compute on the H100, see paper_repro.md):
 * software pipelining (``prefetch=1`` or ``2``): the loads of the chunk 1 (or 2) ahead are
@@ -58,14 +53,13 @@ from ._common import (
     check_threads_per_block, check_value_dtype, checked_to_device, jit_options,
     launch_spmv, run_device_check, to_dev, warp_sum,
 )
-from ._intrinsics import byte_of, gather, vload2, vload4, vload8
+from ._intrinsics import vload4, vload8
 from ._spmm import TILE_COLS, accumulator_np, fill_parts, launch_tiles, ptx_cases, tile_parts
 
 __all__ = ["MackoConfig", "DeviceMacko", "to_device", "device_check", "spmv", "spmm", "ptx_targets"]
 
 KERNEL_DTYPES = formats.get("macko").kernel_dtypes
-CHUNK = 8 * WARP          # stored entries a warp handles per chunk (lane_entries=8)
-DEVICE_ALIGN = 16         # the device copies of values/codes hold whole groups of 16 entries
+CHUNK = 8 * WARP          # stored entries a warp handles per chunk
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
@@ -89,29 +83,24 @@ class MackoConfig:
     spmm_smem_threads  threads per block of the shared-memory SpMM (one block per SM when
                        the tile is large, so more threads hide more latency); its register
                        cap is 65536 / threads
-    lane_entries       SpMV: stored entries per lane and chunk, 8 (chunks of 256) or 16
-                       (chunks of 512: half the warp scans and loop steps per entry, more
-                       entries on the masked path at the row ends; the device arrays are
-                       padded to 16 entries, see :func:`to_device`)
 
-    The defaults are the fastest of the sweep in results/h100/tune_macko.json (H100, fp16).
+    The defaults are the fastest of the sweep in results/h200/tune_macko.json (H200, fp16):
+    256 threads and 40 registers fit 48 warps on an SM (512 and 48: 32), which the
+    12288 x 12288 layers need (93 rows per SM).
     """
 
-    threads_per_block: int = 512
+    threads_per_block: int = 256
     prefetch: int = 1
-    max_registers: int | None = 48
+    max_registers: int | None = 40
     spmm_tile: int = 16
     spmm_smem: bool = True
     spmm_smem_threads: int = 1024
     spmm_smem_fp32: bool = False
-    lane_entries: int = 8
 
     def __post_init__(self):
         check_threads_per_block("MackoConfig", self.threads_per_block)
         if self.prefetch not in (0, 1, 2) or isinstance(self.prefetch, bool):
             raise OptionError(problem("MackoConfig.prefetch", "0, 1 or 2", repr(self.prefetch)))
-        if self.lane_entries not in (8, 16) or isinstance(self.lane_entries, bool):
-            raise OptionError(problem("MackoConfig.lane_entries", "8 or 16", repr(self.lane_entries)))
         if self.spmm_tile not in TILE_COLS:
             raise OptionError(problem("MackoConfig.spmm_tile", f"one of {TILE_COLS}", self.spmm_tile))
         for name in ("spmm_smem", "spmm_smem_fp32"):
@@ -129,9 +118,7 @@ class MackoConfig:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DeviceMacko:
-    """A :class:`MackoMatrix` on the device; ``codes`` are the packed bytes. Values and codes
-    are padded with zero entries to a multiple of :data:`DEVICE_ALIGN` entries (never empty);
-    ``nbytes`` is the format's plus those padding bytes."""
+    """A :class:`MackoMatrix` on the device; ``codes`` are the packed bytes."""
 
     row_ptr: object
     codes: object
@@ -151,17 +138,15 @@ def to_device(M: MackoMatrix, check: str = "auto") -> DeviceMacko:
 def _upload(M: MackoMatrix) -> DeviceMacko:
     check_value_dtype(M.dtype, KERNEL_DTYPES, "MACKO kernel")
     check_int32("shape[1] (columns)", M.n_cols)           # columns are decoded in int32
-    # entry positions, the prefetch look-ahead (up to 3 chunks of 512) included, are int32
-    check_int32("stored entries + 1536 (prefetch look-ahead)", int(M.values.size) + 3 * 2 * CHUNK)
+    # entry positions, the prefetch look-ahead (up to 3 chunks) included, are int32
+    check_int32("stored entries + 768 (prefetch look-ahead)", int(M.values.size) + 3 * CHUNK)
     codes = np.ascontiguousarray(M.deltas)
     vals = M.values
-    pad = -vals.size % DEVICE_ALIGN or (DEVICE_ALIGN if vals.size == 0 else 0)
-    if pad:  # whole 16-entry groups (lane_entries=16), never an empty buffer: loads in bounds
-        vals = np.concatenate([vals, np.zeros(pad, vals.dtype)])
-        codes = np.concatenate([codes, np.zeros(pad * M.delta_bits // 8, np.uint8)])
+    if vals.size == 0:  # keep a non-empty buffer so loads are always in bounds
+        vals = np.zeros(8, vals.dtype)
+        codes = np.zeros(M.delta_bits, np.uint8)
     return DeviceMacko(row_ptr=to_dev(M.row_ptr), codes=to_dev(codes), values=to_dev(vals),
-                       shape=M.shape, dtype=M.dtype, delta_bits=M.delta_bits,
-                       nbytes=M.nbytes + pad * vals.itemsize + pad * M.delta_bits // 8)
+                       shape=M.shape, dtype=M.dtype, delta_bits=M.delta_bits, nbytes=M.nbytes)
 
 
 def _words(D: DeviceMacko):
@@ -204,25 +189,6 @@ def _parts(dtype_name: str, delta_bits: int):
                 loc = int32(loc + word_code(w, k, b) + 1)
         return loc
 
-    u32 = np.uint32
-
-    @inline_device
-    def prefix4(w):
-        """For 4-bit codes: the 8 inclusive prefix sums of the steps (code + 1) of a word,
-        less one, as bytes of two words: ``odd`` byte i = (steps of entries 0..2i+1) - 1,
-        ``even`` byte i = (steps of entries 0..2i) - 1 (so every byte is >= 0 and entry k's
-        column is the lane's first column plus byte k). The even/odd codes are split into
-        bytes, added pairwise and summed bytewise by one multiply (every partial sum is at
-        most 8 * 16 = 128, so no byte carries into the next)."""
-        u = u32(w)
-        e = u32(u & u32(0x0F0F0F0F))
-        o = u32((u >> u32(4)) & u32(0x0F0F0F0F))
-        # the multiply in 64 bits keeps the simulator from warning on the intended wrap;
-        # only the low 32 bits are used, so the GPU does a 32-bit multiply
-        odd = u32((np.uint64(u32(e + o + u32(0x02020202))) * np.uint64(0x01010101)
-                   - np.uint64(0x01010101)) & np.uint64(0xFFFFFFFF))
-        return odd, u32(odd - o - u32(0x01010101))
-
     @inline_device
     def full_steps(w):
         """Sum of the 8 steps of a lane whose entries all lie inside the row.
@@ -230,9 +196,10 @@ def _parts(dtype_name: str, delta_bits: int):
         For b = 4 and b = 1 the sum over all 8 codes is taken arithmetically on the whole word
         (nibble pairs, popcount) rather than code by code; it relies only on the 8 codes
         filling the word's low 8 * b bits (layout: reference.codec.packing.word_code)."""
-        if b == 4:  # the last of the prefix sums
-            odd, even = prefix4(w)
-            return int32((odd >> u32(24)) + u32(1))
+        if b == 4:  # add nibbles pairwise into bytes, then the 4 bytes with one multiply
+            u = np.uint32(w)
+            t = np.uint32((u & np.uint32(0x0F0F0F0F)) + ((u >> np.uint32(4)) & np.uint32(0x0F0F0F0F)))
+            return int32((np.uint32(t * np.uint32(0x01010101)) >> np.uint32(24)) + 8)
         if b == 1:
             return int32(cuda.popc(np.uint32(w)) + 8)
         loc = int32(8)
@@ -242,8 +209,7 @@ def _parts(dtype_name: str, delta_bits: int):
 
     @inline_device
     def warp_scan(v, lane):
-        """Inclusive prefix sum of ``v`` over the warp (``lane`` an int32, so the compares are
-        32-bit; written out: 4 instructions a step in SASS)."""
+        """Inclusive prefix sum of ``v`` over the warp (``lane`` an int32: 32-bit compares)."""
         t = cuda.shfl_up_sync(FULL_MASK, v, 1)
         if lane >= int32(1):
             v = int32(v + t)
@@ -277,22 +243,7 @@ def _parts(dtype_name: str, delta_bits: int):
     @inline_device
     def full_dot(w, vals, col, x, s):
         """Add the 8 products of a lane whose entries all lie inside the row: no masks, no
-        zero tests (see the module docstring for why that is exact for finite results).
-        With 4-bit codes the columns are ``col`` plus the bytes of :func:`prefix4` (a byte
-        extract and an address per entry instead of a shift, mask and add)."""
-        if b == 4:
-            odd, even = prefix4(w)
-            c = u32(col + 1)            # the lane's first column (col may be -1)
-            v0, v1, v2, v3, v4, v5, v6, v7 = vals
-            s += acc(v0) * acc(gather(x, c, byte_of(even, 0)))
-            s += acc(v1) * acc(gather(x, c, byte_of(odd, 0)))
-            s += acc(v2) * acc(gather(x, c, byte_of(even, 1)))
-            s += acc(v3) * acc(gather(x, c, byte_of(odd, 1)))
-            s += acc(v4) * acc(gather(x, c, byte_of(even, 2)))
-            s += acc(v5) * acc(gather(x, c, byte_of(odd, 2)))
-            s += acc(v6) * acc(gather(x, c, byte_of(even, 3)))
-            s += acc(v7) * acc(gather(x, c, byte_of(odd, 3)))
-            return s
+        zero tests (see the module docstring for why that is exact for finite results)."""
         for k in range(8):
             col = int32(col + word_code(w, k, b) + 1)
             s += acc(vals[k]) * acc(x[np.uint32(col)])
@@ -323,84 +274,55 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
     P = _parts(dtype_name, delta_bits)
     load_values, load_word, chunk_columns = P["load_values"], P["load_word"], P["chunk_columns"]
     masked_dot, full_dot = P["masked_dot"], P["full_dot"]
-    lane_steps, full_steps, warp_scan = P["lane_steps"], P["full_steps"], P["warp_scan"]
     wpb = cfg.threads_per_block // WARP
     prefetch = cfg.prefetch
-    E = cfg.lane_entries                   # stored entries per lane and chunk
-    wide = E == 16
-    C = WARP * E                           # stored entries per chunk
     int32 = np.int32
 
-    if not wide:
-        @inline_device
-        def load_lane(values, words, p):
-            """The lane's 8 values and their codes (one word)."""
-            return load_values(values, p), load_word(words, p)
-
-        @inline_device
-        def chunk(lanedata, base, p, start, end, running, lane, x, s, careful):
-            """One chunk: scan the lanes' step sums, accumulate; returns (s, running)."""
-            vals, w = lanedata
-            interior, col, total = chunk_columns(w, base, p, start, end, running, lane, careful)
-            if interior:
-                s = full_dot(w, vals, col, x, s)
-            else:
-                s = masked_dot(w, vals, p, start, end, col, x, s)
-            return s, int32(running + total)
-    else:
-        @inline_device
-        def load_lane(values, words, p):
-            """The lane's 16 values and their codes (two words, one load; p a multiple of 16)."""
-            wa, wb = vload2(words, p >> 3)
-            return (load_values(values, p), np.int64(wa), load_values(values, int32(p + 8)),
-                    np.int64(wb))
-
-        @inline_device
-        def chunk(lanedata, base, p, start, end, running, lane, x, s, careful):
-            """One 512-entry chunk: lane entries [p, p + 16) as two groups of 8, one scan."""
-            va, wa, vb, wb = lanedata
-            interior = (not careful) and base >= start and int32(base + C) <= end
-            if interior:
-                la = full_steps(wa)
-                loc = int32(la + full_steps(wb))
-            else:
-                la = lane_steps(wa, p, start, end)
-                loc = int32(la + lane_steps(wb, int32(p + 8), start, end))
-            incl = warp_scan(loc, lane)
-            total = cuda.shfl_sync(FULL_MASK, incl, WARP - 1)
-            col = int32(running + incl - loc - 1)
-            if interior:
-                s = full_dot(wa, va, col, x, s)
-                s = full_dot(wb, vb, int32(col + la), x, s)
-            else:
-                s = masked_dot(wa, va, p, start, end, col, x, s)
-                s = masked_dot(wb, vb, int32(p + 8), start, end, int32(col + la), x, s)
-            return s, int32(running + total)
+    @inline_device
+    def chunk(w, vals, base, p, start, end, running, lane, x, s, careful):
+        """One chunk: scan the lanes' step sums, accumulate; returns (s, running)."""
+        interior, col, total = chunk_columns(w, base, p, start, end, running, lane, careful)
+        if interior:
+            s = full_dot(w, vals, col, x, s)
+        else:
+            s = masked_dot(w, vals, p, start, end, col, x, s)
+        return s, int32(running + total)
 
     @inline_device
     def row_dot(values, words, x, start, end, last, lane, careful):
-        """This lane's share of row [start, end); with ``prefetch`` the loads of the chunks
-        ahead are in flight while the current chunk is computed."""
-        base = int32(start & -E)
+        """This lane's share of row [start, end); with ``prefetch`` the next chunk's loads
+        are in flight while the current chunk is computed."""
+        base = int32(start & -8)
         running = int32(0)
         s = acc(0)
-        p = int32(base + lane * E)
-        cur = load_lane(values, words, min(p, last))
+        p = int32(base + lane * 8)
+        pl = min(p, last)
+        vals = load_values(values, pl)
+        w = load_word(words, pl)
         if prefetch >= 2:
-            nxt = load_lane(values, words, min(int32(p + C), last))
+            pl = min(int32(p + CHUNK), last)
+            vals_1 = load_values(values, pl)
+            w_1 = load_word(words, pl)
         while base < end:
             if prefetch >= 1:   # loads for `prefetch` chunks ahead, issued before computing
-                ahead = load_lane(values, words, min(int32(p + prefetch * C), last))
-            s, running = chunk(cur, base, p, start, end, running, lane, x, s, careful)
-            base = int32(base + C)
-            p = int32(p + C)
+                pn = min(int32(p + prefetch * CHUNK), last)
+                vals_n = load_values(values, pn)
+                w_n = load_word(words, pn)
+            s, running = chunk(w, vals, base, p, start, end, running, lane, x, s, careful)
+            base = int32(base + CHUNK)
+            p = int32(p + CHUNK)
             if prefetch == 0:
-                cur = load_lane(values, words, min(p, last))
+                pl = min(p, last)
+                vals = load_values(values, pl)
+                w = load_word(words, pl)
             elif prefetch == 1:
-                cur = ahead
+                vals = vals_n
+                w = w_n
             else:
-                cur = nxt
-                nxt = ahead
+                vals = vals_1
+                w = w_1
+                vals_1 = vals_n
+                w_1 = w_n
         return warp_sum(s)
 
     @cuda.jit(**jit_options(max_registers=cfg.max_registers))
@@ -412,7 +334,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
             return
         start = int32(row_ptr[r])             # entry positions are int32 (checked at upload)
         end = int32(row_ptr[r + 1])
-        last = int32(values.shape[0] - E)     # last aligned load position (clamp)
+        last = int32(values.shape[0] - 8)     # last aligned load position (clamp)
         careful = False
         while True:   # one copy of the row loop: a second pass only for non-finite rows
             s = row_dot(values, words, x, start, end, last, lane, careful)
@@ -464,14 +386,14 @@ def _row_tile(dtype_name: str, delta_bits: int, T: dict):
         which the caller catches (``careful`` pass: every entry masked and stored zeros
         skipped, CSR semantics)."""
         zero(accs)
-        base = int32(start & -8)
+        base = start - start % 8
         running = int32(0)
-        p = int32(base + lane * 8)
+        p = base + lane * 8
         pl = min(p, last)
         vals = load_values(values, pl)
         w = load_word(words, pl)
         while base < end:
-            pn = min(int32(p + CHUNK), last)     # the next chunk's loads, issued first
+            pn = min(p + CHUNK, last)            # the next chunk's loads, issued first
             vals_n = load_values(values, pn)
             w_n = load_word(words, pn)
             interior, col, total = chunk_columns(w, base, p, start, end, running, lane, careful)
@@ -487,16 +409,16 @@ def _row_tile(dtype_name: str, delta_bits: int, T: dict):
                 col = full_entry(Xf, w, 7, v7, col, n, j0, nvalid, accs)
             else:
                 col = masked_entry(Xf, w, 0, v0, p, start, end, col, n, j0, nvalid, accs)
-                col = masked_entry(Xf, w, 1, v1, int32(p + 1), start, end, col, n, j0, nvalid, accs)
-                col = masked_entry(Xf, w, 2, v2, int32(p + 2), start, end, col, n, j0, nvalid, accs)
-                col = masked_entry(Xf, w, 3, v3, int32(p + 3), start, end, col, n, j0, nvalid, accs)
-                col = masked_entry(Xf, w, 4, v4, int32(p + 4), start, end, col, n, j0, nvalid, accs)
-                col = masked_entry(Xf, w, 5, v5, int32(p + 5), start, end, col, n, j0, nvalid, accs)
-                col = masked_entry(Xf, w, 6, v6, int32(p + 6), start, end, col, n, j0, nvalid, accs)
-                col = masked_entry(Xf, w, 7, v7, int32(p + 7), start, end, col, n, j0, nvalid, accs)
+                col = masked_entry(Xf, w, 1, v1, p + 1, start, end, col, n, j0, nvalid, accs)
+                col = masked_entry(Xf, w, 2, v2, p + 2, start, end, col, n, j0, nvalid, accs)
+                col = masked_entry(Xf, w, 3, v3, p + 3, start, end, col, n, j0, nvalid, accs)
+                col = masked_entry(Xf, w, 4, v4, p + 4, start, end, col, n, j0, nvalid, accs)
+                col = masked_entry(Xf, w, 5, v5, p + 5, start, end, col, n, j0, nvalid, accs)
+                col = masked_entry(Xf, w, 6, v6, p + 6, start, end, col, n, j0, nvalid, accs)
+                col = masked_entry(Xf, w, 7, v7, p + 7, start, end, col, n, j0, nvalid, accs)
             running = int32(running + total)
-            base = int32(base + CHUNK)
-            p = int32(p + CHUNK)
+            base += CHUNK
+            p += CHUNK
             vals = vals_n
             w = w_n
 
@@ -519,16 +441,16 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g:
         flight); each decoded entry multiplies its row of the X tile into the lane's ct
         accumulators (kernels/_spmm.py). A row whose result is not finite is redone on the
         careful path."""
-        lane = np.int32(cuda.threadIdx.x % WARP)
+        lane = cuda.threadIdx.x % WARP
         r = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
         if r >= Y.shape[0]:
             return
         j0 = cuda.blockIdx.y * ct
         nvalid = min(ct, n - j0)
         accs = cuda.local.array(ct, accnp)
-        start = np.int32(row_ptr[r])
-        end = np.int32(row_ptr[r + 1])
-        last = np.int32(values.shape[0] - 8)
+        start = row_ptr[r]
+        end = row_ptr[r + 1]
+        last = values.shape[0] - 8
         row_tile(words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, False)
         if not finite(accs, nvalid):
             row_tile(words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, True)
@@ -558,13 +480,13 @@ def _spmm_smem_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: in
         j0 = cuda.blockIdx.y * ct
         nvalid = min(ct, n - j0)
         fill(Xf, n, j0, sX)
-        lane = np.int32(cuda.threadIdx.x % WARP)
+        lane = cuda.threadIdx.x % WARP
         r = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
         accs = cuda.local.array(ct, accnp)
-        last = np.int32(values.shape[0] - 8)
+        last = values.shape[0] - 8
         while r < Y.shape[0]:
-            start = np.int32(row_ptr[r])
-            end = np.int32(row_ptr[r + 1])
+            start = row_ptr[r]
+            end = row_ptr[r + 1]
             row_tile(words, values, sX, start, end, last, lane, 0, ct, ct, accs, False)
             if not finite(accs, nvalid):
                 row_tile(words, values, sX, start, end, last, lane, 0, ct, ct, accs, True)
@@ -669,10 +591,9 @@ def ptx_targets():
             word = np.dtype(_WORD[b]).name
             head = f"void(int32[::1], {array_sig(word)}, {array_sig(dt)}, "
             wide = (r"ld\.global(\.nc)?\.v4",)
-            for pf, le in ((0, 8), (1, 8), (2, 8), (1, 16)):
-                out.append(PTXTarget(f"macko.spmv[{dt},b{b},prefetch={pf},lane{le}]",
-                                     functools.partial(_spmv_kernel, dt, b,
-                                                       MackoConfig(prefetch=pf, lane_entries=le)),
+            for pf in (0, 1, 2):
+                out.append(PTXTarget(f"macko.spmv[{dt},b{b},prefetch={pf}]",
+                                     functools.partial(_spmv_kernel, dt, b, MackoConfig(prefetch=pf)),
                                      head + f"{array_sig(dt)}, {array_sig(dt)})", wide))
             for ct, g in ptx_cases(dt) if b == 4 else [(8, 16 // np.dtype(dt).itemsize)]:
                 out.append(PTXTarget(f"macko.spmm[{dt},b{b},tile{ct},g{g}]",
