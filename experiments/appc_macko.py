@@ -76,6 +76,28 @@ def deviation(results: dict) -> list[dict]:
     return [dict(r, abs_diff=abs(r["measured"] - r["expected"])) for r in results["rows"]]
 
 
+def worst_deviation(results: dict) -> list[dict]:
+    """For each delta width, the row where the encoding lies furthest from eq. 10, with
+    ``diff`` = measured - expected (signed) and ``abs_diff``."""
+    rows = deviation(results)
+    out = []
+    for b in results["config"]["delta_bits"]:
+        worst = max((r for r in rows if r["delta_bits"] == b), key=lambda r: r["abs_diff"])
+        out.append(dict(worst, diff=worst["measured"] - worst["expected"]))
+    return out
+
+
+def row_pointer_share(results: dict) -> list[dict]:
+    """One row: ``effd``, the row pointers' size relative to the dense matrix (rows + 1
+    integers of the index width the encoder picks), a term eq. 10 leaves out but the measured
+    sizes count."""
+    from reference._common import index_dtype_for
+    R, C = results["config"]["shape"]
+    value_bytes = np.dtype(results["config"]["value_dtype"]).itemsize
+    ptr_bytes = index_dtype_for(R * C).itemsize
+    return [dict(effd=(R + 1) * ptr_bytes / (R * C * value_bytes))]
+
+
 def thresholds(results: dict, b_val: int = 16) -> list[dict]:
     """From eq. 10 for each delta width of the results: ``below_dense_from``, the sparsity
     above which MACKO is smaller than dense, and ``smallest_from``/``smallest_to``, the

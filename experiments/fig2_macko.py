@@ -1,8 +1,9 @@
 """MACKO paper, Fig. 2: effective density (format size / dense size) vs density, for
-16-bit values (and the 8- and 4-bit value variants the paper also draws).
+16-bit values, with the sizes of dense matrices quantized to 8 and 4 bits (the paper's Q8
+and Q4 lines); two more panels for 8- and 4-bit values (not in the paper's figure).
 
 Curves: the paper's formulas (``spmvlab.analysis.density``: CSR32, CSR16, Tiled-CSL, bitmask, MACKO
-best/expected/worst, dense). Points: real encodings, measured on the CPU, of
+best/expected/worst, dense, and dense at fewer bits). Points: real encodings, measured on the CPU, of
 * uniform random masks (``datasets.uniform``, 2048 x 2048) and
 * the real transformer weights in ``<data>/weights`` pruned per row by magnitude,
 with MACKO (delta_bits=4) and CSR (int32 indices). Measured sizes count every stored byte,
@@ -88,17 +89,27 @@ def plot(results: dict, fig_path: str):
     from spmvlab.analysis import density as F
     plt = P.pyplot()
     rows = results["rows"]
+    b_delta = results["config"]["delta_bits"]
     d = np.linspace(0.005, 1.0, 400)
-    fig, axes = plt.subplots(1, len(VALUE_BITS), figsize=(5.2 * len(VALUE_BITS), 4.4), sharey=True)
+    fig, axes = plt.subplots(1, len(VALUE_BITS), figsize=(5.2 * len(VALUE_BITS), 4.6), sharey=True)
     for ax, b in zip(axes, VALUE_BITS):
         ax.plot(d, F.dense(d, b), "k-", lw=1, label="dense")
+        for q, ls in ((8, (0, (6, 3))), (4, (0, (2, 2)))):     # dense quantized to q bits
+            if q < b:
+                ax.plot(d, F.dense(d, q) * q / b, color="gray", ls=ls, lw=1.2,
+                        label=f"dense, {q}-bit values (Q{q})")
         ax.plot(d, F.csr32(d, b), color="tab:blue", label="CSR32")
-        ax.plot(d, F.csr16(d, b), color="tab:cyan", label="CSR16")
-        ax.plot(d, F.tiled_csl(d, b), color="tab:purple", ls="--", label="Tiled-CSL")
+        # CSR16 and Tiled-CSL differ by Tiled-CSL's per-tile offsets only (< 0.001 here):
+        # CSR16 as a wide pale band, Tiled-CSL dashed on top of it
+        ax.plot(d, F.csr16(d, b), color="tab:cyan", lw=5, alpha=0.45, zorder=1.5,
+                label="CSR16 (wide)")
+        ax.plot(d, F.tiled_csl(d, b), color="tab:purple", ls="--", lw=1.2, zorder=2.5,
+                label="Tiled-CSL (on CSR16)")
         ax.plot(d, F.bitmask(d, b), color="tab:green", label="bitmask")
-        ax.plot(d, F.macko_expected(d, 4, b), color="tab:red", label="MACKO expected")
-        ax.fill_between(d, F.macko_best(d, 4, b), F.macko_worst(d, 4, b), color="tab:red",
-                        alpha=0.12, label="MACKO best..worst")
+        ax.plot(d, F.macko_expected(d, b_delta, b), color="tab:red",
+                label=f"MACKO expected ({b_delta}-bit deltas)")
+        ax.fill_between(d, F.macko_best(d, b_delta, b), F.macko_worst(d, b_delta, b),
+                        color="tab:red", alpha=0.12, label="MACKO best..worst")
         uni = [r for r in rows if r["value_bits"] == b and r["source"] == "uniform"]
         real = [r for r in rows if r["value_bits"] == b and r["source"] != "uniform"]
         ax.plot([r["density"] for r in uni], [r["macko"] for r in uni], "o", color="tab:red",
@@ -111,8 +122,10 @@ def plot(results: dict, fig_path: str):
                ylim=(0, 2.0))
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("effective density (size / dense size)")
-    axes[0].legend(fontsize=7, loc="upper left")
-    return P.savefig(fig, fig_path)
+    handles, labels = axes[0].get_legend_handles_labels()      # the first panel has every line
+    fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.10, 1, 1))                     # room for the legend below
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):
@@ -121,19 +134,39 @@ def report(results: dict):
     P.print_table(results["rows"], cols, where=lambda r: r["value_bits"] == 16)
 
 
+def _solve(f, level: float) -> float:
+    """The density in [0, 1] at which the increasing function ``f`` equals ``level``
+    (bisection to 1e-9)."""
+    lo, hi = 0.0, 1.0
+    while hi - lo > 1e-9:
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) < level else (lo, mid)
+    return (lo + hi) / 2
+
+
 def crossings(results: dict) -> list[dict]:
-    """Where eq. 10 (MACKO expected, the results' delta width) equals dense, for each value
-    width: the density ``d`` with effective density 1 (bisection to 1e-9)."""
-    from spmvlab.analysis.density import macko_expected
+    """Where MACKO (the results' delta width) is as large as dense, for each value width:
+    ``equals_dense_at`` from eq. 10 (expected case), ``worst_equals_dense_at`` from eq. 9
+    (worst case)."""
+    from spmvlab.analysis.density import macko_expected, macko_worst
     b = results["config"]["delta_bits"]
-    out = []
-    for b_val in VALUE_BITS:
-        lo, hi = 0.0, 1.0                       # expected < 1 at lo, > 1 at hi
-        while hi - lo > 1e-9:
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if macko_expected(mid, b, b_val) < 1 else (lo, mid)
-        out.append(dict(value_bits=b_val, delta_bits=b, equals_dense_at=(lo + hi) / 2))
-    return out
+    return [dict(value_bits=b_val, delta_bits=b,
+                 equals_dense_at=_solve(lambda d: macko_expected(d, b, b_val), 1.0),
+                 worst_equals_dense_at=_solve(lambda d: macko_worst(d, b, b_val), 1.0))
+            for b_val in VALUE_BITS]
+
+
+def quantized(results: dict) -> list[dict]:
+    """For 16-bit values and dense matrices quantized to ``quant_bits`` = 8 and 4 (the
+    paper's Q8 / Q4, effective density quant_bits / 16): the sparsity at which MACKO (eq. 10,
+    the results' delta width) and CSR32 (eq. 4) are as small (``macko_sparsity``,
+    ``csr32_sparsity``)."""
+    from spmvlab.analysis.density import csr32, macko_expected
+    b = results["config"]["delta_bits"]
+    return [dict(quant_bits=q, delta_bits=b,
+                 macko_sparsity=1 - _solve(lambda d: macko_expected(d, b, 16), q / 16),
+                 csr32_sparsity=1 - _solve(lambda d: csr32(d, 16), q / 16))
+            for q in (8, 4)]
 
 
 def with_formula(results: dict) -> list[dict]:

@@ -24,12 +24,17 @@ AT_30_TO_90 = dict(SPEEDUP, where={"method": "macko", "sparsity": ("in", [0.3, 0
 THREE_SHAPES = ["fig7_macko", "fig7_macko_12288x12288", "fig1_macko"]
 F7, F7_12288, F1, F4 = "fig7_macko", "fig7_macko_12288x12288", "fig1_macko", "fig4_macko"
 T1 = dict(results="table1_macko", view="table1_macko:table")
+T1_LAYERS = dict(results="table1_macko", view="table1_macko:layers", where={"sparsity": 0.5},
+                 agg="list")
 APPC_EQ10 = dict(results="appc_macko", view="appc_macko:thresholds")
 CUBLAS_TIME = dict(where={"method": "cublas"}, field="median_us", agg="median", fmt=".1f",
                    unit=" µs")
 _HBM = "the H100's HBM3 is about 3× the RTX 4090's memory bandwidth"
 APPC = dict(label="App. C", script="experiments/appc_macko.py", script_note="CPU")
 FIG2 = dict(label="Fig. 2", script="experiments/fig2_macko.py", script_note="CPU")
+FIG2_CROSS = dict(results="fig2_macko", view="fig2_macko:crossings", where={"value_bits": 16})
+FIG2_Q8 = dict(results="fig2_macko", view="fig2_macko:quantized", where={"quant_bits": 8})
+_SEC42 = "stated in its text, Sec. 4.2"
 CSRV_12288 = dict(results="baseline_csr", where={"shape": [12288, 12288], "dtype": "float32",
                                                  "sparsity": 0.5, "method": "csr_vector"})
 
@@ -101,6 +106,30 @@ FOUNDATION = [
 
 _WARPS = "4096 rows = 31 warps per SM: latency-bound (see below)"
 MACKO = [
+    # Abstract -----------------------------------------------------------------------------
+    dict(label="Abstract", what="MACKO speedup over cuSPARSE at 50 % (4096×11008, 12288×12288, "
+                                "36864×12288)",
+         script=["experiments/fig7_macko.py", "experiments/fig1_macko.py"],
+         paper="2.8–13.0× (its shapes and 3 GPUs)",
+         ours=dict(SPEEDUP, field="speedup_vs_cusparse", results=THREE_SHAPES, where=_at(0.5),
+                   agg="range"),
+         why="our cuSPARSE (torch CSR: fp16 values, int32 indices) moves more bytes than MACKO "
+             "by the factor in the next row, but streams at a higher share of copy bandwidth "
+             "(the row after) than our MACKO does (Sec. 6 rows), so it loses by less than "
+             "that factor. The paper's lowest ratio lies above the same factor, so its "
+             "cuSPARSE (if it also stored CSR with int32 indices) streamed at a lower share of "
+             "bandwidth than its MACKO"),
+    dict(label="Abstract", what="… bytes cuSPARSE moves / bytes MACKO moves at 50 % (4096×11008)",
+         script="experiments/fig7_macko.py", paper=None,
+         ours=dict(results=F7, where=_at(0.5, "cusparse"), field="bytes", fmt=".2f", unit="×",
+                   divide_by=dict(results=F7, where=_at(0.5), field="bytes")),
+         why="matrix, x and y; eq. 4 over eq. 10 gives about the same"),
+    dict(label="Abstract", what="… cuSPARSE bandwidth at 50 %, share of copy bandwidth (same 3 "
+                                "shapes)",
+         script=["experiments/fig7_macko.py", "experiments/fig1_macko.py"], paper=None,
+         ours=dict(results=THREE_SHAPES, where=_at(0.5, "cusparse"), field="tb_s", agg="range",
+                   scale=100, divide_by=COPY, fmt=".0f", unit=" %"),
+         why="—"),
     # Fig. 1 -------------------------------------------------------------------------------
     dict(label="Fig. 1", what="sparsity from which MACKO beats cuBLAS, 36864×12288 fp16",
          script="experiments/fig1_macko.py", paper=25, paper_note="about; RTX 4090",
@@ -136,12 +165,25 @@ MACKO = [
          paper=None, ours=dict(results=F1, where=_at(0.5), field="tb_s", fmt=".2f", unit=" TB/s"),
          why="—"),
     # Fig. 2 -------------------------------------------------------------------------------
-    dict(FIG2, what="density at which MACKO (4-bit deltas, fp16) is as large as dense",
-         paper=0.78, paper_note="read off its plot",
-         ours=dict(results="fig2_macko", view="fig2_macko:crossings", where={"value_bits": 16},
-                   field="equals_dense_at", fmt=".2f"),
-         why="ours solves eq. 10 (spmvlab.analysis.density) for the results' delta width; the "
-             "paper's value is read off its plot"),
+    dict(FIG2, what="density at which MACKO (4-bit deltas, fp16) is as large as dense: eq. 10",
+         paper=0.78, paper_note=_SEC42,
+         ours=dict(FIG2_CROSS, field="equals_dense_at", fmt=".2f"),
+         why="ours solves eq. 10 (expected case, uniform masks; spmvlab.analysis.density) for "
+             "the results' delta width: near d = 0.8 almost no zeros are inserted, so it "
+             "crosses dense where the best case does. The paper's 0.78 (sparsity 22 %) is a "
+             "number in its text, not read off its plot, and lies at eq. 9's worst case "
+             "(next row), rounded down"),
+    dict(FIG2, what="… eq. 9 (worst case)", paper=0.78, paper_note=_SEC42,
+         ours=dict(FIG2_CROSS, field="worst_equals_dense_at", fmt=".3f"),
+         why="the worst case inserts a zero for every 16 zeros (4-bit deltas)"),
+    dict(FIG2, what="sparsity at which MACKO (eq. 10, fp16) is as small as dense 8-bit values "
+                    "(the plot's Q8 line)",
+         paper=60, paper_note="stated in its text, Sec. 3.2",
+         ours=dict(FIG2_Q8, field="macko_sparsity", scale=100, fmt=".0f", unit=" %"),
+         why="formulas only (eq. 10 and eq. 4 against 8 / 16)"),
+    dict(FIG2, what="… CSR32 (eq. 4)", paper=83, paper_note="stated in its text, Sec. 3.2",
+         ours=dict(FIG2_Q8, field="csr32_sparsity", scale=100, fmt=".0f", unit=" %"),
+         why="as above"),
     dict(FIG2, what="eq. 10 at d = 0.5 (fp16, 4-bit deltas)",
          paper=None,
          ours=dict(results="fig2_macko", view="fig2_macko:with_formula", field="expected",
@@ -243,18 +285,26 @@ MACKO = [
             "Python framework) on an H100"),
     _table1("… MACKO", 0.5, "macko_tok_s", "as above"),
     _table1("decode speedup at 50 %", 0.5, "speedup",
-            "the 4096×4096 layers (4 of the 7) gain least (last row of this table)"),
+            "ours is the sum of the layers' times: the 11008×4096 layers (gate, up) gain least "
+            "and take the largest share of the time (last rows of this table)"),
     _table1("MACKO size at 70 %", 0.7, "macko_gb", "linear layers only"),
     _table1("decode speedup at 70 %", 0.7, "speedup", "linear layers only, isolated cold-L2 times"),
     _table1("MACKO size at 90 %", 0.9, "macko_gb", "linear layers only"),
     _table1("decode tokens/s at 90 %: MACKO", 0.9, "macko_tok_s",
             "linear layers only, isolated cold-L2 times, H100"),
     _table1("decode speedup at 90 %", 0.9, "speedup", "linear layers only, isolated cold-L2 times"),
-    dict(label="Table 1", what="MACKO speedup on the 4096×4096 layers at 50 %",
+    dict(label="Table 1", what="MACKO speedup over cuBLAS per layer shape at 50 % (× layers "
+                               "per block)",
          script="experiments/table1_macko.py", paper=None,
-         ours=dict(SPEEDUP, results="table1_macko",
-                   where={"method": "macko", "shape": [4096, 4096], "sparsity": 0.5}),
-         why="only 4096 rows (see Fig. 6)"),
+         ours=dict(T1_LAYERS, field="speedup", fmt=".2f", unit="×",
+                   item="{shape_x} (×{layers_per_block}) {v}"),
+         why="11008×4096: rows of 4096 columns hold ~2048 stored entries at 50 % = 8 chunks, "
+             "so per-row costs weigh more (Fig. 8 row); 4096×4096: only 4096 rows (Fig. 6 row)"),
+    dict(label="Table 1", what="… share of MACKO's linear-layer time per layer shape at 50 %",
+         script="experiments/table1_macko.py", paper=None,
+         ours=dict(T1_LAYERS, field="macko_share", scale=100, fmt=".0f", unit=" %",
+                   item="{shape_x} {v}"),
+         why="—"),
     # App. C -------------------------------------------------------------------------------
     dict(APPC, what="sparsity from which 1-bit deltas are smaller than dense (eq. 10)",
          paper=7, paper_note="read off its plot",
@@ -275,20 +325,22 @@ MACKO = [
          ours=dict(APPC_EQ10, where={"delta_bits": 8}, field="smallest_from", scale=100,
                    fmt=".0f", unit=" %"),
          why="as above"),
-    dict(APPC, what="largest |measured − eq. 10| over all encodings (2048² masks)",
+    dict(APPC, what="measured − eq. 10 where it is largest, per delta width (2048² masks)",
          paper=None,
-         ours=dict(results="appc_macko", view="appc_macko:deviation", field="abs_diff",
-                   agg="max", fmt=".3f"),
-         why="the hand-written version of this file said every encoding was within 0.002 of the "
-             "formula; the results give that only up to 90 % sparsity (next row). At 95–98 % "
-             "with 1- and 2-bit deltas the encodings are smaller than eq. 10: with ~40 entries a "
-             "row, the gap after a row's last nonzero needs no inserted zeros, and eq. 10 "
-             "assumes endless rows"),
-    dict(APPC, what="… up to 90 % sparsity",
+         ours=dict(results="appc_macko", view="appc_macko:worst_deviation", field="diff",
+                   agg="list", item="{delta_bits}-bit {v} at {pct} %", fmt="+.4f"),
+         why="eq. 10 leaves out the row pointers (next row), so most encodings lie that much "
+             "above it. It also assumes endless rows, where every run of zeros ends at a "
+             "nonzero and may need inserted zeros; in a finite row the run after the last "
+             "nonzero needs none, which saves about 1 / (nonzeros per row + 1) of the inserted "
+             "zeros. That matters where inserted zeros are many and rows hold few nonzeros: "
+             "1- and 2-bit deltas at 95–98 % (2048 × 0.02 ≈ 41 nonzeros per row at 98 %), "
+             "where the encodings come out smaller than eq. 10"),
+    dict(APPC, what="… the row pointers' share of the dense size (rows + 1 int32)",
          paper=None,
-         ours=dict(results="appc_macko", view="appc_macko:deviation", field="abs_diff", agg="max",
-                   fmt=".4f", where={"sparsity": ("<=", 0.9)}),
-         why="row pointers and end padding (not in the formula)"),
+         ours=dict(results="appc_macko", view="appc_macko:row_pointer_share", field="effd",
+                   fmt=".4f"),
+         why="a term eq. 10 leaves out; the end padding (< 8 entries) is negligible"),
     # Sec. 6 -------------------------------------------------------------------------------
     dict(APPC, label="Sec. 6", what="theoretical speedup at 50 %: 1 / effective density (eq. "
                                      "10, 4-bit deltas, fp16)",
@@ -296,13 +348,20 @@ MACKO = [
          ours=dict(results="appc_macko", where={"sparsity": 0.5, "delta_bits": 4},
                    field="expected", invert=True, fmt=".2f", unit="×"),
          why="—"),
-    dict(label="Sec. 6", what="MACKO speedup over cuBLAS reached at 50 % (4096×11008, "
+    dict(label="Sec. 6", what="MACKO speedup over cuBLAS reached at 50 %, every shape we "
+                              "measured (Fig. 4's 31, Figs. 1 and 7)",
+         script=["experiments/fig4_macko.py", "experiments/fig7_macko.py",
+                 "experiments/fig1_macko.py"],
+         paper="1.2–1.5× (its kernel; 1.6× in theory)",
+         ours=dict(SPEEDUP, results=[F4] + THREE_SHAPES, where=_at(0.5), agg="range"),
+         why="below 1 only on shapes with few rows (Fig. 4 rows); elsewhere our kernel "
+             "streams at a lower share of copy bandwidth than cuBLAS (the rows after next)"),
+    dict(label="Sec. 6", what="… on the 3 shapes swept over sparsity (4096×11008, "
                               "12288×12288, 36864×12288)",
          script=["experiments/fig7_macko.py", "experiments/fig1_macko.py"], paper=1.6,
          paper_note="the theoretical value",
          ours=dict(SPEEDUP, results=THREE_SHAPES, where=_at(0.5), agg="range"),
-         why="our kernel streams at a lower share of copy bandwidth than cuBLAS (next rows); "
-             "the hand-written version of this file rounded the ratio to 80–85 %"),
+         why="our kernel streams at a lower share of copy bandwidth than cuBLAS (next rows)"),
     dict(label="Sec. 6", what="MACKO bandwidth at 50 %, share of copy bandwidth (same 3 shapes)",
          script=["experiments/fig7_macko.py", "experiments/fig1_macko.py"], paper=None,
          ours=dict(results=THREE_SHAPES, where=_at(0.5), field="tb_s", agg="range", scale=100,

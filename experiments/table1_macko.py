@@ -70,25 +70,70 @@ def table(results: dict) -> list[dict]:
     return out
 
 
+def layers(results: dict) -> list[dict]:
+    """One line per sparsity and layer shape: ``speedup`` (cuBLAS time / MACKO time of one
+    layer) and the shape's share of the block's time (``macko_share``, ``dense_share``: its
+    layers' time / the 7 layers' time)."""
+    out = []
+    for s in results["config"]["sparsities"]:
+        rs = [r for r in results["rows"] if r["sparsity"] == s and "median_us" in r]
+        t = {(tuple(r["shape"]), r["method"]): r["median_us"] * r["layers_per_block"] for r in rs}
+        total = {m: sum(v for (_, mm), v in t.items() if mm == m) for m in ("cublas", "macko")}
+        for r in rs:
+            if r["method"] != "macko":
+                continue
+            sh = tuple(r["shape"])
+            out.append(dict(sparsity=s, shape=list(sh), layers_per_block=r["layers_per_block"],
+                            speedup=t[sh, "cublas"] / t[sh, "macko"],
+                            macko_share=t[sh, "macko"] / total["macko"],
+                            dense_share=t[sh, "cublas"] / total["cublas"]))
+    return out
+
+
 def plot(results: dict, fig_path: str) -> list[str]:
+    """Sizes, decode tokens/s and speedup over dense, ours beside the paper's Table 1. Ours
+    counts the linear layers only (isolated cold-L2 kernel times on our GPU); the paper's are
+    whole-model, end-to-end numbers on an RTX 4090, so only the speedups share a scale."""
     plt = P.pyplot()
     rows = table(results)
     gpu = P.device_name(results)
     sp = [100 * r["sparsity"] for r in rows]
-    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4))
-    a1.plot(sp, [r["dense_gb"] for r in rows], "k--", label="dense (ours: linear layers)")
-    a1.plot(sp, [r["macko_gb"] for r in rows], "o-", color="tab:red", label="MACKO (ours)")
-    a1.plot(sp, [r["paper_macko_gb"] for r in rows], "x:", color="tab:red", alpha=0.6,
+    paper = [r for r in rows if r["paper_dense_tok_s"] is not None]
+    pp = [100 * r["sparsity"] for r in paper]
+    ours_kw = dict(color="tab:red")
+    paper_kw = dict(color="tab:gray", alpha=0.8)
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(15, 4.4))
+    a1.plot(sp, [r["dense_gb"] for r in rows], "k--", label="dense (ours: linear layers only)")
+    a1.plot(sp, [r["macko_gb"] for r in rows], "o-", **ours_kw, label="MACKO (ours: linear layers only)")
+    a1.plot(pp, [r["paper_dense_gb"] for r in paper], "--", **paper_kw,
+            label="dense (paper: whole model)")
+    a1.plot(pp, [r["paper_macko_gb"] for r in paper], "x:", **paper_kw,
             label="MACKO (paper: whole model)")
-    a1.set(xlabel="sparsity (%)", ylabel="size (GB)", title="Llama2-7B linear layers, fp16")
-    a2.plot(sp, [r["dense_tok_s"] for r in rows], "k--", label=f"dense cuBLAS ({gpu})")
-    a2.plot(sp, [r["macko_tok_s"] for r in rows], "o-", color="tab:red", label=f"MACKO ({gpu})")
-    a2.plot(sp, [r["paper_macko_tok_s"] for r in rows], "x:", color="tab:red", alpha=0.6,
-            label="MACKO (paper, RTX 4090, end to end)")
-    a2.set(xlabel="sparsity (%)", ylabel="decode tokens/s (linear layers only)",
-           title="decode speed")
-    a1.legend()
-    a2.legend()
+    a1.set(xlabel="sparsity (%)", ylabel="size (GB)", title="Llama2-7B, fp16: size", ylim=(0, None))
+    a2.plot(sp, [r["dense_tok_s"] for r in rows], "k--",
+            label="dense cuBLAS (ours: linear layers only)")
+    a2.plot(sp, [r["macko_tok_s"] for r in rows], "o-", **ours_kw,
+            label="MACKO (ours: linear layers only)")
+    a2.plot(pp, [r["paper_dense_tok_s"] for r in paper], "--", **paper_kw,
+            label="dense (paper, RTX 4090: end to end)")
+    a2.plot(pp, [r["paper_macko_tok_s"] for r in paper], "x:", **paper_kw,
+            label="MACKO (paper, RTX 4090: end to end)")
+    top = max(max(r["macko_tok_s"], r["dense_tok_s"]) for r in rows)
+    top = max([top] + [r["paper_macko_tok_s"] for r in paper])
+    a2.set(xlabel="sparsity (%)", ylabel="decode tokens/s", ylim=(0, 1.45 * top),  # legend room
+           title="decode speed (two different measurements)")
+    a3.axhline(1.0, color="black", lw=1, label="dense")
+    a3.plot(sp, [r["speedup"] for r in rows], "o-", **ours_kw,
+            label="ours (linear layers only)")
+    a3.plot(pp, [r["paper_macko_tok_s"] / r["paper_dense_tok_s"] for r in paper], "x:",
+            **paper_kw, label="paper (RTX 4090, end to end)")
+    a3.set(xlabel="sparsity (%)", ylabel="MACKO tokens/s / dense tokens/s",
+           title="decode speedup over dense")
+    fig.suptitle(f"ours: {gpu}, isolated cold-L2 times of the 7 linear layers x 32 blocks, sizes "
+                 "of those layers; paper: RTX 4090, whole model, end to end", fontsize=10)
+    for ax in (a1, a2, a3):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left" if ax is not a1 else "lower left")
     return P.savefig(fig, fig_path)
 
 
