@@ -16,6 +16,7 @@ import pytest
 import scipy.sparse as sp
 
 from reference._common import OptionError
+from spmvlab.errors import DatasetError
 from spmvlab import bench, methods, runinfo
 from spmvlab import experiment as X
 from spmvlab import plotting as P
@@ -125,9 +126,12 @@ def test_paths_per_device(monkeypatch, tmp_path):
     h100 = {"device": {"simulator": False, "name": "NVIDIA H100 80GB HBM3"}}
     assert X.results_device(h100) == "h100" and X.results_device(h100, needs_gpu=False) == "cpu"
     assert X.results_device({"device": {"simulator": True}}) == "cpu"
-    # the committed results: GPU experiments under h100, CPU-measured ones under cpu
-    assert X.result_devices("fig7_macko") == ["h100"] and X.result_devices("fig2_macko") == ["cpu"]
-    assert X.load_results("fig7_macko")["meta"]["device"]["name"].startswith("NVIDIA H100")
+    # the committed results: GPU experiments under h100/h200, CPU-measured ones under cpu
+    assert X.result_devices("fig7_macko") == ["h100", "h200"] and X.result_devices("fig2_macko") == ["cpu"]
+    assert X.load_results("fig7_macko", "h100")["meta"]["device"]["name"].startswith("NVIDIA H100")
+    assert X.load_results("fig7_macko", "h200")["meta"]["device"]["name"].startswith("NVIDIA H200")
+    with pytest.raises(DatasetError, match="one of"):
+        X.load_results("fig7_macko")                     # two devices: say which
     # save_results with a bare name goes to results/<device of meta>/
     monkeypatch.setattr(X, "RESULTS", str(tmp_path))
     path = X.save_results("demo", [], {}, meta=h100)

@@ -53,7 +53,7 @@ def test_every_row_is_complete_and_every_placeholder_known():
 def test_numbers_of_the_old_text_come_out_of_the_results():
     text = repro.generate()
     for quoted in ("cuBLAS GEMV time, 4096×11008 fp16 (**main job**) | `experiments/fig7_macko.py` "
-                   "| 122 µs | 36.8 µs (h100) | 0.30 |",
+                   "| 122 µs | 36.8 µs (h100); 28.9 µs (h200) | 0.30 (h100); 0.24 (h200) |",
                    "0.99× at 30 %, 1.29× at 50 %, 1.83× at 70 %, 2.52× at 90 % (h100)",
                    "| 1.30× | 1.32× (h100) | 1.02 |", "29 of 31 (h100)",
                    "5120×5120 (0.93×), 5120×13824 (0.95×) (h100)", "3.01 TB/s (h100)",
@@ -109,7 +109,7 @@ def test_figures_list(capsys):
     names = [line.split()[0] for line in out]
     assert names == sorted(X.experiments()) and "paper_values" not in names
     by = {line.split()[0]: line for line in out}
-    assert " GPU  results: h100 " in by["fig7_macko"] and " CPU  results: cpu " in by["fig2_macko"]
+    assert " GPU  results: h100,h200 " in by["fig7_macko"] and " CPU  results: cpu " in by["fig2_macko"]
 
 
 def test_figures_plot_without_measuring(tmp_path, monkeypatch, capsys):
@@ -122,8 +122,8 @@ def test_figures_plot_without_measuring(tmp_path, monkeypatch, capsys):
                   for d, _, fs in os.walk(tmp_path) for f in fs)
     assert made == ["cpu/appc_macko.pdf", "cpu/appc_macko.png", "h100/fig7_macko.pdf",
                     "h100/fig7_macko.png", "h100/fig7_macko_12288x12288.pdf",
-                    "h100/fig7_macko_12288x12288.png"]
-    assert figures.main(["fig7_macko", "--device", "h200"]) == 1
+                    "h100/fig7_macko_12288x12288.png", "h200/fig7_macko.pdf", "h200/fig7_macko.png"]
+    assert figures.main(["fig7_macko", "--device", "a100"]) == 1
     assert "fig7_macko: no saved results" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         figures.main(["no_such_experiment"])

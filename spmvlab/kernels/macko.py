@@ -84,9 +84,11 @@ class MackoConfig:
                        the tile is large, so more threads hide more latency); its register
                        cap is 65536 / threads
 
-    The defaults are the fastest of the sweep in results/h200/tune_macko.json (H200, fp16):
-    256 threads and 40 registers fit 48 warps on an SM (512 and 48: 32), which the
-    12288 x 12288 layers need (93 rows per SM).
+    Defaults from the H200 sweep (results/h200/tune_macko.json, fp16, 50 %): 40 registers
+    let 48 warps share an SM (48 registers at 512 threads: 32), which the 12288 x 12288
+    layers need (93 rows per SM): 66.1 us there against 69.5 us, 23.6 against 24.1 us at
+    4096 x 11008. 512 threads with 40 registers measured 1-2 % faster (65.0 and 23.5 us),
+    within the run-to-run spread; prefetch 0 and 2 and 32 registers (spills) were slower.
     """
 
     threads_per_block: int = 256
