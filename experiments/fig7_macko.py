@@ -96,6 +96,14 @@ def plot(results: dict, fig_path: str) -> list[str]:
     return P.savefig(fig, fig_path)
 
 
+def csr_crossover(results: dict) -> list[dict]:
+    """The sparsity from which CSR-vector is as fast as MACKO on this shape (one row with
+    ``shape`` and ``sparsity``; none when it never is in the measured range)."""
+    from spmvlab.analysis.crossover import crossover
+    c = crossover(results["rows"])
+    return [dict(c, shape=results["config"]["shape"])] if c["kind"] == "crossing" else []
+
+
 def report(results: dict):
     P.print_table(results["rows"], P.TIMING_COLUMNS)
     public = [r for r in results["rows"] if r["method"].startswith("public_") and "mean_us" in r]

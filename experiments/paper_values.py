@@ -262,6 +262,15 @@ MACKO = [
     dict(label="Fig. 7", what="MACKO speedup over cuSPARSE at 50 %",
          script="experiments/fig7_macko.py", paper=None,
          ours=dict(SPEEDUP, field="speedup_vs_cusparse", results=F7, where=_at(0.5)), why="—"),
+    dict(label="Figs. 7 / 9", what="sparsity from which numba CSR-vector is as fast as MACKO",
+         script=["experiments/fig7_macko.py", "experiments/fig7_macko.py --shape 12288 12288"],
+         paper=None,
+         ours=dict(results=[F7, F7_12288], view="fig7_macko:csr_crossover", field="sparsity",
+                   agg="list", item="{shape_x} {v} %", scale=100, fmt=".1f"),
+         why="MACKO stores one entry per 16 columns at least (4-bit steps) and decodes every "
+             "entry, so near 95 % it moves about CSR's bytes with more work per byte; "
+             "interpolated between the measured sparsities (`spmvlab stats` names the "
+             "predicted faster format from these runs)"),
     # Fig. 8 -------------------------------------------------------------------------------
     dict(label="Fig. 8", what="cuBLAS GEMV time, 11008×4096 fp16",
          script="experiments/fig4_macko.py", script_note="shape included at 50 %", paper=120,

@@ -363,6 +363,33 @@ def _run_metadata() -> dict:
     return run_metadata()
 
 
+def macko_vs_csr(s: dict, sizes: list[dict]) -> dict | None:
+    """The smaller of MACKO and CSR (their bytes here) and the faster one as the committed
+    GPU measurements predict it (:func:`spmvlab.analysis.crossover.predict_faster`); None
+    when either format failed or is not registered."""
+    from .analysis.crossover import predict_faster  # noqa: PLC0415
+
+    by = {x["format"]: x for x in sizes if "error" not in x}
+    if "macko" not in by or "csr" not in by:
+        return None
+    m, c = by["macko"]["nbytes"], by["csr"]["nbytes"]
+    out = dict(smaller="macko" if m < c else "csr", macko_bytes=m, csr_bytes=c)
+    pred = predict_faster(s["shape"], 1.0 - s["density"])
+    if pred is not None:
+        out.update(faster=pred["faster"], faster_reason=pred["reason"])
+    return out
+
+
+def _vs_lines(v: dict) -> list[tuple[str, str]]:
+    name = {"macko": "MACKO", "csr": "CSR", "unknown": "unknown"}
+    rows = [("smaller", f"{name[v['smaller']]} ({v['macko_bytes']:,} bytes MACKO, "
+                        f"{v['csr_bytes']:,} CSR)")]
+    if "faster" in v:
+        rows.append(("faster (predicted)", f"{name[v['faster']]}: {v['faster_reason']}; "
+                                           "uniform masks measured, `bench` times this matrix"))
+    return rows
+
+
 def cmd_stats(args, out) -> int:
     """Structure of MATRIX (its values as stored in --dtype) and its bytes in every format."""
     dt = np.dtype(args.dtype)
@@ -376,11 +403,15 @@ def cmd_stats(args, out) -> int:
         _print_table(_header(args, s, dt, sizes), out)
         print(file=out)
         _print_sizes(sizes, s, dt, out)
+    vs = macko_vs_csr(s, sizes)
+    if vs is not None and json_path != "-":
+        print(file=out)
+        _print_table(_vs_lines(vs), out)
     if json_path is not None:
         config = dict(matrix=args.matrix, dtype=dt.name, prune=args.prune, lossy=args.lossy,
                       options=options)
         _write_json(json_path, dict(meta=_run_metadata(), command="stats", config=config,
-                                    matrix=s, sizes=sizes), out)
+                                    matrix=s, sizes=sizes, macko_vs_csr=vs), out)
     return 0
 
 

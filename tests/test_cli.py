@@ -99,6 +99,11 @@ def test_stats_npy(capsys, tmp_path):
     rows = _table_rows(out)
     csr_bytes = 65 * 4 + 1536 * (4 + 2)
     assert f"{csr_bytes:,}" in rows["csr"]
+    # 75 % sparse: MACKO is the smaller, and (below every committed crossover) the faster
+    vs = {ln.split("  ")[0]: ln.split("  ", 1)[1].strip() for ln in out.splitlines()
+          if ln.startswith(("smaller ", "faster (predicted) "))}
+    assert vs["smaller"].startswith("MACKO (") and f"{csr_bytes:,} CSR" in vs["smaller"]
+    assert vs["faster (predicted)"].startswith("MACKO: CSR-vector is as fast as MACKO from")
 
 
 def test_stats_reports_failing_format(capsys, tmp_path, monkeypatch):
@@ -320,7 +325,12 @@ def test_stats_json(capsys, tmp_path, npy):
     status, out, err = run(capsys, "stats", npy, "--json")
     assert status == 0 and err == ""
     doc = json.loads(out)
-    assert set(doc) == {"meta", "command", "config", "matrix", "sizes"}
+    assert set(doc) == {"meta", "command", "config", "matrix", "sizes", "macko_vs_csr"}
+    vs = doc["macko_vs_csr"]
+    sizes = {r["format"]: r["nbytes"] for r in doc["sizes"]}
+    assert (vs["macko_bytes"], vs["csr_bytes"]) == (sizes["macko"], sizes["csr"])
+    assert vs["smaller"] == ("macko" if sizes["macko"] < sizes["csr"] else "csr")
+    assert vs["faster"] in ("macko", "csr", "unknown") and "%" in vs["faster_reason"]
     assert doc["command"] == "stats" and doc["matrix"]["nnz"] == 512
     assert {r["format"] for r in doc["sizes"]} == {f.name for f in formats.all_formats()}
     assert all("encode_s" not in r for r in doc["sizes"])

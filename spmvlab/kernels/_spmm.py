@@ -180,16 +180,24 @@ def smem_tile(dtype, k_rows: int, n_cols: int, max_tile: int, limit: int = SMEM_
     return max(ct, 0)
 
 
+_LIMITS: dict = {}
+
+
 def _device_limits() -> tuple[int, int, int]:
-    """(SMs, shared bytes per block, shared bytes per SM) of the current device."""
+    """(SMs, shared bytes per block, shared bytes per SM) of the current device, asked of the
+    driver once per device (three attribute queries cost more than a short SpMM launch)."""
     if SIMULATOR:
         return 2, SMEM_BLOCK_BYTES, SMEM_SM_BYTES
     dev = cuda.get_current_device()
-    try:
-        return (int(dev.MULTIPROCESSOR_COUNT), int(dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
-                int(dev.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR))
-    except AttributeError:   # an older binding without the opt-in attributes
-        return int(dev.MULTIPROCESSOR_COUNT), SMEM_BLOCK_BYTES, SMEM_SM_BYTES
+    key = dev.id
+    if key not in _LIMITS:
+        try:
+            _LIMITS[key] = (int(dev.MULTIPROCESSOR_COUNT),
+                            int(dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                            int(dev.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR))
+        except AttributeError:   # an older binding without the opt-in attributes
+            _LIMITS[key] = int(dev.MULTIPROCESSOR_COUNT), SMEM_BLOCK_BYTES, SMEM_SM_BYTES
+    return _LIMITS[key]
 
 
 _SMEM_ALLOWED: dict = {}
