@@ -2,6 +2,11 @@
 paper's appendix D, at each sparsity (fp16, cold L2, uniform random masks).
 
     python experiments/fig4_macko.py [--quick] [--plot-only] [--sparsities 0.5,0.7]
+                                     [--shapes 4096x4096,...] [--merge]
+
+The full sweep (31 shapes x the paper's 11 sparsities, 0-95 %) takes longer than one GPU
+session: measure it in parts with ``--sparsities``/``--shapes`` and ``--merge`` (each part's
+git hash, device and date are kept in the results' ``parts``, each row's ``part`` names it).
 """
 from __future__ import annotations
 
@@ -16,13 +21,18 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "fig4_macko"
 NEEDS_GPU = True
-METHODS = ["cublas", "macko"]
+METHODS = ["cublas", "macko", "cusparse"]
+#: the H100 run (results/h100/fig4_macko.json, 50 % only) timed no cuSPARSE
+H100_METHODS = ["cublas", "macko"]
+SPLIT_KEYS = ("shapes", "sparsities")
+#: the paper's sparsities (Sec. 5.1: 0 % to 95 %)
+SPARSITIES = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
 
 
 def config(quick: bool = False, **overrides) -> dict:
     from spmvlab import datasets
     shapes = [list(s) for s in datasets.LLM_SHAPES]
-    full = dict(shapes=shapes, sparsities=[0.3, 0.5, 0.7, 0.9], dtype="float16", methods=METHODS,
+    full = dict(shapes=shapes, sparsities=SPARSITIES, dtype="float16", methods=METHODS,
                 reps=40, warmup=5, seed=0)
     return X.make_config(NAME, full, dict(shapes=shapes[:4], sparsities=[0.5], reps=20), quick,
                          overrides)
@@ -30,6 +40,7 @@ def config(quick: bool = False, **overrides) -> dict:
 
 def cli(p):
     p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
+    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
 
 
 def measure(cfg: dict) -> dict:

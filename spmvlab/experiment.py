@@ -315,6 +315,10 @@ def build_parser(module) -> tuple[argparse.ArgumentParser, list[str]]:
                         "with results")
     p.add_argument("--out", default=None,
                    help=f"results JSON (default results/<device>/{module.NAME}.json)")
+    p.add_argument("--merge", action="store_true",
+                   help="add this run's rows to the saved results (same settings apart from "
+                        "the experiment's SPLIT_KEYS, e.g. other shapes or sparsities) instead "
+                        "of replacing them")
     p.add_argument("--fig", default=None,
                    help=f"figure path, .png, with a .pdf beside it "
                         f"(default figures/<device>/{module.NAME}.png)")
@@ -332,10 +336,60 @@ def build_parser(module) -> tuple[argparse.ArgumentParser, list[str]]:
     return p, [a.dest for a in own]
 
 
+#: the keys of a row that say what was measured (a re-measured row replaces the saved one)
+ROW_IDENTITY = ("method", "kind", "k", "dtype", "shape", "sparsity", "matrix", "n")
+
+
+def _row_key(row: dict) -> str:
+    return to_json({k: row.get(k) for k in ROW_IDENTITY})
+
+
+def _part(meta: dict, config: dict) -> dict:
+    """What one run of a merged results file was: its code, machine, date and config."""
+    return dict(git_hash=meta.get("git_hash"), git_dirty=meta.get("git_dirty"),
+                date_utc=meta.get("date_utc"), device=(meta.get("device") or {}).get("name"),
+                config=config)
+
+
+def merge_results(module, old: dict, rows: list, config: dict, meta: dict) -> tuple[list, dict, list]:
+    """``old`` (a saved results file) plus a new run (``rows``, ``config``, ``meta``): the two
+    configs must agree except in the module's ``SPLIT_KEYS`` (lists, united in the order of
+    ``module.config()``); a new row replaces the saved row it re-measures (same
+    :data:`ROW_IDENTITY`). Every row gets ``part``, the index of its run in the returned
+    ``parts`` (each run's git hash, device, date and config)."""
+    split = tuple(getattr(module, "SPLIT_KEYS", ()))
+    if not split:
+        raise OptionError(problem("--merge", f"an experiment with SPLIT_KEYS ({module.NAME} has none)",
+                                  module.NAME, "re-run the whole configuration instead"))
+    a, b = old["config"], config
+    differ = sorted(k for k in set(a) | set(b) if k not in split and a.get(k) != b.get(k))
+    if differ:
+        raise OptionError(problem("--merge", f"the saved run's config apart from {', '.join(split)}",
+                                  f"different {', '.join(differ)}",
+                                  "measure with the saved settings, or without --merge"))
+    full = module.config()
+    merged = dict(b)
+    for k in split:
+        have = [v for v in a.get(k, []) + b.get(k, [])]
+        order = {to_json(v): i for i, v in enumerate(full.get(k, []))}
+        seen = {}
+        for v in have:
+            seen.setdefault(to_json(v), v)
+        merged[k] = sorted(seen.values(), key=lambda v: (order.get(to_json(v), len(order)), to_json(v)))
+    parts = list(old.get("parts") or [_part(old.get("meta") or {}, a)])
+    old_rows = [dict(r, part=r.get("part", 0)) for r in old["rows"]]
+    new_keys = {_row_key(r) for r in rows}
+    kept = [r for r in old_rows if _row_key(r) not in new_keys]
+    parts.append(_part(meta, b))
+    return kept + [dict(r, part=len(parts) - 1) for r in rows], merged, parts
+
+
 def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
-        fig: str | None = None, report: bool = True) -> dict:
+        fig: str | None = None, report: bool = True, merge: bool = False) -> dict:
     """Measure ``cfg``, save the results (with :func:`runinfo.run_metadata`), plot them from
-    the saved file and print the report; returns the saved results."""
+    the saved file and print the report; returns the saved results. With ``merge`` the rows
+    join the saved results of the same name (:func:`merge_results`) instead of replacing
+    them: long sweeps are measured in parts (e.g. fig4's shapes and sparsities)."""
     from .runinfo import run_metadata
     results = dict(module.measure(cfg))
     meta = run_metadata()
@@ -344,8 +398,11 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
     rows = results.pop("rows")
     config = results.pop("config", cfg)
     results.pop("meta", None)
-    path = save_results(out or results_path(name, device, quick), rows, config, extra=results,
-                        meta=meta)
+    path = out or results_path(name, device, quick)
+    if merge and os.path.isfile(path):
+        rows, config, results["parts"] = merge_results(module, load_results(path), rows, config,
+                                                       meta)
+    path = save_results(path, rows, config, extra=results, meta=meta)
     saved = load_results(path)
     figs = module.plot(saved, fig or figure_path(name, device, quick))
     print(f"wrote {_rel(path)}" + "".join(f", {_rel(f)}" for f in figs or []))
@@ -403,5 +460,5 @@ def main(module, argv=None) -> int:
     if args.plot_only or (module.NEEDS_GPU and not gpu_available()):
         return replot(module, cfg, quick=args.quick, device=args.device, out=args.out,
                       fig=args.fig, prefix="" if args.plot_only else "no CUDA GPU: ")
-    run(module, cfg, quick=args.quick, out=args.out, fig=args.fig)
+    run(module, cfg, quick=args.quick, out=args.out, fig=args.fig, merge=args.merge)
     return 0

@@ -292,8 +292,7 @@ def test_plot_committed_results(name, rname, device, tmp_path):
 
 
 # how each committed run differs from config() with no overrides
-_RUN_FLAGS = {"fig4_macko": dict(sparsities=[0.5]),            # run with --sparsities 0.5
-              "fig2_macko": dict(weights=["mpnet_L00_attn_q", "mpnet_L00_ffn_down",
+_RUN_FLAGS = {"fig2_macko": dict(weights=["mpnet_L00_attn_q", "mpnet_L00_ffn_down",
                                           "mpnet_L00_ffn_up", "mpnet_L11_attn_q"])}  # found by measure()
 _OLDER_KEYS = {"baseline_csr": {"tol"}}    # tolerances now live in spmvlab.check
 # config keys added after a committed run, at a value that does not change what that run did
@@ -304,6 +303,8 @@ def _run_flags(name, device):
     """The flags of the committed run of ``name`` on ``device`` (older runs kept as records)."""
     if (name, device) == ("tune_macko", "h100"):
         return dict(methods=X.load_experiment(name).H100_METHODS)
+    if (name, device) == ("fig4_macko", "h100"):
+        return dict(sparsities=[0.5], methods=X.load_experiment(name).H100_METHODS)
     if (name, device) == ("fig1_macko", "h100"):
         return dict(sparsities=X.load_experiment(name).H100_SPARSITIES)
     return _RUN_FLAGS.get(name, {})
@@ -401,3 +402,54 @@ def test_format_table():
     t = P.format_table([{"a": 1.23456, "b": "x"}, {"a": None, "b": "long"}], [("a", "A", ".2f"), ("b", "B", "")])
     lines = t.splitlines()
     assert lines[0].split() == ["A", "B"] and "1.23" in lines[2] and "-" in lines[3]
+
+
+def _split_module():
+    """A CPU experiment over shapes x sparsities that may be measured in parts."""
+    mod = types.ModuleType("split_exp")
+    mod.__doc__ = "split experiment"
+    mod.NAME, mod.NEEDS_GPU, mod.SPLIT_KEYS = "split_exp", False, ("shapes", "sparsities")
+
+    def config(quick=False, **overrides):
+        return X.make_config("split_exp", dict(shapes=[[4, 8], [8, 4]], sparsities=[0.5, 0.7, 0.9],
+                                               reps=3, seed=0), dict(reps=1), quick, overrides)
+
+    def measure(cfg):
+        return dict(rows=[dict(method=m, shape=sh, sparsity=s, median_us=float(len(cfg["sparsities"])))
+                          for sh in cfg["shapes"] for s in cfg["sparsities"] for m in ("a", "b")])
+
+    def plot(results, fig_path):
+        plt = P.pyplot()
+        fig, ax = plt.subplots()
+        ax.plot([r["sparsity"] for r in results["rows"]], [r["median_us"] for r in results["rows"]])
+        return P.savefig(fig, fig_path)
+
+    def cli(p):
+        p.add_argument("--sparsities", type=X.floats)
+        p.add_argument("--shapes", type=X.shapes)
+        p.add_argument("--reps", type=int)
+
+    mod.config, mod.measure, mod.plot, mod.cli = config, measure, plot, cli
+    return mod
+
+
+def test_merge_measures_a_sweep_in_parts(tmp_path):
+    mod = _split_module()
+    out, fig = str(tmp_path / "r.json"), str(tmp_path / "f.png")
+    assert X.main(mod, ["--sparsities", "0.9,0.5", "--out", out, "--fig", fig]) == 0
+    assert X.main(mod, ["--sparsities", "0.7,0.9", "--shapes", "4x8", "--merge", "--out", out,
+                        "--fig", fig]) == 0
+    saved = X.load_results(out)
+    # united in config() order; the re-measured (4x8, 0.9) rows replaced, the others kept
+    assert saved["config"]["sparsities"] == [0.5, 0.7, 0.9]
+    assert saved["config"]["shapes"] == [[4, 8], [8, 4]] and len(saved["rows"]) == 2 * 2 * 3 - 2 * 1
+    got = {(tuple(r["shape"]), r["sparsity"], r["method"]): (r["part"], r["median_us"]) for r in saved["rows"]}
+    assert got[((4, 8), 0.9, "a")] == (1, 2.0) and got[((8, 4), 0.9, "a")] == (0, 2.0)
+    assert got[((4, 8), 0.7, "b")] == (1, 2.0) and ((8, 4), 0.7, "a") not in got
+    assert len(saved["parts"]) == 2 and saved["parts"][1]["config"]["sparsities"] == [0.7, 0.9]
+    assert saved["parts"][0]["git_hash"] == saved["meta"]["git_hash"]
+    # other settings must match the saved run's
+    with pytest.raises(OptionError, match="--merge.*different reps"):
+        X.main(mod, ["--reps", "9", "--merge", "--out", out, "--fig", fig])
+    with pytest.raises(OptionError, match="has none"):
+        X.main(_demo_module([]), ["--merge", "--out", out, "--fig", fig])
