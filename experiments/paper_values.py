@@ -72,6 +72,13 @@ VALUES = {
                                where={"method": "macko", "sparsity": ("in", [0.5, 0.7, 0.9])}),
     "anchor_bandwidth": dict(results=[F7, F7_12288], where=_at(0.5), field="tb_s", agg="range",
                              fmt=".1f", unit=" TB/s"),
+    # the public kernel measured in our own fig7 run (spmvlab.anchors; H200 onwards)
+    "public_4096x11008": dict(results=F7, agg="list", sep=" / ", field="speedup_vs_own_cublas",
+                              fmt=".2f", unit="×", devices=["h200"],
+                              where={"method": "public_macko", "sparsity": ("in", [0.5, 0.7, 0.9])}),
+    "public_cublas_4096x11008": dict(results=F7, where={"method": "public_cublas"}, field="mean_us",
+                                     agg="range", fmt=".0f", unit=" µs", devices=["h200"]),
+    "our_cublas_4096x11008": dict(CUBLAS_TIME, results=F7, fmt=".0f", devices=["h200"]),
 }
 
 FOUNDATION = [

@@ -28,6 +28,7 @@ An extraction rule is a dict:
 ``invert``     use 1/x; ``scale``: multiply by it (100 for %)
 ``divide_by``  another rule giving one number on the same device: divide by it
 ``fmt``        number format (``.2f``), ``unit`` appended as is (``"×"``, ``" µs"``)
+``devices``    optional: read only these devices' results (a value measured from some device on)
 
 "Ours" lists the value of every device whose results hold the rule's files, e.g.
 ``1.29× (h100); 1.35× (h200)``; the ratio ours/paper is given where both are numbers.
@@ -71,9 +72,13 @@ def _names(rule: dict) -> list[str]:
 
 
 def devices(rule: dict) -> list[str]:
-    """The devices whose results folder holds every file ``rule`` reads."""
+    """The devices whose results folder holds every file ``rule`` reads (only those of the
+    rule's optional ``devices`` list, for values measured from some device on)."""
     found = [set(X.result_devices(n)) for n in _names(rule)]
-    return sorted(set.intersection(*found)) if found else []
+    have = set.intersection(*found) if found else set()
+    if "devices" in rule:
+        have &= set(rule["devices"])
+    return sorted(have)
 
 
 def _load(name: str, device: str) -> dict:
