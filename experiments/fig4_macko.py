@@ -56,10 +56,16 @@ def measure(cfg: dict) -> dict:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
+    """Bars per shape for up to 4 sparsities; beyond that a shapes x sparsities map of the
+    speedup over cuBLAS (log2 colours, 1x white, each cell labelled), plus MACKO's speedup
+    over cuSPARSE where it was timed."""
     plt = P.pyplot()
     cfg = results["config"]
     rows = [r for r in results["rows"] if r["method"] == "macko" and "speedup_vs_cublas" in r]
     labels = [f"{r}x{c}" for r, c in cfg["shapes"]]
+    title = f"{len(labels)} LLM layer shapes, fp16, cold L2, {P.device_name(results)}"
+    if len(cfg["sparsities"]) > 4:
+        return _heatmap(plt, rows, cfg, labels, title, fig_path)
     fig, ax = plt.subplots(figsize=(13, 4.5))
     width = 0.8 / max(1, len(cfg["sparsities"]))
     for i, s in enumerate(cfg["sparsities"]):
@@ -68,9 +74,36 @@ def plot(results: dict, fig_path: str) -> list[str]:
         ax.bar([k + i * width for k in range(len(labels))], ys, width, label=f"{100 * s:.0f} %")
     ax.axhline(1.0, color="black", lw=1, ls="--")
     ax.set_xticks([k + 0.4 - width / 2 for k in range(len(labels))], labels, rotation=70, fontsize=7)
-    ax.set(ylabel="MACKO speedup over cuBLAS GEMV",
-           title=f"31 LLM layer shapes, fp16, cold L2, {P.device_name(results)}")
+    ax.set(ylabel="MACKO speedup over cuBLAS GEMV", title=title)
     ax.legend(title="sparsity")
+    return P.savefig(fig, fig_path)
+
+
+def _heatmap(plt, rows, cfg, labels, title, fig_path):
+    import numpy as np
+    from matplotlib.colors import TwoSlopeNorm
+    sp = cfg["sparsities"]
+    grid = np.full((len(labels), len(sp)), np.nan)
+    index = {tuple(sh): i for i, sh in enumerate(cfg["shapes"])}
+    for r in rows:
+        if tuple(r["shape"]) in index and r["sparsity"] in sp:
+            grid[index[tuple(r["shape"])], sp.index(r["sparsity"])] = r["speedup_vs_cublas"]
+    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(sp), 1.5 + 0.27 * len(labels)))
+    logs = np.log2(grid)
+    bound = max(0.5, float(np.nanmax(np.abs(logs)))) if np.isfinite(logs).any() else 1.0
+    im = ax.imshow(logs, cmap="RdBu", norm=TwoSlopeNorm(0.0, -bound, bound), aspect="auto")
+    for (i, j), v in np.ndenumerate(grid):
+        if np.isfinite(v):
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6.5,
+                    color="white" if abs(np.log2(v)) > 0.6 * bound else "black")
+    ax.set_xticks(range(len(sp)), [f"{100 * s:g}" for s in sp])
+    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set(xlabel="sparsity (%)", title=title)
+    ax.grid(False)
+    bar = fig.colorbar(im, ax=ax, fraction=0.04)
+    ticks = [t for t in (-3, -2, -1, 0, 1, 2, 3) if -bound <= t <= bound]
+    bar.set_ticks(ticks, labels=[f"{2.0 ** t:g}x" for t in ticks])
+    bar.set_label("MACKO speedup over cuBLAS GEMV (blank: not measured)")
     return P.savefig(fig, fig_path)
 
 
