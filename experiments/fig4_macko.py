@@ -109,7 +109,8 @@ def _heatmap(plt, rows, cfg, labels, title, fig_path):
 
 def report(results: dict):
     cols = [("shape", "shape", ""), ("sparsity", "sparsity", ".2f"), ("median_us", "MACKO us", ".1f"),
-            ("tb_s", "TB/s", ".2f"), ("speedup_vs_cublas", "x cuBLAS", ".2f")]
+            ("tb_s", "TB/s", ".2f"), ("speedup_vs_cublas", "x cuBLAS", ".2f"),
+            ("speedup_vs_cusparse", "x cuSPARSE", ".2f")]
     P.print_table(results["rows"], cols, where=lambda r: r["method"] == "macko")
 
 
