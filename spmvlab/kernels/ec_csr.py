@@ -803,36 +803,42 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
 
 
 def ptx_targets():
-    """SpMV and SpMM for every (dtype, delta_bits) at the default layout (warp_size 32,
-    vector_size 4) and at warp_size 2, vector_size 2 (sub-warp groups, nibble codes for
-    4 bits), the zero/finish passes and the check kernel."""
+    """SpMV for every (dtype, delta_bits) at the default layout (warp_size 32, vector_size 4)
+    and SpMM for one delta width per dtype; sub-warp groups (warp_size 2, vector_size 2) for
+    SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the zero/finish passes
+    and the check kernel. (The delta width changes only the code loads, which SpMV and
+    SpMM share, so not every pairing is compiled: each main kernel takes ~5 s.)"""
     out = []
     idx = array_sig("int32")
     head = f"void({idx}, {idx}, {idx}, {idx}, "
+    small = ECCSRConfig(rows_per_pass=2, spmm_rows_per_pass=1)
+    cases = []
     for dt in KERNEL_DTYPES:
-        P = 16 // np.dtype(dt).itemsize
         for b in (4, 8):
-            for ws, vs, cw, cfg in ((32, 4, 4, ECCSRConfig()),
-                                    (2, 2, 2 if b == 8 else 1, ECCSRConfig(rows_per_pass=2,
-                                                                           spmm_rows_per_pass=1))):
-                bits = cw * b
-                word = np.dtype(_WORD[bits]).name if bits >= 8 else "uint8"
-                args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
-                wide = (r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()
-                out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs}]",
-                                     functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg),
-                                     args + f"{array_sig(dt)}, {array_sig('float32')})", wide))
-                ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
-                out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}]",
-                                     functools.partial(_spmm_kernel, dt, b, ws, vs, cw, P, cfg, ct, gx),
-                                     args + f"{array_sig(dt)}, {array_sig('float32')}, int64)",
-                                     wide))
+            cases.append(("spmv", dt, b, 32, 4, 4, ECCSRConfig()))
+        cases.append(("spmm", dt, 4 if dt == "float16" else 8, 32, 4, 4, ECCSRConfig()))
+    cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small)]
+    for kind, dt, b, ws, vs, cw, cfg in cases:
+        P = 16 // np.dtype(dt).itemsize
+        bits = cw * b
+        word = np.dtype(_WORD[bits]).name if bits >= 8 else "uint8"
+        args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
+        wide = (r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()
+        if kind == "spmv":
+            out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}]",
+                                 functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg),
+                                 args + f"{array_sig(dt)}, {array_sig('float32')})", wide))
+        else:
+            ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
+            out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}]",
+                                 functools.partial(_spmm_kernel, dt, b, ws, vs, cw, P, cfg, ct, gx),
+                                 args + f"{array_sig(dt)}, {array_sig('float32')}, int64)", wide))
+    for dt in KERNEL_DTYPES:
         out.append(PTXTarget(f"ec_csr.finish[{dt}]", _finish_kernel,
                              f"void({array_sig('float32')}, {array_sig(dt)})"))
     out.append(PTXTarget("ec_csr.zero[float32]", _zero_kernel, f"void({array_sig('float32')})"))
-    for b in (4, 8):
-        for ws in (32, 2):
-            out.append(PTXTarget(f"ec_csr.check[b{b},ws{ws}]", functools.partial(_check_kernel, b, ws),
-                                 f"void({idx}, {idx}, {idx}, {idx}, {array_sig('uint8')}, int64, "
-                                 f"int64, int64, {array_sig('int32')})"))
+    for b, ws in ((4, 32), (8, 2)):
+        out.append(PTXTarget(f"ec_csr.check[b{b},ws{ws}]", functools.partial(_check_kernel, b, ws),
+                             f"void({idx}, {idx}, {idx}, {idx}, {array_sig('uint8')}, int64, "
+                             f"int64, int64, {array_sig('int32')})"))
     return out
