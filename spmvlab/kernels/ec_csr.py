@@ -57,8 +57,13 @@ SpMV kernel.
 Alignment: the layout makes every long part's chunk start a multiple of ``warp_size *
 vector_size`` entries inside its set, but a set can start at an odd multiple of
 ``warp_size`` after a short part. The device copy therefore records the widest code word
-(``code_width``, codes per load) and value piece (``load_width``) every set allows; with
-the registry's options (warp_size >= 2 * vector_size / 2) they are always the full widths.
+(``code_width``, codes per load) and value piece (``load_width``, elements) every set
+allows. With warp_size >= vector_size (the default 32 / 4) both are always the full widths
+(vector_size codes; 16 bytes of values, or vector_size x g values if fewer); warp_size 2
+with vector_size 4 can narrow the code loads to 2 codes.
+
+Not done yet (first version, untimed): the paper's double buffering of the next group's
+loads, 32-bit index arithmetic (positions are int64 here), and a tuned config.
 """
 from __future__ import annotations
 
