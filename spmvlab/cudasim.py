@@ -5,8 +5,9 @@ The stock simulator (``NUMBA_ENABLE_CUDASIM=1``) has no ``shfl_*_sync``, ``ballo
 negative and 64-bit inputs. :func:`install` adds them to the simulator's fake ``cuda``
 module so warp-per-row kernels run unchanged on a CPU-only machine.
 
-Each collective is a rendezvous: the k-th collective call of every lane named in ``mask``
-is matched with the k-th call of the others. A lane that exits, or waits in another
+Each collective is a rendezvous: the k-th collective call with a given ``mask`` of every
+lane named in it is matched with the k-th such call of the others (so disjoint sub-warp
+groups, e.g. EC-CSR's blocks of 2 lanes, run their own sequences). A lane that exits, or waits in another
 barrier, without reaching the collective makes the others raise :class:`WarpDivergenceError`
 instead of hanging; so does a lane that is still running but has not arrived after
 :data:`TIMEOUT_S` seconds.
@@ -113,12 +114,16 @@ def _exchange(mask, value):
     if t.abort:
         raise LaunchAborted("abort flag set on a warp collective call")
     w = _warp_of(t)
+    # counted per mask: groups of lanes with disjoint masks (sub-warp reductions) run their
+    # own sequences of collectives, as on the GPU
+    m = int(mask) & FULL_MASK
     counters = t.__dict__.setdefault("_spmvlab_calls", {})
-    call = counters.get(id(w), 0)
-    counters[id(w)] = call + 1
+    call = counters.get((id(w), m), 0)
+    counters[(id(w), m)] = call + 1
+    key = (m, call)
     deadline = time.monotonic() + TIMEOUT_S
     with w.cond:
-        slot = w.slots.setdefault(call, {})
+        slot = w.slots.setdefault(key, {})
         slot[lane] = value
         w.cond.notify_all()
         while not all(ln in slot for ln in lanes):
@@ -134,12 +139,12 @@ def _exchange(mask, value):
                         f"{tuple(t.blockIdx)} never reached warp collective #{call} "
                         f"(mask {int(mask):#x})")
         values = dict(slot)
-        left = w.readers.get(call, len(lanes)) - 1
+        left = w.readers.get(key, len(lanes)) - 1
         if left == 0:
-            w.slots.pop(call, None)
-            w.readers.pop(call, None)
+            w.slots.pop(key, None)
+            w.readers.pop(key, None)
         else:
-            w.readers[call] = left
+            w.readers[key] = left
     return lane, values
 
 

@@ -231,7 +231,8 @@ register(FormatInfo(
     doc="coordinate list: row, column and value of every nonzero, row-major (cuSPARSE's COO)"))
 
 register(FormatInfo(
-    name="ec_csr", reference="reference.ec_csr", encoder="spmvlab.encoders.ec_csr",
+    name="ec_csr", reference="reference.ec_csr", kernels="spmvlab.kernels.ec_csr",
+    encoder="spmvlab.encoders.ec_csr", config="ECCSRConfig",
     options={"delta_bits": Option(8, (8, 4), "bits per delta index (precision range 2**delta_bits)"),
              "warp_size": Option(32, (32, 2), "lanes per block (2: the paper's Fig. 4; "
                                  "reference.ec_csr.encode also takes 1, 4, 8, 16)"),
@@ -242,9 +243,15 @@ register(FormatInfo(
              "reorder": Option(True, None, "True or False: sort blocks within a set by size"),
              "max_granularity": Option(None, None, "None or a power of two: no coarser blocks "
                                        "(1: no extraction)")},
+    kernel_dtypes=("float16", "float32"),
+    test_configs=({"threads_per_block": 64},
+                  {"threads_per_block": 32, "rows_per_pass": 2, "spmm_tile": 2,
+                   "spmm_rows_per_pass": 1},
+                  {"threads_per_block": 64, "rows_per_pass": 1, "spmm_tile": 4,
+                   "spmm_rows_per_pass": 2}),
     doc="EC-CSR (Lin et al.): hierarchical block sets of granularity 1, 2, 4, ..., a base "
-        "index per lane and 4/8-bit deltas, values interleaved by lane; fast encoder (numba), "
-        "no kernels yet"))
+        "index per lane and 4/8-bit deltas, values interleaved by lane; fast encoder (numba); "
+        "kernels: a lane group per block, float32 atomics into y"))
 
 register(FormatInfo(
     name="csr_dtans", reference="reference.csr_dtans", encoder="spmvlab.encoders.csr_dtans",

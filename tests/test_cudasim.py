@@ -132,6 +132,30 @@ def test_partial_mask():
     assert out[:16].tolist() == [i + 8 if i < 8 else i for i in range(16)]
 
 
+def test_disjoint_sub_warp_groups_run_their_own_collectives():
+    """Lane groups of 4 with their own masks: each group makes a different number of
+    butterfly steps (group i repeats its sum i + 1 times), as divergent sub-warp code does."""
+    @cuda.jit
+    def k(out):
+        lane = cuda.threadIdx.x
+        grp = lane // 4
+        mask = np.uint32(np.uint32(15) << np.uint32(grp * 4))
+        v = lane
+        for _ in range(grp % 3 + 1):
+            v += cuda.shfl_xor_sync(mask, v, 2)
+            v += cuda.shfl_xor_sync(mask, v, 1)
+        out[lane] = v
+
+    out = np.zeros(32, np.int64)
+    run(k, 32, out)
+    want = []
+    for lane in range(32):
+        grp = lane // 4
+        s = sum(range(grp * 4, grp * 4 + 4))
+        want.append(s * 4 ** (grp % 3))
+    assert out.tolist() == want
+
+
 # -- a failed launch leaves the simulator as it found it ------------------------------------------
 # The simulator raises a thread's exception without joining the rest of the block; threads
 # still inside a device function (warp_sum) kept ``cuda`` swapped for the fake module in

@@ -1,0 +1,849 @@
+"""EC-CSR SpMV/SpMM kernels (numba.cuda), paired with ``reference/ec_csr.py``.
+
+Thread/data mapping
+-------------------
+One *group* of ``warp_size`` lanes per stored block (``warp_size`` is the matrix's own
+option: 32 gives one hardware warp per block, smaller sizes pack ``32 / warp_size`` blocks
+into a hardware warp, each group reducing with shuffles masked to its own lanes). Thread
+``i`` of the grid works on block ``i // warp_size`` as its lane ``t = i % warp_size``. The
+group finds its block's set by a linear scan of ``set_desc`` (a handful of sets), hence its
+granularity ``g``, its vector width (``vector_size`` for long parts, 1 for short parts), its
+rows and where its values start.
+
+Lane ``t`` starts at column ``base_indices[block * warp_size + t]`` and walks its stored
+columns ``vec`` at a time: the ``q``-th group of ``vec`` columns of every lane lies in one
+chunk of ``warp_size * vec`` consecutive stored entries (the layout's interleaving), so the
+group's loads of codes and values are contiguous across lanes. Per group of columns a lane
+does one load of its ``vec`` delta codes (a word of ``vec * delta_bits`` bits, or a byte /
+nibble for short parts) and one load, in pieces of up to 16 bytes, of their ``vec * g``
+values (each column's g values together); each column is then ``column += delta``, one
+gather of ``x[column]`` and g FMAs into g float32 accumulators (one per block row), so one
+x value serves g rows.
+
+Blocks of more than ``rows_per_pass`` rows (``ECCSRConfig``) are walked once per slice of
+``rows_per_pass`` rows (re-decoding the columns), so a lane never holds more than that many
+accumulators; granularities below it have exact specialisations (compiled per g).
+
+Accumulation of y
+-----------------
+A row can be covered by blocks of several granularities (and by the pieces of a clipped
+block), so y is accumulated with ``atomic.add`` in float32 after each group's butterfly
+reduction (``shfl_xor_sync`` within the group): lane ``k % warp_size`` adds row k's sum.
+float32 output: y is zeroed by a small kernel first and the blocks add into it directly.
+float16 output: the blocks add into a float32 scratch vector kept with the device matrix
+(zeroed at upload), and a last kernel converts it into y and zeroes the scratch again for
+the next call (so a ``DeviceECCSR`` must not be used by two SpMVs at once on different
+streams). Rows no block touches end up 0 either way: the output is fully written. The
+summation order (blocks in whatever order their atomics land) is not fixed, so results
+can differ in the last bits between runs; they stay within the tolerance of
+``spmvlab.check``.
+
+Padding zeros and Inf/NaN: the fast path multiplies every stored value, padding zeros
+included, which is exact unless ``x`` is Inf/NaN at a padding column (0 * Inf = NaN). A
+group whose reduced sums for a slice are not all finite (group-uniform after the butterfly)
+discards them and redoes that slice on a careful path that skips stored zeros, one row at a
+time (CSR semantics, as the reference).
+
+SpMM (Y = M @ X, X of shape (K, N))
+-----------------------------------
+Same mapping; each decoded column (its ``g`` values and its column index) is used for a
+tile of ``spmm_tile`` columns of X: the lane loads row ``column`` of the X tile (vector
+loads of up to 16 bytes when N allows, see ``kernels._spmm.group_for``) and updates
+``rows x tile`` accumulators (``spmm_rows_per_pass`` rows per pass). The grid's second
+dimension covers N in tiles; each tile re-reads the matrix. Y is accumulated as y above
+(float32 atomics, zero pass, float16 through a per-call float32 scratch). N = 1 runs the
+SpMV kernel.
+
+Alignment: the layout makes every long part's chunk start a multiple of ``warp_size *
+vector_size`` entries inside its set, but a set can start at an odd multiple of
+``warp_size`` after a short part. The device copy therefore records the widest code word
+(``code_width``, codes per load) and value piece (``load_width``, elements) every set
+allows. With warp_size >= vector_size (the default 32 / 4) both are always the full widths
+(vector_size codes; 16 bytes of values, or vector_size x g values if fewer); warp_size 2
+with vector_size 4 can narrow the code loads to 2 codes.
+
+Not done yet (first version, untimed): the paper's double buffering of the next group's
+loads, 32-bit index arithmetic (positions are int64 here), and a tuned config.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from reference._common import OptionError, problem
+from reference.ec_csr import ECCSRMatrix
+
+from .. import formats
+from .._cuda import cuda, inline_device
+from ._common import (
+    CHECK_THREADS, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_threads_per_block,
+    check_value_dtype, checked_to_device, finish, prepare, prepare_spmm, run_device_check, to_dev,
+)
+from ._intrinsics import vload1, vload2, vload4, vload8
+from ._spmm import TILE_COLS, group_for, tile_for
+
+__all__ = ["ECCSRConfig", "DeviceECCSR", "to_device", "device_check", "launch_check", "spmv",
+           "spmm", "ptx_targets"]
+
+KERNEL_DTYPES = formats.get("ec_csr").kernel_dtypes
+_NF = 5                     # fields per set descriptor (reference.ec_csr.SET_FIELDS)
+ROWS_PER_PASS = (1, 2, 4, 8)
+_VLOAD = {1: vload1, 2: vload2, 4: vload4, 8: vload8}
+_WORD = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+@dataclasses.dataclass(frozen=True)
+class ECCSRConfig:
+    """Launch settings.
+
+    threads_per_block   multiple of 32 in [32, 1024] (``threads_per_block / warp_size``
+                        blocks of the matrix per CUDA block)
+    rows_per_pass       SpMV: accumulators per lane, 1, 2, 4 or 8; blocks with more rows are
+                        walked once per slice of this many rows
+    spmm_tile           SpMM: columns of X per pass, one of 1, 2, 4, 8, 16, 32
+    spmm_rows_per_pass  SpMM: block rows per pass, 1, 2, 4 or 8 (a lane holds
+                        ``spmm_rows_per_pass * spmm_tile`` accumulators)
+
+    Defaults are a first guess, not tuned on a GPU yet.
+    """
+
+    threads_per_block: int = 256
+    rows_per_pass: int = 8
+    spmm_tile: int = 8
+    spmm_rows_per_pass: int = 4
+
+    def __post_init__(self):
+        check_threads_per_block("ECCSRConfig", self.threads_per_block)
+        for name in ("rows_per_pass", "spmm_rows_per_pass"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or v not in ROWS_PER_PASS:
+                raise OptionError(problem(f"ECCSRConfig.{name}", f"one of {ROWS_PER_PASS}", repr(v)))
+        if isinstance(self.spmm_tile, bool) or self.spmm_tile not in TILE_COLS:
+            raise OptionError(problem("ECCSRConfig.spmm_tile", f"one of {TILE_COLS}",
+                                      repr(self.spmm_tile)))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DeviceECCSR:
+    """An :class:`ECCSRMatrix` on the device. ``codes`` holds the packed deltas (padded to a
+    multiple of 8 bytes, so it can be viewed as words of any width); ``scratch`` is the
+    float32 accumulator of float16 SpMV (None for float32); ``set_desc_host`` a host copy
+    of the set descriptors (launch decisions); ``code_width``/``load_width`` the widest
+    aligned code word (codes) and value load (elements) every set allows."""
+
+    set_desc: object
+    block_indptr: object
+    row_indices: object
+    base_indices: object
+    codes: object
+    values: object
+    scratch: object
+    set_desc_host: np.ndarray
+    shape: tuple
+    dtype: np.dtype
+    delta_bits: int
+    warp_size: int
+    vector_size: int
+    n_blocks: int
+    n_row_entries: int
+    code_width: int
+    load_width: int
+    nbytes: int
+
+
+def to_device(M: ECCSRMatrix, check: str = "auto") -> DeviceECCSR:
+    """``M`` on the device once ``kernels._common.checked_to_device`` has checked it: every
+    row index, base index and decoded column in range (``check``: "auto", "host", "device")."""
+    return checked_to_device(M, ECCSRMatrix, DeviceECCSR, _upload, device_check, check)
+
+
+def _widths(M: ECCSRMatrix) -> tuple[int, int]:
+    """(code_width, load_width): the largest power-of-two number of codes (at most
+    ``vector_size``) and of values (at most 16 bytes' worth) whose loads are aligned in
+    every set. Code words: a long set's chunks start at ``block_indptr[first_block]`` plus
+    multiples of ``warp_size * vector_size``. Values: a set's lane groups start at
+    ``first_value`` plus multiples of ``vec * g``; slices of blocks of many rows at
+    multiples of g (always aligned)."""
+    desc = M.set_desc.reshape(-1, _NF).astype(np.int64)
+    ptr = M.block_indptr.astype(np.int64)
+    vs = int(M.vector_size)
+    cw = vs
+    lw = 16 // M.dtype.itemsize
+    for g, vec, first, _, val0 in desc:
+        if vec > 1:
+            while cw > 1 and ptr[first] % cw:
+                cw //= 2
+        while lw > 1 and val0 % min(lw, vec * g):
+            lw //= 2
+    if cw * int(M.delta_bits) < 8:
+        cw = 1                       # 4-bit codes one at a time (nibbles)
+    return cw, lw
+
+
+def _upload(M: ECCSRMatrix) -> DeviceECCSR:
+    check_value_dtype(M.dtype, KERNEL_DTYPES, "EC-CSR kernel")
+    codes = np.zeros(max(8, -(-M.delta_indices.size // 8) * 8), np.uint8)
+    codes[:M.delta_indices.size] = M.delta_indices
+    vals = M.values if M.values.size else np.zeros(8, M.dtype)
+    cw, lw = _widths(M)
+    scratch = (cuda.to_device(np.zeros(max(M.n_rows, 1), np.float32))
+               if M.dtype == np.float16 else None)
+    desc = M.set_desc if M.set_desc.size else np.zeros(_NF, M.set_desc.dtype)
+    return DeviceECCSR(
+        set_desc=to_dev(desc), block_indptr=to_dev(M.block_indptr),
+        row_indices=to_dev(M.row_indices if M.row_indices.size else np.zeros(1, M.row_indices.dtype)),
+        base_indices=to_dev(M.base_indices if M.base_indices.size else np.zeros(1, M.base_indices.dtype)),
+        codes=to_dev(codes), values=to_dev(vals), scratch=scratch,
+        set_desc_host=np.array(M.set_desc, copy=True), shape=M.shape, dtype=M.dtype,
+        delta_bits=int(M.delta_bits), warp_size=int(M.warp_size), vector_size=int(M.vector_size),
+        n_blocks=M.n_blocks, n_row_entries=int(M.row_indices.size), code_width=cw, load_width=lw, nbytes=M.nbytes)
+
+
+def _code_words(D: DeviceECCSR):
+    """The codes viewed as words of ``code_width`` codes (bytes when that is under 8 bits)."""
+    bits = D.code_width * D.delta_bits
+    return D.codes.view(_WORD[bits]) if bits >= 8 else D.codes
+
+
+# ---------------------------------------------------------------------------------------------
+# device-side building blocks
+# ---------------------------------------------------------------------------------------------
+
+def _tuple_loader(n: int, piece: int):
+    """``load(arr, i)``: the tuple ``arr[i:i + n]`` read in aligned vector loads of ``piece``
+    elements (``n`` and ``piece`` powers of two, ``piece <= n``)."""
+    piece = min(piece, n, 8)
+    if n == piece:
+        return _VLOAD[piece]
+    half = _tuple_loader(n // 2, piece)
+    h = n // 2
+
+    @inline_device
+    def load(arr, i):
+        return half(arr, i) + half(arr, i + h)
+
+    return load
+
+
+@functools.lru_cache(maxsize=None)
+def _code_parts(delta_bits: int, ws: int, vs: int, cw: int):
+    """Code loads: ``long_codes(words, bytes_, p)`` the ``vs`` codes of entries [p, p + vs)
+    as one integer (code j at bit ``j * delta_bits``; p a multiple of ``cw``),
+    ``short_code(bytes_, p)`` the code of entry p, ``code(w, j)`` code j of such an integer;
+    ``group_sum(v, mask)`` the butterfly sum over a group of ``ws`` lanes;
+    ``find_set(set_desc, blk)`` the set holding block ``blk``."""
+    b = delta_bits
+    WT = np.uint64 if vs * b > 32 else np.uint32
+    cmask = (1 << b) - 1
+    wbits = cw * b
+    nw = vs // cw
+    int64 = np.int64
+
+    if b == 8:
+        @inline_device
+        def short_code(bytes_, p):
+            return int64(bytes_[p])
+    else:
+        @inline_device
+        def short_code(bytes_, p):
+            return int64((bytes_[p >> 1] >> ((p & 1) * 4)) & 15)
+
+    if wbits >= 8:
+        @inline_device
+        def long_codes(words, bytes_, p):
+            i = p // cw
+            w = WT(words[i])
+            for k in range(1, nw):
+                w = WT(w | WT(WT(words[i + k]) << WT(k * wbits)))
+            return w
+    else:                                        # 4-bit codes, one nibble at a time
+        @inline_device
+        def long_codes(words, bytes_, p):
+            w = WT(0)
+            for k in range(vs):
+                w = WT(w | WT(WT(short_code(bytes_, p + k)) << WT(k * 4)))
+            return w
+
+    @inline_device
+    def short_word(words, bytes_, p):
+        return short_code(bytes_, p)
+
+    @inline_device
+    def code(w, j):
+        return int64(WT(w >> WT(j * b)) & WT(cmask))
+
+    @inline_device
+    def group_sum(v, mask):
+        off = ws // 2
+        while off > 0:
+            v += cuda.shfl_xor_sync(mask, v, off)
+            off //= 2
+        return v
+
+    @inline_device
+    def find_set(set_desc, blk):
+        n_sets = set_desc.shape[0] // _NF
+        s = 0
+        while s + 1 < n_sets and set_desc[(s + 1) * _NF + 2] <= blk:
+            s += 1
+        return s * _NF
+
+    @inline_device
+    def group_mask(lane0):
+        if ws == WARP:
+            return np.uint32(0xFFFFFFFF)
+        return np.uint32(np.uint32((1 << ws) - 1) << np.uint32(lane0))
+
+    return dict(short_code=short_code, long_codes=long_codes, short_word=short_word, code=code, group_sum=group_sum,
+                find_set=find_set, group_mask=group_mask)
+
+
+def _block_geometry(C):
+    """``geometry(set_desc, ptr, base, blk, t)``: (g, vec, first row entry, first code,
+    stored columns, first value, lane base column) of block ``blk`` for lane ``t``."""
+    find_set = C["find_set"]
+
+    @inline_device
+    def geometry(set_desc, ptr, base, blk, t, ws):
+        s = find_set(set_desc, blk)
+        g = np.int64(set_desc[s])
+        vec = np.int64(set_desc[s + 1])
+        first = set_desc[s + 2]
+        row0 = set_desc[s + 3] + (blk - first) * g
+        c0 = np.int64(ptr[blk])
+        nc = np.int64(ptr[blk + 1]) - c0
+        v0 = set_desc[s + 4] + (c0 - ptr[first]) * g
+        return g, vec, np.int64(row0), c0, nc, np.int64(v0), np.int64(base[blk * ws + t])
+
+    return geometry
+
+
+@functools.lru_cache(maxsize=None)
+def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int, gmax: int):
+    """``block(...)``: one group's whole contribution of its block to y (see the module
+    docstring), specialised on granularity below ``gmax`` and on the vector width."""
+    acc = acc_type(dtype_name)
+    C = _code_parts(delta_bits, ws, vs, cw)
+    short_code, long_codes, code, group_sum = (C["short_code"], C["long_codes"], C["code"],
+                                               C["group_sum"])
+    P = 16 // np.dtype(dtype_name).itemsize
+
+    @inline_device
+    def careful(bytes_, values, x, rows, yacc, c0, nc, v0, g, vec, row0, col0, t, mask, rlo, rhi):
+        """Rows [rlo, rhi) of the block one at a time, stored zeros skipped."""
+        m = nc // ws
+        for r in range(rlo, rhi):
+            s = acc(0)
+            col = col0
+            for k in range(m):
+                pos = (k // vec) * (ws * vec) + t * vec + k % vec
+                col += short_code(bytes_, c0 + pos)
+                v = acc(values[v0 + pos * g + r])
+                if v != 0:
+                    s += v * acc(x[col])
+            s = group_sum(s, mask)
+            if t == 0:
+                cuda.atomic.add(yacc, rows[row0 + r], s)
+
+    def make_block(G: int, vec: int, sliced: bool):
+        load_w = long_codes if vec > 1 else C["short_word"]
+        step = ws * vec
+        if sliced:
+            col_load = _tuple_loader(G, P)
+        else:
+            grp_load = _tuple_loader(vec * G, lw)
+
+        if sliced:
+            @inline_device
+            def walk(words, bytes_, values, x, c0, nc, v0, g, r0, col0, t, accs):
+                """This lane's columns, rows [r0, r0 + G) of a block of g >= G rows."""
+                for k in range(G):
+                    accs[k] = acc(0)
+                col = col0
+                p = c0 + t * vec
+                end = c0 + nc
+                while p < end:
+                    w = load_w(words, bytes_, p)
+                    for j in range(vec):
+                        col += code(w, j)
+                        xv = acc(x[col])
+                        vals = col_load(values, v0 + (p - c0 + j) * g + r0)
+                        for k in range(G):
+                            accs[k] += acc(vals[k]) * xv
+                    p += step
+        else:
+            @inline_device
+            def walk(words, bytes_, values, x, c0, nc, v0, g, r0, col0, t, accs):
+                """This lane's columns of a block of exactly G rows: one load of the vec * G
+                values of each group of vec columns."""
+                for k in range(G):
+                    accs[k] = acc(0)
+                col = col0
+                p = c0 + t * vec
+                end = c0 + nc
+                while p < end:
+                    w = load_w(words, bytes_, p)
+                    vals = grp_load(values, v0 + (p - c0) * G)
+                    for j in range(vec):
+                        col += code(w, j)
+                        xv = acc(x[col])
+                        for k in range(G):
+                            accs[k] += acc(vals[j * G + k]) * xv
+                    p += step
+
+        @inline_device
+        def block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs):
+            r0 = 0
+            while r0 < g:
+                walk(words, bytes_, values, x, c0, nc, v0, g, r0, col0, t, accs)
+                ok = True
+                for k in range(G):
+                    s = group_sum(accs[k], mask)
+                    accs[k] = s
+                    if math.isinf(s) or math.isnan(s):
+                        ok = False
+                if ok:                      # group-uniform: every lane holds the same sums
+                    for k in range(G):
+                        if k % ws == t:
+                            cuda.atomic.add(yacc, rows[row0 + r0 + k], accs[k])
+                else:
+                    careful(bytes_, values, x, rows, yacc, c0, nc, v0, g, vec, row0, col0, t,
+                            mask, r0, r0 + G)
+                r0 += G
+
+        return block
+
+    def branch(G, exact, rest):
+        @inline_device
+        def pick(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs):
+            if g == G:
+                exact(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+            else:
+                rest(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+        return pick
+
+    def chain(vec):
+        fn = make_block(gmax, vec, True)
+        G = gmax // 2
+        while G >= 1:
+            fn = branch(G, make_block(G, vec, False), fn)
+            G //= 2
+        return fn
+
+    short = chain(1)
+    return short, (chain(vs) if vs > 1 else short)
+
+
+@functools.lru_cache(maxsize=None)
+def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
+                 cfg: ECCSRConfig):
+    gmax = cfg.rows_per_pass
+    short_block, long_block = _spmv_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax)
+    C = _code_parts(delta_bits, ws, vs, cw)
+    group_mask = C["group_mask"]
+    geometry = _block_geometry(C)
+
+    @cuda.jit
+    def ec_csr_spmv(set_desc, ptr, rows, base, words, bytes_, values, x, yacc):
+        """Thread i: lane i % warp_size of block i // warp_size. The lane walks its stored
+        columns vec at a time (its chunk slots), g accumulators (slices of rows_per_pass
+        rows), then the group reduces and adds each row's sum into yacc (float32) with an
+        atomic. yacc must be zero where the caller wants the plain product."""
+        tid = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        blk = tid // ws
+        t = tid % ws
+        if blk >= ptr.shape[0] - 1:
+            return
+        mask = group_mask(cuda.threadIdx.x % WARP - t)
+        g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
+        accs = cuda.local.array(gmax, np.float32)
+        if vs > 1 and vec > 1:
+            long_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+        else:
+            short_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+
+    return ec_csr_spmv
+
+
+@functools.lru_cache(maxsize=None)
+def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
+                gmax: int, ct: int, gx: int):
+    """As :func:`_spmv_parts` for a tile of ``ct`` columns of X gathered ``gx`` at a time."""
+    acc = acc_type(dtype_name)
+    C = _code_parts(delta_bits, ws, vs, cw)
+    short_code, long_codes, code, group_sum = (C["short_code"], C["long_codes"], C["code"],
+                                               C["group_sum"])
+    P = 16 // np.dtype(dtype_name).itemsize
+    xload = _VLOAD[gx]
+    n_groups = ct // gx
+
+    @inline_device
+    def careful(bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, vec, row0, col0,
+                t, mask, rlo, rhi, accs):
+        """Rows [rlo, rhi) one at a time, stored zeros skipped (``accs`` holds ct)."""
+        m = nc // ws
+        for r in range(rlo, rhi):
+            for jj in range(ct):
+                accs[jj] = acc(0)
+            col = col0
+            for k in range(m):
+                pos = (k // vec) * (ws * vec) + t * vec + k % vec
+                col += short_code(bytes_, c0 + pos)
+                v = acc(values[v0 + pos * g + r])
+                if v != 0:
+                    for jj in range(ct):
+                        if jj < nvalid:
+                            accs[jj] += v * acc(Xf[col * n + j0 + jj])
+            out = np.int64(rows[row0 + r]) * n + j0
+            for jj in range(ct):
+                s = group_sum(accs[jj], mask)
+                if jj % ws == t and jj < nvalid:
+                    cuda.atomic.add(Yacc, out + jj, s)
+
+    def make_fma(G: int):
+        @inline_device
+        def fma_tile(Xf, off, nvalid, vals, base_k, accs):
+            """accs[k * ct + j] += vals[base_k + k] * X_tile[j] for G rows and ct columns; a
+            group of X past the valid columns (last tile) rereads the last valid one, and
+            its accumulators are never stored."""
+            for gi in range(n_groups):
+                jj = gi * gx
+                xp = xload(Xf, off + min(jj, nvalid - gx))
+                for tt in range(gx):
+                    xv = acc(xp[tt])
+                    for k in range(G):
+                        accs[k * ct + jj + tt] += acc(vals[base_k + k]) * xv
+        return fma_tile
+
+    def make_block(G: int, vec: int, sliced: bool):
+        load_w = long_codes if vec > 1 else C["short_word"]
+        step = ws * vec
+        fma_tile = make_fma(G)
+        if sliced:
+            col_load = _tuple_loader(G, P)
+        else:
+            grp_load = _tuple_loader(vec * G, lw)
+
+        if sliced:
+            @inline_device
+            def walk(words, bytes_, values, Xf, n, j0, nvalid, c0, nc, v0, g, r0, col0, t, accs):
+                for k in range(G * ct):
+                    accs[k] = acc(0)
+                col = col0
+                p = c0 + t * vec
+                end = c0 + nc
+                while p < end:
+                    w = load_w(words, bytes_, p)
+                    for j in range(vec):
+                        col += code(w, j)
+                        vals = col_load(values, v0 + (p - c0 + j) * g + r0)
+                        fma_tile(Xf, col * n + j0, nvalid, vals, 0, accs)
+                    p += step
+        else:
+            @inline_device
+            def walk(words, bytes_, values, Xf, n, j0, nvalid, c0, nc, v0, g, r0, col0, t, accs):
+                for k in range(G * ct):
+                    accs[k] = acc(0)
+                col = col0
+                p = c0 + t * vec
+                end = c0 + nc
+                while p < end:
+                    w = load_w(words, bytes_, p)
+                    vals = grp_load(values, v0 + (p - c0) * G)
+                    for j in range(vec):
+                        col += code(w, j)
+                        fma_tile(Xf, col * n + j0, nvalid, vals, j * G, accs)
+                    p += step
+
+        @inline_device
+        def block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0, col0,
+                  t, mask, accs):
+            r0 = 0
+            while r0 < g:
+                walk(words, bytes_, values, Xf, n, j0, nvalid, c0, nc, v0, g, r0, col0, t, accs)
+                ok = True
+                for k in range(G * ct):
+                    s = group_sum(accs[k], mask)
+                    accs[k] = s
+                    if k % ct < nvalid and (math.isinf(s) or math.isnan(s)):
+                        ok = False
+                if ok:
+                    for k in range(G * ct):
+                        jj = k % ct
+                        if k % ws == t and jj < nvalid:
+                            out = np.int64(rows[row0 + r0 + k // ct]) * n + j0 + jj
+                            cuda.atomic.add(Yacc, out, accs[k])
+                else:
+                    careful(bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, vec,
+                            row0, col0, t, mask, r0, r0 + G, accs)
+                r0 += G
+
+        return block
+
+    def branch(G, exact, rest):
+        @inline_device
+        def pick(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0, col0,
+                 t, mask, accs):
+            if g == G:
+                exact(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+                      col0, t, mask, accs)
+            else:
+                rest(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+                     col0, t, mask, accs)
+        return pick
+
+    def chain(vec):
+        fn = make_block(gmax, vec, True)
+        G = gmax // 2
+        while G >= 1:
+            fn = branch(G, make_block(G, vec, False), fn)
+            G //= 2
+        return fn
+
+    short = chain(1)
+    return short, (chain(vs) if vs > 1 else short)
+
+
+@functools.lru_cache(maxsize=None)
+def _spmm_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
+                 cfg: ECCSRConfig, ct: int, gx: int):
+    gmax = cfg.spmm_rows_per_pass
+    short_block, long_block = _spmm_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, ct, gx)
+    C = _code_parts(delta_bits, ws, vs, cw)
+    group_mask = C["group_mask"]
+    geometry = _block_geometry(C)
+    n_acc = max(gmax * ct, ct)
+
+    @cuda.jit
+    def ec_csr_spmm(set_desc, ptr, rows, base, words, bytes_, values, Xf, Yacc, n):
+        """Thread i of grid column y: lane i % warp_size of block i // warp_size, X columns
+        [ct * y, ct * y + ct). Each decoded column multiplies its g values by row ``column``
+        of the X tile into rows x ct accumulators; the group reduces and adds into Yacc
+        (float32, flat (rows, n)) with atomics."""
+        tid = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        blk = tid // ws
+        t = tid % ws
+        if blk >= ptr.shape[0] - 1:
+            return
+        j0 = cuda.blockIdx.y * ct
+        nvalid = min(ct, n - j0)
+        mask = group_mask(cuda.threadIdx.x % WARP - t)
+        g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
+        accs = cuda.local.array(n_acc, np.float32)
+        if vs > 1 and vec > 1:
+            long_block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+                       col0, t, mask, accs)
+        else:
+            short_block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+                        col0, t, mask, accs)
+
+    return ec_csr_spmm
+
+
+@functools.lru_cache(maxsize=None)
+def _zero_kernel():
+    @cuda.jit
+    def ec_csr_zero(a):
+        """Grid-stride: a[i] = 0."""
+        i = cuda.grid(1)
+        while i < a.shape[0]:
+            a[i] = 0
+            i += cuda.gridsize(1)
+
+    return ec_csr_zero
+
+
+@functools.lru_cache(maxsize=None)
+def _finish_kernel():
+    @cuda.jit
+    def ec_csr_finish(acc, y):
+        """Grid-stride: y[i] = acc[i] in y's dtype, then acc[i] = 0 (ready for the next call)."""
+        i = cuda.grid(1)
+        while i < y.shape[0]:
+            y[i] = acc[i]
+            acc[i] = 0
+            i += cuda.gridsize(1)
+
+    return ec_csr_finish
+
+
+#: most CUDA blocks of the zero/finish passes (grid-stride loops)
+_FLAT_BLOCKS = 1024
+
+
+def _flat(kernel, n: int, threads: int, *args):
+    if n:
+        kernel[min(blocks_for(n, threads), _FLAT_BLOCKS), threads](*args)
+
+
+# ---------------------------------------------------------------------------------------------
+# the device check: every row, base index and decoded column in range
+# ---------------------------------------------------------------------------------------------
+
+#: in the order the host check (``ECCSRMatrix._check_entries``) tests them
+CHECK_FIELDS = ("row_indices", "base_indices", "delta_indices")
+
+
+@functools.lru_cache(maxsize=None)
+def _check_kernel(delta_bits: int, ws: int):
+    C = _code_parts(delta_bits, ws, 1, 1)
+    short_code, find_set = C["short_code"], C["find_set"]
+
+    @cuda.jit
+    def ec_csr_check(set_desc, ptr, rows, base, bytes_, n_rows, n_cols, n_row_entries, flags):
+        """Grid-stride over the row entries (flag ``row_indices`` outside [0, n_rows)) and
+        over the lanes of all blocks: lane t of block b flags ``base_indices`` if its base is
+        outside [0, n_cols), else sums its deltas (>= 0, so its last column is the largest)
+        and flags ``delta_indices`` if that column is >= n_cols."""
+        i = cuda.grid(1)
+        step = cuda.gridsize(1)
+        j = i
+        while j < n_row_entries:
+            if rows[j] < 0 or rows[j] >= n_rows:
+                flags[0] = 1
+            j += step
+        n_lanes = (ptr.shape[0] - 1) * ws
+        j = i
+        while j < n_lanes:
+            blk = j // ws
+            t = j % ws
+            col = np.int64(base[j])
+            if col < 0 or col >= n_cols:
+                flags[1] = 1
+            else:
+                vec = np.int64(set_desc[find_set(set_desc, blk) + 1])
+                c0 = np.int64(ptr[blk])
+                m = (np.int64(ptr[blk + 1]) - c0) // ws
+                for k in range(m):
+                    col += short_code(bytes_, c0 + (k // vec) * (ws * vec) + t * vec + k % vec)
+                if col >= n_cols:
+                    flags[2] = 1
+            j += step
+
+    return ec_csr_check
+
+
+def launch_check(D: DeviceECCSR, flags):
+    """Launch the check kernel (no wait): grid-stride over row entries and lanes."""
+    n_rows_entries = D.n_row_entries
+    n = max(n_rows_entries, D.n_blocks * D.warp_size)
+    if n:
+        _check_kernel(D.delta_bits, D.warp_size)[min(blocks_for(n, CHECK_THREADS), _FLAT_BLOCKS),
+                                                 CHECK_THREADS](
+            D.set_desc, D.block_indptr, D.row_indices, D.base_indices, D.codes, D.shape[0],
+            D.shape[1], n_rows_entries, flags)
+
+
+def device_check(D: DeviceECCSR) -> list[str]:
+    """The first of :data:`CHECK_FIELDS` (host-check order) with an entry out of range, as
+    a list (empty: none), checked on the device."""
+    return run_device_check(CHECK_FIELDS, launch_check, D)[:1]
+
+
+# ---------------------------------------------------------------------------------------------
+# public wrappers
+# ---------------------------------------------------------------------------------------------
+
+def _kernel_key(D: DeviceECCSR):
+    return (D.dtype.name, D.delta_bits, D.warp_size, D.vector_size, D.code_width, D.load_width)
+
+
+def _matrix_args(D: DeviceECCSR) -> tuple:
+    return (D.set_desc, D.block_indptr, D.row_indices, D.base_indices, _code_words(D), D.codes,
+            D.values)
+
+
+def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
+    """y (device, n_rows) = D @ x (device)."""
+    n_rows = D.shape[0]
+    if not n_rows:
+        return
+    threads = config.threads_per_block
+    f16 = D.dtype == np.float16
+    yacc = D.scratch if f16 else y
+    if not f16:
+        _flat(_zero_kernel(), n_rows, threads, y)
+    if D.n_blocks:
+        kernel = _spmv_kernel(*_kernel_key(D), config)
+        kernel[blocks_for(D.n_blocks, threads // D.warp_size), threads](*_matrix_args(D), x, yacc)
+    if f16:
+        _flat(_finish_kernel(), n_rows, threads, D.scratch, y)
+
+
+def spmv(D, x, out=None, config: ECCSRConfig = ECCSRConfig()):
+    """y = D @ x. ``D`` an :class:`ECCSRMatrix` or :class:`DeviceECCSR`; ``x`` host or device."""
+    D = to_device(D)
+    n_rows, n_cols = D.shape
+    ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
+    _spmv_into(D, ops.x, ops.out, config)
+    return finish(ops, out)
+
+
+def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
+    """Y = D @ X for X of shape (n_cols, k), any k (tiles of ``config.spmm_tile`` columns)."""
+    D = to_device(D)
+    ops, k = prepare_spmm(D, X, out)
+    n_rows, n_cols = D.shape
+    if n_rows and k == 1:
+        _spmv_into(D, ops.x.reshape(n_cols), ops.out.reshape(n_rows), config)
+    elif n_rows and k:
+        threads = config.threads_per_block
+        size = n_rows * k
+        flat_out = ops.out.reshape(size)
+        f16 = D.dtype == np.float16
+        Yacc = cuda.device_array(size, np.float32) if f16 else flat_out
+        _flat(_zero_kernel(), size, threads, Yacc)
+        if D.n_blocks:
+            ct = tile_for(k, config.spmm_tile)
+            gx = group_for(D.dtype, k, ct)
+            kernel = _spmm_kernel(*_kernel_key(D), config, ct, gx)
+            grid = (blocks_for(D.n_blocks, threads // D.warp_size), blocks_for(k, ct))
+            kernel[grid, threads](*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc, np.int64(k))
+        if f16:
+            _flat(_finish_kernel(), size, threads, Yacc, flat_out)
+    return finish(ops, out)
+
+
+def ptx_targets():
+    """SpMV for every (dtype, delta_bits) at the default layout (warp_size 32, vector_size 4)
+    and SpMM for one delta width per dtype; sub-warp groups (warp_size 2, vector_size 2) for
+    SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the zero/finish passes
+    and the check kernel. (The delta width changes only the code loads, which SpMV and
+    SpMM share, so not every pairing is compiled: each main kernel takes ~5 s.)"""
+    out = []
+    idx = array_sig("int32")
+    head = f"void({idx}, {idx}, {idx}, {idx}, "
+    small = ECCSRConfig(rows_per_pass=2, spmm_rows_per_pass=1)
+    cases = []
+    for dt in KERNEL_DTYPES:
+        for b in (4, 8):
+            cases.append(("spmv", dt, b, 32, 4, 4, ECCSRConfig()))
+        cases.append(("spmm", dt, 4 if dt == "float16" else 8, 32, 4, 4, ECCSRConfig()))
+    cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small)]
+    for kind, dt, b, ws, vs, cw, cfg in cases:
+        P = 16 // np.dtype(dt).itemsize
+        bits = cw * b
+        word = np.dtype(_WORD[bits]).name if bits >= 8 else "uint8"
+        args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
+        wide = (r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()
+        if kind == "spmv":
+            out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}]",
+                                 functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg),
+                                 args + f"{array_sig(dt)}, {array_sig('float32')})", wide))
+        else:
+            ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
+            out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}]",
+                                 functools.partial(_spmm_kernel, dt, b, ws, vs, cw, P, cfg, ct, gx),
+                                 args + f"{array_sig(dt)}, {array_sig('float32')}, int64)", wide))
+    for dt in KERNEL_DTYPES:
+        out.append(PTXTarget(f"ec_csr.finish[{dt}]", _finish_kernel,
+                             f"void({array_sig('float32')}, {array_sig(dt)})"))
+    out.append(PTXTarget("ec_csr.zero[float32]", _zero_kernel, f"void({array_sig('float32')})"))
+    for b, ws in ((4, 32), (8, 2)):
+        out.append(PTXTarget(f"ec_csr.check[b{b},ws{ws}]", functools.partial(_check_kernel, b, ws),
+                             f"void({idx}, {idx}, {idx}, {idx}, {array_sig('uint8')}, int64, "
+                             f"int64, int64, {array_sig('int32')})"))
+    return out

@@ -1,0 +1,146 @@
+"""EC-CSR kernel specifics (simulator on CPU, real on a GPU): a row covered by blocks of
+several granularities (exact and row-sliced paths), float16 sums accumulated in float32,
+SpMM with N not a multiple of the tile, Inf in X at padding columns, narrowed loads after a
+misaligned set, config/dtype guards. The shared suite (test_formats.py) runs the parity,
+corruption and device-check cases."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import reference.ec_csr as R
+from reference._common import DTypeError, OptionError
+from spmvlab.kernels import ec_csr as K
+from parity import assert_close, garbage_like
+
+
+def _layered(n_cols=160, seed=0):
+    """Rows 0-7 share columns 0..127 (an 8-grained block), rows 0 and 1 also share 128..159
+    of a further run (a 2-grained block), row 0 has columns 130..136 alone... so row 0 lies in
+    blocks of granularity 8, 2 and 1; rows 8-9 are a 1-grained long part and a short part;
+    row 10 is empty. Built for warp_size 2, vector_size 4 (unit 8)."""
+    rng = np.random.default_rng(seed)
+    A = np.zeros((11, n_cols), np.float32)
+    A[:8, :128] = rng.standard_normal((8, 128))
+    A[:2, 128:144] = rng.standard_normal((2, 16))
+    A[0, 144:153] = rng.standard_normal(9)
+    A[8, ::3] = 1.0 + rng.random(A[8, ::3].size)
+    A[9, [5, 70, 150]] = [2.0, -3.0, 0.5]
+    return A
+
+
+@pytest.mark.parametrize("dtype, opts, cfg", [
+    (np.float32, dict(warp_size=2, vector_size=4), K.ECCSRConfig(threads_per_block=32)),
+    (np.float16, dict(warp_size=2, vector_size=4, delta_bits=4),
+     K.ECCSRConfig(threads_per_block=32, rows_per_pass=2, spmm_tile=4, spmm_rows_per_pass=2)),
+    (np.float32, dict(warp_size=2, vector_size=2, delta_bits=4),
+     K.ECCSRConfig(threads_per_block=64, rows_per_pass=1, spmm_tile=2, spmm_rows_per_pass=1)),
+])
+def test_row_in_blocks_of_several_granularities(dtype, opts, cfg):
+    """Row 0's sum comes from an 8-, a 2- and a 1-grained block (atomics into one row),
+    with rows_per_pass 8 (exact paths), 2 and 1 (the 8-row block walked in slices); the
+    empty row is 0 although the output starts as garbage; SpMM with a partial last tile."""
+    A = _layered()
+    M = R.encode(A, dtype=dtype, **opts)
+    grans = {s["granularity"] for s in M.sets()}
+    assert {8, 2, 1} <= grans, M.sets()
+    rows = M.row_indices.tolist()
+    covering = {s["granularity"] for s in M.sets()
+                if 0 in rows[s["first_row"]:s["first_row"] + s["granularity"] * s["n_blocks"]]}
+    assert {8, 2, 1} <= covering
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(A.shape[1]).astype(dtype)
+    X = rng.standard_normal((A.shape[1], 6)).astype(dtype)
+    csr = M.to_csr()
+    y = K.spmv(M, x, out=garbage_like((11,), dtype), config=cfg)
+    assert_close(y, csr, x, dtype, "kernel spmv")
+    assert_close(R.spmv(M, x), csr, x, dtype, "reference spmv")
+    assert y[10] == 0
+    Y = K.spmm(M, X, out=garbage_like((11, 6), dtype), config=cfg)
+    assert_close(Y, csr, X, dtype, "kernel spmm")
+    assert not Y[10].any()
+
+
+@pytest.mark.parametrize("warp_size", [32, 2])
+def test_float16_sums_are_accumulated_in_float32(warp_size):
+    """4096 and 256 ones in one row: a float16 running sum stalls at 4096 (its spacing there
+    is 4), a float32 one reaches 4352, which float16 holds exactly."""
+    A = np.zeros((2, 300), np.float32)
+    A[0, 0] = 4096.0
+    A[0, 1:257] = 1.0
+    A[1, 3] = 1.0
+    M = R.encode(A, dtype=np.float16, warp_size=warp_size)
+    x = np.ones(300, np.float16)
+    cfg = K.ECCSRConfig(threads_per_block=32)
+    assert K.spmv(M, x, config=cfg).tolist() == [4352.0, 1.0]
+    assert K.spmm(M, np.ones((300, 2), np.float16), config=cfg).tolist() == [[4352.0] * 2, [1.0] * 2]
+
+
+@pytest.mark.parametrize("dtype, k, tile", [(np.float32, 12, 8), (np.float16, 24, 16),
+                                            (np.float16, 5, 4), (np.float32, 64, 32)])
+def test_spmm_with_n_not_a_multiple_of_the_tile(dtype, k, tile):
+    """Several column tiles, the last partial: 16-byte gathers of X (N a multiple of 8
+    float16 / 4 float32 values, the last group clamped) and scalar ones (N = 5); N = 64."""
+    rng = np.random.default_rng(k)
+    A = sp.random(6, 90, density=0.3, random_state=k, format="csr", dtype=np.float64)
+    M = R.encode(A, dtype=dtype, warp_size=2, vector_size=2)
+    X = rng.standard_normal((90, k)).astype(dtype)
+    cfg = K.ECCSRConfig(threads_per_block=32, spmm_tile=tile)
+    Y = K.spmm(M, X, out=garbage_like((6, k), dtype), config=cfg)
+    assert_close(Y, M.to_csr(), X, dtype, "kernel spmm")
+
+
+def test_inf_in_x_at_padding_columns_is_skipped():
+    """Alignment zeros repeat a block's last column, gap zeros sit between columns: where X
+    holds Inf there, the fast path's 0 * Inf = NaN is discarded and the careful path gives
+    CSR's result (SpMV and SpMM, float32 and float16)."""
+    A = np.zeros((3, 40), np.float32)
+    A[0, [1, 2, 39]] = [1.0, 2.0, 3.0]
+    A[1, 5] = 4.0
+    A[2, [0, 20]] = [1.0, 1.0]
+    for dtype in (np.float32, np.float16):
+        M = R.encode(A, dtype=dtype, delta_bits=4, warp_size=2, vector_size=2)
+        assert M.n_padding > 0
+        x = np.ones(40, dtype)
+        x[[5, 10, 39]] = np.inf          # column 5 is row 1's last; gap zeros near 10 in row 2
+        X = np.stack([x, np.ones(40, dtype)], axis=1)
+        want = (sp.csr_matrix(A) @ x.astype(np.float64)).astype(dtype)
+        cfg = K.ECCSRConfig(threads_per_block=32, spmm_tile=2)
+        np.testing.assert_array_equal(K.spmv(M, x, config=cfg), want)
+        np.testing.assert_array_equal(K.spmm(M, X, config=cfg)[:, 0], want)
+
+
+@pytest.mark.parametrize("seed, ws, vs, widths", [(7, 1, 4, (1, 2)), (16, 2, 8, (2, 4))])
+def test_loads_narrow_after_a_misaligned_set(seed, ws, vs, widths):
+    """A short part of a 2-grained block (a multiple of warp_size columns, not of
+    warp_size x vector_size) moves the next long set off the vector alignment: codes are
+    then loaded fewer at a time (1: nibble by nibble) and float16 values in narrower pieces.
+    warp_size 1: groups of one lane, no reduction. (Random dense-ish patterns found by a
+    search; 4-bit deltas.)"""
+    rng = np.random.default_rng(seed)
+    nr, nc = rng.integers(3, 7), rng.integers(20, 70)
+    A = (rng.random((nr, nc)) < rng.uniform(0.3, 0.9)).astype(np.float32)
+    A *= np.linspace(0.5, 2.0, A.size).reshape(A.shape)
+    M = R.encode(A, dtype=np.float16, warp_size=ws, vector_size=vs, delta_bits=4)
+    assert (2, 1) in [(s["granularity"], s["vector"]) for s in M.sets()]
+    D = K.to_device(M)
+    assert (D.code_width, D.load_width) == widths
+    x = np.linspace(-2, 2, nc).astype(np.float16)
+    X = np.stack([x, x[::-1]], axis=1)
+    cfg = K.ECCSRConfig(threads_per_block=32, spmm_tile=2)
+    assert_close(K.spmv(D, x, out=garbage_like((nr,), np.float16), config=cfg), M.to_csr(), x,
+                 np.float16, "kernel spmv")
+    assert_close(K.spmm(D, X, config=cfg), M.to_csr(), X, np.float16, "kernel spmm")
+
+
+def test_unsupported_dtype_and_config():
+    M = R.encode(np.eye(3), dtype=np.float64)
+    with pytest.raises(DTypeError, match="float16, float32"):
+        K.spmv(M, np.ones(3))
+    with pytest.raises(OptionError, match="threads_per_block"):
+        K.ECCSRConfig(threads_per_block=48)
+    with pytest.raises(OptionError, match="rows_per_pass: expected one of"):
+        K.ECCSRConfig(rows_per_pass=3)
+    with pytest.raises(OptionError, match="spmm_rows_per_pass"):
+        K.ECCSRConfig(spmm_rows_per_pass=16)
+    with pytest.raises(OptionError, match="spmm_tile"):
+        K.ECCSRConfig(spmm_tile=64)
