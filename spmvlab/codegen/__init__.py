@@ -1,0 +1,367 @@
+"""GeneralSparse's code generator (paper Sec. 3.5): from a strategy and a plan of
+``reference.generalsparse``, the Python source of a ``numba.cuda`` SpMM kernel, built with
+``exec`` and compiled once per (strategy, dtype, offset-pattern signature).
+
+    g = generate(plan)              # or generate(strategy, dtype): offsets loaded, not computed
+    print(g.source)                 # the kernel text; g.kernel compiles it (lazily, once)
+    C = spmm(plan, B)               # uploads the plan once, launches, returns C (M x N)
+
+What is generated
+-----------------
+One kernel per key, written top down (``_emit.kernel_source``): the block prologue (the
+block's warp-groups along ``blockIdx.x``, its ``block_cols`` columns along ``blockIdx.y``),
+the warp prologue (each lane's thread-group and columns), the thread body (the walk over
+the thread-group's slots with THREAD_TOTAL or THREAD_BITMAP, ``thread_cols`` accumulators
+unrolled as scalars), then the warp reduction over the thread-groups of a warp-group
+(shuffles ``group_lanes`` lanes apart) and the writes. Every size (warps, lanes per
+thread-group, thread-groups per warp-group, column widths, vector width) is a literal in
+the text. The thread-group offsets come from ``reference.offsets.compress(plan.thread_offset)``:
+a Linear, Quasilinear, Cyclicity or Branch pattern is pasted as an expression of the
+thread-group id (no load), a Stored pattern (or a residual/cycle table) is read from a device
+array passed to the kernel. Interleaved layouts also need each warp-group's first slot,
+compressed the same way from ``plan.warp_offset``.
+
+Data the kernel reads (:class:`DevicePlan`, uploaded once per plan): ``flags`` (uint8 per
+slot: bit 0 row start, bit 1 padding), ``rows`` (the slot's row of C, sort order already
+undone; -1 none), ``cols``, ``values`` (storage order), the pattern arrays, B (K x N,
+row-major) and C. Accumulation is float32 for float16 and float32 values.
+
+Supported
+---------
+* every Division at the three levels, provided the block level needs no reduction
+  (or has one warp-group):
+  thread reductions THREAD_TOTAL, THREAD_BITMAP (and None: at most one slot per
+  thread-group), warp reductions WARP_TOTAL, WARP_BITMAP, WARP_SEGMENT (and None);
+* blocks that split rows: the pieces a warp-group passes up are added atomically
+  (``cuda.atomic.add``) to a zeroed float32 C (for float16 values a float32 buffer that
+  is rounded to float16 once at the end), rows complete inside a warp-group are stored;
+* warp-groups of several warps (``block_cols > warp_cols``), several warp-groups per block;
+* the adjustments sort_rows, pad_empty_rows, interleave and vector_width as layouts.
+
+Not supported (``generate`` raises :class:`UnsupportedStrategy`, naming the part)
+-------------------------------------------------------------------------------
+* BLOCK_TOTAL, BLOCK_BITMAP, BLOCK_SEGMENT over two or more warp-groups: the
+  shared-memory reductions of a block (strategies whose warp division splits rows and whose
+  blocks hold several warp-groups). With one warp-group per block they are the identity
+  and are generated as such;
+* value dtypes other than float16 and float32.
+
+Not done yet (correct, but slower than the paper's kernel)
+----------------------------------------------------------
+* vector loads: ``vector_width`` pads and places the slots, but the kernel reads the sparse
+  arrays and B one element at a time;
+* no reuse of B through shared memory; C is zeroed and (float16 with atomics) converted by
+  two small fixed kernels around the generated one.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import linecache
+import threading
+import weakref
+
+import numpy as np
+
+import reference.generalsparse as GS
+from reference._common import (
+    DTypeError, OptionError, ShapeError, accumulator_dtype, check_operand, check_out, problem,
+)
+from reference.offsets import compress
+
+from . import _emit, _runtime
+from ._emit import PAD, ROW_START, Offset, Spec
+
+__all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "upload", "spmm",
+           "cache_info", "clear_cache", "ptx_targets", "SUPPORTED_DTYPES"]
+
+SUPPORTED_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
+_BLOCK_ALGS = (GS.BLOCK_TOTAL, GS.BLOCK_BITMAP, GS.BLOCK_SEGMENT)
+
+
+class UnsupportedStrategy(OptionError):
+    """The code generator does not (yet) generate this part of the strategy space."""
+
+
+# --------------------------------------------------------------------------------------
+# the generated kernel and its cache
+# --------------------------------------------------------------------------------------
+
+_counter = itertools.count()
+
+
+class Generated:
+    """One generated kernel: ``source`` (module text), ``strategy`` and ``spec`` (what it
+    was generated from), ``kernel`` (the ``cuda.jit`` dispatcher, built from the text on first access),
+    ``args`` (kernel argument names in order)."""
+
+    def __init__(self, strategy: GS.Strategy, spec: Spec, source: str):
+        self.strategy = strategy
+        self.spec = spec
+        self.source = source
+        self.args = tuple(_emit.kernel_args(spec))
+        self.filename = f"<spmvlab.codegen #{next(_counter)}: {spec.label} [{spec.dtype}]>"
+        self._kernel = None
+        self._lock = threading.Lock()
+
+    @property
+    def kernel(self):
+        with self._lock:
+            if self._kernel is None:
+                from .._cuda import cuda
+                code = compile(self.source, self.filename, "exec")
+                # tracebacks and numba's error messages show the generated lines
+                linecache.cache[self.filename] = (len(self.source), None,
+                                                  self.source.splitlines(True), self.filename)
+                namespace = {"__name__": "spmvlab.codegen.generated", "cuda": cuda, "np": np}
+                exec(code, namespace)
+                self._kernel = namespace["spmm_kernel"]
+            return self._kernel
+
+    @property
+    def loads_offsets(self) -> bool:
+        """The kernel reads an offset table from memory (a pattern that holds an array)."""
+        return bool(self.spec.pattern_arrays)
+
+    def __repr__(self):
+        return f"Generated({self.spec.label!r}, {self.spec.dtype}, thread_offset={self.spec.thread_offset.expr!r})"
+
+
+_CACHE: dict = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def cache_info() -> int:
+    """Number of generated kernels held."""
+    return len(_CACHE)
+
+
+def clear_cache():
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def _offset(name: str, arr) -> Offset:
+    pat = compress(np.asarray(arr))
+    arrays = tuple((k, np.dtype(v.dtype).name) for k, v in pat.arrays(name).items())
+    return Offset(name=name, expr=pat.expression("ID", name), arrays=arrays)
+
+
+def _stored(name: str, dtype) -> Offset:
+    return Offset(name=name, expr=f"int({name}[ID])", arrays=((name, np.dtype(dtype).name),), raw=True)
+
+
+def _check_supported(s: GS.Strategy, red: GS.Reduction, dtype: np.dtype):
+    if dtype not in SUPPORTED_DTYPES:
+        raise UnsupportedStrategy(problem("dtype", "float16 or float32 (what the generator emits)",
+                                          dtype, "convert A and B to float32"))
+    if red.block in _BLOCK_ALGS and s.groups_per_block > 1:
+        raise UnsupportedStrategy(problem(
+            "reduction.block", "None, or one warp-group per block (the generator has no block-level "
+            f"reduction over {s.groups_per_block} warp-groups yet)", red.block,
+            f"choose a strategy whose warp division does not split rows (warp={s.warp.label} here), "
+            "or one warp-group per block"))
+
+
+def generate(target, dtype=None) -> Generated:
+    """The kernel for a :class:`~reference.generalsparse.Plan` (offsets compressed into
+    expressions where ``reference.offsets.compress`` finds a pattern) or for a bare
+    :class:`~reference.generalsparse.Strategy` with ``dtype`` (offsets loaded from memory;
+    the most general reductions of the strategy, so it runs any of its plans). Cached:
+    the same key returns the same :class:`Generated` (and so the same compiled kernel).
+    Raises :class:`UnsupportedStrategy` for the parts listed in the module docstring."""
+    if isinstance(target, GS.Plan):
+        p = target
+        dt = np.dtype(p.dtype if dtype is None else dtype)
+        if dt != np.dtype(p.dtype):
+            raise DTypeError(problem("dtype", f"None or the plan's dtype {np.dtype(p.dtype)}", dt,
+                                     "plan A with the dtype you want"))
+        s, red = p.strategy, p.reduction
+        thread_off = _offset("thread_offset", p.thread_offset)
+        warp_off = _offset("warp_offset", p.warp_offset) if s.interleave else None
+    elif isinstance(target, GS.Strategy):
+        if dtype is None:
+            raise DTypeError(problem("dtype", "the value dtype (float16 or float32)", None,
+                                     "pass generate(strategy, np.float32)"))
+        s, dt = target, np.dtype(dtype)
+        red = GS.select_reduction(s, 2)
+        thread_off = _stored("thread_offset", np.int64)
+        warp_off = _stored("warp_offset", np.int64) if s.interleave else None
+    else:
+        raise OptionError(problem("target", "a Plan or a Strategy", type(target).__name__,
+                                  "pass reference.generalsparse.plan(A, strategy)"))
+    _check_supported(s, red, dt)
+    spec = Spec(label=s.label, dtype=dt.name, acc=np.dtype(accumulator_dtype(dt)).name,
+                thread_alg=red.thread, warp_alg=red.warp, block_alg=red.block, atomic=red.atomic,
+                warps_per_block=s.warps_per_block, group_lanes=s.group_lanes,
+                groups_per_warp=s.groups_per_warp, group_warps=s.group_warps,
+                groups_per_block=s.groups_per_block, thread_cols=s.thread_cols, warp_cols=s.warp_cols,
+                block_cols=s.block_cols, interleave=s.interleave, vector_width=s.vector_width,
+                thread_offset=thread_off, warp_offset=warp_off)
+    key = (s, dt.name, spec)
+    with _CACHE_LOCK:
+        g = _CACHE.get(key)
+        if g is None:
+            g = _CACHE[key] = Generated(s, spec, _emit.kernel_source(spec))
+    return g
+
+
+# --------------------------------------------------------------------------------------
+# upload and launch
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DevicePlan:
+    """A plan on the device, with its generated kernel: ``arrays`` the kernel's sparse
+    arguments in order (flags, rows, cols, values, pattern arrays)."""
+
+    generated: Generated
+    shape: tuple
+    dtype: np.dtype
+    grid_x: int
+    block_cols: int
+    threads: int
+    atomic: bool
+    zero_init: bool
+    arrays: tuple
+
+
+_UPLOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _host_arrays(p: GS.Plan, g: Generated) -> list:
+    flags = (p.row_start.astype(np.uint8) * ROW_START) | (p.pad.astype(np.uint8) * PAD)
+    rows = np.where(p.rows >= 0, p.row_order[np.maximum(p.rows, 0)], -1).astype(p.rows.dtype)
+    out = [flags, rows, np.asarray(p.cols), np.asarray(p.values)]
+    sp = g.spec
+    tables = {}
+    for off, arr in ((sp.thread_offset, p.thread_offset), (sp.warp_offset, p.warp_offset)):
+        if off is None or not off.loads:
+            continue
+        if off.raw:                      # a strategy-only kernel reads the whole array
+            tables[off.name] = np.asarray(arr, dtype=np.int64)
+        else:
+            tables.update(compress(np.asarray(arr)).arrays(off.name))
+    for name, dt in sp.pattern_arrays:
+        out.append(np.ascontiguousarray(tables[name], dtype=dt))
+    return [a if a.size else np.zeros(1, dtype=a.dtype) for a in out]   # no 0-length device arrays
+
+
+def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
+    """Copy the plan's arrays to the device once (kept while the plan lives)."""
+    from .._cuda import cuda
+    if not isinstance(p, GS.Plan):
+        raise OptionError(problem("plan", "a reference.generalsparse.Plan", type(p).__name__,
+                                  "pass reference.generalsparse.plan(A, strategy)"))
+    g = generate(p) if generated is None else generated
+    if g is not generate(p) and not (g.spec.thread_offset.raw and g.strategy == p.strategy
+                                     and g.spec.dtype == np.dtype(p.dtype).name):
+        raise OptionError(problem("generated", "generate(plan) or generate(plan.strategy, plan.dtype)",
+                                  repr(g), "leave generated=None"))
+    held = _UPLOADS.get(p)
+    if held is not None and held.generated is g:
+        return held
+    arrays = tuple(cuda.to_device(np.ascontiguousarray(a)) for a in _host_arrays(p, g))
+    d = DevicePlan(generated=g, shape=p.shape, dtype=np.dtype(p.dtype), grid_x=p.n_blocks,
+                   block_cols=p.strategy.block_cols, threads=p.strategy.threads_per_block,
+                   atomic=p.reduction.atomic, zero_init=p.zero_init, arrays=arrays)
+    _UPLOADS[p] = d
+    return d
+
+
+def spmm(plan, B, out=None, generated: Generated | None = None):
+    """C = A @ B with the generated kernel of ``plan`` (a Plan, or a :class:`DevicePlan`
+    from :func:`upload`). ``B`` (K x N, the plan's dtype, C-contiguous, host or device);
+    ``out`` (M x N) is written and returned when given (host or device), else a new host
+    array is returned for a host B and a device array for a device B."""
+    from .._cuda import cuda
+    d = plan if isinstance(plan, DevicePlan) else upload(plan, generated)
+    M, K = d.shape
+    B = check_operand(B, K, d.dtype, name="B", ndim=2, allow_device=True)
+    N = int(B.shape[1])
+    if N < 1:
+        raise ShapeError(problem("B.shape[1]", "at least 1 column", N))
+    if out is not None:
+        check_out(out, (M, N), d.dtype)
+    host = isinstance(B, np.ndarray)
+    dB = cuda.to_device(B) if host else B
+    dC = (cuda.to_device(out) if isinstance(out, np.ndarray) else out) if out is not None else \
+        cuda.device_array((M, N), dtype=d.dtype)
+    acc = np.dtype(accumulator_dtype(d.dtype))
+    target = dC
+    if d.atomic and acc != d.dtype:
+        target = cuda.device_array((M, N), dtype=acc)
+    if (d.zero_init or d.atomic) and M:
+        g2, b2 = _runtime.grid2((M, N))
+        _runtime.zero2[g2, b2](target)
+    grid = (d.grid_x, -(-N // d.block_cols))
+    if grid[0] and M:
+        d.generated.kernel[grid, d.threads](*d.arrays, dB, target, np.int64(N))
+    if target is not dC and M:
+        g2, b2 = _runtime.grid2((M, N))
+        _runtime.narrow[g2, b2](target, dC)
+    if isinstance(out, np.ndarray):
+        dC.copy_to_host(out)
+        return out
+    if out is not None:
+        return out
+    return dC.copy_to_host() if host else dC
+
+
+# --------------------------------------------------------------------------------------
+# compile check targets
+# --------------------------------------------------------------------------------------
+
+
+def _ptx_matrices():
+    """Small fixed matrices whose strategies cover the supported reductions."""
+    import scipy.sparse as sp
+    rng = np.random.default_rng(20261122)
+    A = sp.random(40, 48, density=0.15, format="csr", random_state=rng)
+    A = A.tolil()
+    A[3, :] = 0
+    A[7, :] = 1.0                      # one long row
+    return [A.tocsr()]
+
+
+def ptx_targets():
+    """A fixed sample of generated kernels (float16 and float32): the first strategy of
+    ``strategies(A, N)`` (N = 64, then 1) for each combination of thread reduction, warp
+    reduction, atomic or not, interleaved or not, one or several columns per thread; one
+    kernel from a bare strategy per dtype (offsets loaded); the two fixed kernels."""
+    from ..kernels._common import PTXTarget, array_sig
+    out = []
+    seen = set()
+    for A in _ptx_matrices():
+        for N in (64, 1):
+            for s in GS.strategies(A, N):
+                for dt in ("float16", "float32"):
+                    p = GS.plan(A, s, dtype=dt, lossy=True)
+                    red = p.reduction
+                    if red.block is not None:
+                        continue
+                    key = (red.thread, red.warp, red.atomic, s.interleave, s.thread_cols > 1, dt)
+                    if key in seen:
+                        continue
+                    seen.add(key)
+                    g = generate(p)
+                    acc = "float32" if red.atomic else dt
+                    sig_args = [array_sig("uint8"), array_sig(p.rows.dtype), array_sig(p.cols.dtype),
+                                array_sig(dt)] + [array_sig(t) for _, t in g.spec.pattern_arrays] + \
+                               [array_sig(dt, 2), array_sig(acc, 2), "int64"]
+                    label = (f"codegen[{dt}] {red.thread}/{red.warp}{'/atomic' if red.atomic else ''}"
+                             f" tc{s.thread_cols}{' ilv' if s.interleave else ''} <{s.label}>")
+                    out.append(PTXTarget(label, (lambda g=g: g.kernel), f"void({', '.join(sig_args)})"))
+    # one strategy-only kernel per dtype (offsets loaded)
+    for dt in ("float16", "float32"):
+        g = generate(GS.Strategy(), dt)
+        sig_args = [array_sig("uint8"), array_sig("int32"), array_sig("int32"), array_sig(dt),
+                    array_sig("int64"), array_sig(dt, 2), array_sig(dt, 2), "int64"]
+        out.append(PTXTarget(f"codegen[{dt}] strategy-only <{GS.Strategy().label}>", (lambda g=g: g.kernel),
+                             f"void({', '.join(sig_args)})"))
+    for dt in ("float16", "float32"):
+        out.append(PTXTarget(f"codegen.zero2[{dt}]", lambda: _runtime.zero2, f"void({array_sig(dt, 2)})"))
+    out.append(PTXTarget("codegen.narrow[float32->float16]", lambda: _runtime.narrow,
+                         f"void({array_sig('float32', 2)}, {array_sig('float16', 2)})"))
+    return out

@@ -1,0 +1,393 @@
+"""Source text of one generated SpMM kernel (see :mod:`spmvlab.codegen` for what is covered).
+
+:func:`kernel_source` writes the text level by level, top down: the block prologue (which
+columns, which warp-groups), the warp prologue (which thread-group, which lanes), the thread
+body (the walk over the thread-group's slots with its thread reduction), then the way up:
+the warp reduction over the thread-groups of a warp-group and the block epilogue (plain
+stores, or atomic additions where blocks split rows). Every size is written as a literal.
+Plain Python string building; nothing here imports numba.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+WARP = 32
+FULL = "0xFFFFFFFF"
+
+# flag bits of the per-slot ``flags`` array the kernel reads
+ROW_START, PAD = 1, 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Offset:
+    """How the kernel finds one offset array's value at an id: ``expr`` is a Python
+    expression over the variable ``ID`` (from ``reference.offsets``), ``arrays`` the
+    (name, dtype name) of the device arrays it reads, in kernel-argument order."""
+
+    name: str
+    expr: str
+    arrays: tuple
+    raw: bool = False          # the whole offset array, int64 (kernels built from a bare strategy)
+
+    def at(self, var: str) -> str:
+        """The expression with the id replaced by ``var`` (itself an expression)."""
+        import ast
+
+        tree = ast.parse(self.expr, mode="eval")
+
+        class _Sub(ast.NodeTransformer):
+            def visit_Name(self, node):
+                if node.id == "ID":
+                    return ast.parse(f"({var})", mode="eval").body
+                return node
+
+        return ast.unparse(_Sub().visit(tree))
+
+    @property
+    def loads(self) -> bool:
+        return bool(self.arrays)
+
+
+@dataclasses.dataclass(frozen=True)
+class Spec:
+    """Everything the text depends on (also the cache key, with the strategy's fields)."""
+
+    label: str                 # the strategy's label, for the docstring
+    dtype: str                 # value dtype name ('float16', 'float32')
+    acc: str                   # accumulator dtype name
+    thread_alg: str | None     # THREAD_TOTAL / THREAD_BITMAP / None (<= 1 slot per thread-group)
+    warp_alg: str | None       # WARP_TOTAL / WARP_BITMAP / WARP_SEGMENT / None
+    block_alg: str | None      # only with one warp-group per block (the identity)
+    atomic: bool               # blocks split rows: the pieces passed to the top are added atomically
+    warps_per_block: int
+    group_lanes: int           # L: lanes of a thread-group (adjacent)
+    groups_per_warp: int       # T: thread-groups per warp-group
+    group_warps: int           # warps of a warp-group (adjacent)
+    groups_per_block: int      # warp-groups per block
+    thread_cols: int
+    warp_cols: int
+    block_cols: int
+    interleave: bool
+    vector_width: int
+    thread_offset: Offset
+    warp_offset: Offset | None  # only read where interleaved
+
+    @property
+    def pattern_arrays(self) -> tuple:
+        out = list(self.thread_offset.arrays)
+        if self.warp_offset is not None:
+            out += [a for a in self.warp_offset.arrays if a not in out]
+        return tuple(out)
+
+
+class _Writer:
+    def __init__(self):
+        self.lines = []
+        self.depth = 0
+
+    def __call__(self, text=""):
+        for line in text.splitlines() or [""]:
+            self.lines.append(("    " * self.depth + line) if line else "")
+
+    def indent(self):
+        self.depth += 1
+
+    def dedent(self):
+        self.depth -= 1
+
+    def text(self) -> str:
+        return "\n".join(self.lines) + "\n"
+
+
+def _cols(sp: Spec):
+    return range(sp.thread_cols)
+
+
+def _emit_write(w: _Writer, sp: Spec, row: str, vals: str, atomic: bool):
+    """Write (or atomically add) the accumulators ``vals{j}`` to row ``row`` of C."""
+    for j in _cols(sp):
+        if atomic:
+            w(f"if ok{j}:\n    cuda.atomic.add(C, ({row}, col0 + {j}), {vals}{j})")
+        else:
+            w(f"if ok{j}:\n    C[{row}, col0 + {j}] = {vals}{j}")
+
+
+def _emit_docstring(w: _Writer, sp: Spec):
+    T, L = sp.groups_per_warp, sp.group_lanes
+    w('"""SpMM C = A @ B for one GeneralSparse strategy:')
+    w(f"    {sp.label}")
+    w(f"values {sp.dtype}, accumulation {sp.acc}; reductions: thread {sp.thread_alg}, warp "
+      f"{sp.warp_alg}, block {sp.block_alg or 'None'}"
+      f"{' (one warp-group: nothing to combine)' if sp.block_alg else ''}{' (block ends added atomically)' if sp.atomic else ''}.")
+    w("")
+    w("Who handles what:")
+    w(f"* block (x, y): warp-groups x*{sp.groups_per_block} .. x*{sp.groups_per_block}+"
+      f"{sp.groups_per_block - 1} of the plan and columns y*{sp.block_cols} .. "
+      f"y*{sp.block_cols}+{sp.block_cols - 1} of C;")
+    w(f"* warp w of a block: warp-group w // {sp.group_warps} of the block, columns "
+      f"(w % {sp.group_warps})*{sp.warp_cols} onwards;")
+    w(f"* lane l of a warp: thread-group l // {L} of the warp-group ({T} per warp-group), "
+      f"columns (l % {L})*{sp.thread_cols} .. +{sp.thread_cols - 1} of the warp's; it walks "
+      f"the thread-group's slots [thread_offset(g), thread_offset(g + 1)) in order.")
+    w("Lanes whose columns lie beyond n_cols still walk their slots (they take part in")
+    w("the warp shuffles) but load no B and write nothing.")
+    w('"""')
+
+
+def _emit_prologue(w: _Writer, sp: Spec):
+    w("# ---- block level: this block's warp-groups and columns")
+    w("tid = cuda.threadIdx.x")
+    w(f"warp = tid // {WARP}")
+    w(f"lane = tid % {WARP}")
+    w(f"wg = np.int64(cuda.blockIdx.x) * {sp.groups_per_block} + warp // {sp.group_warps}")
+    w(f"col0 = np.int64(cuda.blockIdx.y) * {sp.block_cols} + (warp % {sp.group_warps}) * {sp.warp_cols}"
+      f" + (lane % {sp.group_lanes}) * {sp.thread_cols}")
+    for j in _cols(sp):
+        w(f"ok{j} = col0 + {j} < n_cols")
+    w("# ---- warp level: this lane's thread-group")
+    w(f"t = lane // {sp.group_lanes}")
+    w(f"tg = wg * {sp.groups_per_warp} + t")
+
+
+def _emit_thread(w: _Writer, sp: Spec):
+    acc = f"np.{sp.acc}"
+    bitmap = sp.thread_alg == "THREAD_BITMAP"
+    w(f"# ---- thread level ({sp.thread_alg or 'at most one slot'}): walk the thread-group's slots")
+    w(f"lo = {sp.thread_offset.at('tg')}")
+    w(f"hi = {sp.thread_offset.at('tg + 1')}")
+    if sp.interleave:
+        w(f"base = {sp.warp_offset.at('wg')}   # the warp-group's first slot")
+    for j in _cols(sp):
+        w(f"a{j} = {acc}(0.0)")
+        w(f"ld{j} = {acc}(0.0)")
+    w("cur = np.int64(-1)        # row of the slots being summed")
+    w("lead_row = np.int64(-1)   # row of the lead (the slots before the first row start)")
+    w("started = False")
+    w("for s in range(lo, hi):")
+    w.indent()
+    if sp.interleave:
+        T, V = sp.groups_per_warp, sp.vector_width
+        w(f"p = base + ((s - lo) // {V}) * {T * V} + t * {V} + (s - lo) % {V}   # interleaved storage")
+    else:
+        w("p = s")
+    w("f = flags[p]")
+    w("r = np.int64(rows[p])")
+    w(f"if f & {ROW_START}:")
+    w.indent()
+    if bitmap:
+        w("if started:   # the row that began in this range ends here: complete")
+        w.indent()
+        _emit_write(w, sp, "cur", "a", False)
+        w.dedent()
+        w("else:         # the slots so far end a row that began before this range")
+        w.indent()
+        for j in _cols(sp):
+            w(f"ld{j} = a{j}")
+        w("lead_row = cur")
+        w.dedent()
+        for j in _cols(sp):
+            w(f"a{j} = {acc}(0.0)")
+    w("started = True")
+    w.dedent()
+    w("if r >= 0:\n    cur = r")
+    w(f"if (f & {PAD}) == 0:   # padding contributes an exact zero")
+    w.indent()
+    w(f"v = {acc}(values[p])")
+    w("k = cols[p]")
+    for j in _cols(sp):
+        w(f"if ok{j}:\n    a{j} += v * {acc}(B[k, col0 + {j}])")
+    w.dedent()
+    w.dedent()
+    w("# the thread-group's partials: lead (before its first row start), tail (from its last)")
+    w("if started:")
+    w.indent()
+    w("tail_row = cur")
+    for j in _cols(sp):
+        w(f"tl{j} = a{j}")
+    w.dedent()
+    w("else:")
+    w.indent()
+    w("tail_row = np.int64(-1)")
+    w("lead_row = cur")
+    for j in _cols(sp):
+        w(f"tl{j} = {acc}(0.0)")
+        w(f"ld{j} = a{j}")
+    w.dedent()
+
+
+def _emit_shuffles(w: _Writer, sp: Spec, names, delta: str, prefix: str = "n"):
+    for name in names:
+        w(f"{prefix}{name} = cuda.shfl_down_sync({FULL}, {name}, {delta})")
+
+
+def _emit_segmented_scan(w: _Writer, sp: Spec, v: str, row: str):
+    """Segmented suffix sum over the thread-groups of the warp-group (lanes L apart):
+    afterwards ``{v}{j}`` holds the sum from this thread-group to the end of its segment
+    (``e`` says where segments end; the last thread-group ends one) and ``{row}`` the largest
+    row seen over the same lanes."""
+    T, L = sp.groups_per_warp, sp.group_lanes
+    step = 1
+    while step < T:
+        names = [f"{v}{j}" for j in _cols(sp)] + [row, "e"]
+        _emit_shuffles(w, sp, names, str(step * L))
+        w(f"if t + {step} < {T}:")
+        w.indent()
+        w("if e == 0:")
+        w.indent()
+        for j in _cols(sp):
+            w(f"{v}{j} += n{v}{j}")
+        w(f"{row} = max({row}, n{row})")
+        w.dedent()
+        w("e |= ne")
+        w.dedent()
+        step *= 2
+
+
+def _emit_later(w: _Writer, sp: Spec):
+    """``later``: some later thread-group of the warp-group holds a row start."""
+    T, L = sp.groups_per_warp, sp.group_lanes
+    w("o = hs")
+    step = 1
+    while step < T:
+        w(f"no = cuda.shfl_down_sync({FULL}, o, {step * L})")
+        w(f"if t + {step} < {T}:\n    o |= no")
+        step *= 2
+    if T > 1:
+        w(f"later = cuda.shfl_down_sync({FULL}, o, {L})")
+        w(f"if t == {T - 1}:\n    later = np.int32(0)")
+    else:
+        w("later = np.int32(0)")
+
+
+def _emit_tail_out(w: _Writer, sp: Spec, vals: str):
+    """A thread-group holding a row start writes its row's result ``vals``: plainly where
+    the row ends inside the warp-group (or nothing is atomic), atomically otherwise."""
+    w("if started and tail_row >= 0:")
+    w.indent()
+    if sp.atomic:
+        w("if later != 0:")
+        w.indent()
+        _emit_write(w, sp, "tail_row", vals, False)
+        w.dedent()
+        w("else:   # may go on in the next block")
+        w.indent()
+        _emit_write(w, sp, "tail_row", vals, True)
+        w.dedent()
+    else:
+        _emit_write(w, sp, "tail_row", vals, False)
+    w.dedent()
+
+
+def _emit_warp(w: _Writer, sp: Spec):
+    T, L = sp.groups_per_warp, sp.group_lanes
+    acc = f"np.{sp.acc}"
+    alg = sp.warp_alg
+    w(f"# ---- warp level ({alg or 'no reduction'}) over the {T} thread-groups of the warp-group")
+    if alg is None:
+        # every piece is complete, or a block end (atomic)
+        if sp.atomic:
+            w("if lead_row >= 0:   # the end of a row from an earlier block")
+            w.indent()
+            _emit_write(w, sp, "lead_row", "ld", True)
+            w.dedent()
+            w("if tail_row >= 0:   # may go on in the next block")
+            w.indent()
+            _emit_write(w, sp, "tail_row", "tl", True)
+            w.dedent()
+        else:
+            w("if tail_row >= 0:")
+            w.indent()
+            _emit_write(w, sp, "tail_row", "tl", False)
+            w.dedent()
+        return
+    w("hs = np.int32(1) if started else np.int32(0)")
+    if alg == "WARP_TOTAL":
+        for j in _cols(sp):
+            w(f"pc{j} = tl{j} if tail_row >= 0 else ld{j}")
+        w("rw = max(lead_row, tail_row)")
+        d = T // 2
+        while d >= 1:
+            _emit_shuffles(w, sp, [f"pc{j}" for j in _cols(sp)] + ["rw", "hs"], str(d * L))
+            for j in _cols(sp):
+                w(f"pc{j} += npc{j}")
+            w("rw = max(rw, nrw)")
+            w("hs |= nhs")
+            d //= 2
+        w("if t == 0 and rw >= 0:   # thread-group 0 holds the warp-group's total")
+        w.indent()
+        if sp.atomic:
+            _emit_write(w, sp, "rw", "pc", True)
+        else:
+            w("if hs != 0:")
+            w.indent()
+            _emit_write(w, sp, "rw", "pc", False)
+            w.dedent()
+        w.dedent()
+        return
+    if alg == "WARP_SEGMENT":
+        # Algorithm 2: a thread-group with a row start adds to its tail the leads of the
+        # following thread-groups up to and including the next one with a row start
+        w(f"e = hs if t < {T - 1} else np.int32(1)")
+        for j in _cols(sp):
+            w(f"v{j} = ld{j}")
+        w("vr = lead_row")
+        _emit_segmented_scan(w, sp, "v", "vr")
+        _emit_later(w, sp)
+        for j in _cols(sp):
+            if T > 1:
+                w(f"f{j} = cuda.shfl_down_sync({FULL}, v{j}, {L})")
+                w(f"if t == {T - 1}:\n    f{j} = {acc}(0.0)")
+            else:
+                w(f"f{j} = {acc}(0.0)")
+            w(f"res{j} = tl{j} + f{j}")
+        _emit_tail_out(w, sp, "res")
+        if sp.atomic:
+            w("if t == 0 and vr >= 0:   # the leads up to the first row start: a row from an earlier block")
+            w.indent()
+            _emit_write(w, sp, "vr", "v", True)
+            w.dedent()
+        return
+    if alg == "WARP_BITMAP":
+        # Algorithm 1: a segmented suffix sum of the pieces, segments ending before each
+        # thread-group with a row start
+        for j in _cols(sp):
+            w(f"v{j} = tl{j} if tail_row >= 0 else ld{j}")
+        w("vr = max(lead_row, tail_row)")
+        if T > 1:
+            w(f"e = cuda.shfl_down_sync({FULL}, hs, {L})")
+            w(f"if t == {T - 1}:\n    e = np.int32(1)")
+        else:
+            w("e = np.int32(1)")
+        _emit_segmented_scan(w, sp, "v", "vr")
+        _emit_later(w, sp)
+        _emit_tail_out(w, sp, "v")
+        if sp.atomic:
+            w("if t == 0 and hs == 0 and vr >= 0:   # a row from an earlier block")
+            w.indent()
+            _emit_write(w, sp, "vr", "v", True)
+            w.dedent()
+        return
+    raise AssertionError(f"unreachable: warp algorithm {alg}")
+
+
+def kernel_args(sp: Spec) -> list:
+    return ["flags", "rows", "cols", "values", *[n for n, _ in sp.pattern_arrays], "B", "C", "n_cols"]
+
+
+def kernel_source(sp: Spec) -> str:
+    """The module text: imports, one ``@cuda.jit`` kernel ``spmm_kernel``."""
+    w = _Writer()
+    w(f'"""Generated by spmvlab.codegen for {sp.label} ({sp.dtype})."""')
+    w("import numpy as np")
+    w("from numba import cuda")
+    w("")
+    w("")
+    w("@cuda.jit")
+    w(f"def spmm_kernel({', '.join(kernel_args(sp))}):")
+    w.indent()
+    _emit_docstring(w, sp)
+    _emit_prologue(w, sp)
+    _emit_thread(w, sp)
+    _emit_warp(w, sp)
+    w.dedent()
+    return w.text()

@@ -1,0 +1,214 @@
+"""spmvlab/codegen: every generated kernel against the reference (reference.generalsparse.spmm)
+and the exact product, on small matrices in the simulator (or the GPU).
+
+The sample: for fixed-seed matrices with forced edge cases (an empty row, one row longer than
+a warp, sizes not multiples of 32) and N = 1 and N = 3 (not a multiple of the thread
+columns), the first strategy of ``strategies(A, N)`` for each combination of (thread, warp,
+block reduction, atomic, row adjustment (sort or pad), slot adjustment (interleave or
+vector width)) the generator supports (9x20: N = 3 only), in float32 and float16 alternately, outputs pre-filled with garbage. Then: the
+source holds its folded constants; a compressible offset array is not loaded; the cache;
+the typed errors for the parts not generated; padding never multiplies B.
+"""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import reference.generalsparse as GS
+from parity import assert_close, garbage_like
+from reference._common import DTypeError, OptionError, canonical_csr
+from spmvlab import codegen
+from spmvlab.codegen import UnsupportedStrategy
+
+D = GS.Division
+
+
+def _matrix(seed: int, m: int, k: int, density: float, long_row: int | None = None) -> sp.csr_matrix:
+    rng = np.random.default_rng(seed)
+    A = sp.random(m, k, density=density, format="lil", random_state=rng, dtype=np.float64)
+    A[1, :] = 0                                   # an empty row
+    if long_row is not None:
+        A[long_row, :] = rng.standard_normal(k)   # a row longer than a warp
+    return A.tocsr()
+
+
+MATRICES = {
+    "13x37": lambda: _matrix(7, 13, 37, 0.12, long_row=4),
+    "9x20": lambda: _matrix(8, 9, 20, 0.3),
+}
+
+
+def _key(s: GS.Strategy, p: GS.Plan):
+    r = p.reduction
+    return (r.thread, r.warp, r.block, r.atomic, s.sort_rows or s.pad_empty_rows,
+            s.interleave or s.vector_width > 1)
+
+
+def _sample():
+    """(matrix name, N, strategy, dtype) cases: one per supported key and (matrix, N)."""
+    cases = []
+    for name, make in MATRICES.items():
+        A = make()
+        for N in ((1, 3) if name == "13x37" else (3,)):
+            seen = set()
+            for s in GS.strategies(A, N):
+                p = GS.plan(A, s, dtype=np.float32)
+                if p.reduction.block is not None and s.groups_per_block > 1:
+                    continue                      # not generated (raises, tested below)
+                k = _key(s, p)
+                if k in seen:
+                    continue
+                seen.add(k)
+                cases.append((name, N, s, (np.float32, np.float16)[len(cases) % 2]))
+    return cases
+
+
+SAMPLE = _sample()
+
+
+def _run(A, s, dtype, N, seed=3, B=None):
+    p = GS.plan(A, s, dtype=dtype, lossy=True)
+    if B is None:
+        B = np.random.default_rng(seed).standard_normal((A.shape[1], N)).astype(dtype)
+    out = garbage_like((A.shape[0], N), dtype)
+    C = codegen.spmm(p, B, out=out)
+    assert C is out, "spmm did not return its out"
+    return p, B, C
+
+
+def test_sample_covers_the_supported_reductions():
+    keys = {(GS.plan(MATRICES[m](), s, dtype=np.float32).reduction.thread,
+             GS.plan(MATRICES[m](), s, dtype=np.float32).reduction.warp) for m, _, s, _ in SAMPLE}
+    for want in [(GS.THREAD_TOTAL, None), (GS.THREAD_BITMAP, GS.WARP_SEGMENT), (GS.THREAD_TOTAL, GS.WARP_TOTAL),
+                 (GS.THREAD_TOTAL, GS.WARP_BITMAP), (None, GS.WARP_TOTAL)]:
+        assert want in keys, want
+    assert any(s.block.split for _, _, s, _ in SAMPLE) and any(not s.block.split for _, _, s, _ in SAMPLE)
+    assert any(s.interleave for _, _, s, _ in SAMPLE) and any(s.pad_empty_rows for _, _, s, _ in SAMPLE)
+    assert 20 <= len(SAMPLE) <= 90, len(SAMPLE)
+
+
+@pytest.mark.parametrize("name,N,s,dtype", SAMPLE,
+                         ids=[f"{m}-N{n}-{np.dtype(d).name}-{s.label}" for m, n, s, d in SAMPLE])
+def test_generated_kernel_equals_reference(name, N, s, dtype):
+    A = MATRICES[name]()
+    p, B, C = _run(A, s, dtype, N)
+    csr = canonical_csr(A, dtype, lossy=True)
+    assert_close(C, csr, B, dtype, f"generated kernel ({s.label})")
+    R = GS.spmm(p, B)
+    assert_close(R, csr, B, dtype, "reference")
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    np.testing.assert_allclose(C.astype(np.float64), R.astype(np.float64), rtol=tol, atol=tol)
+
+
+def _uniform_matrix(rows=64, per_row=5, k=40, seed=11):
+    rng = np.random.default_rng(seed)
+    cols = np.concatenate([rng.choice(k, per_row, replace=False) for _ in range(rows)])
+    indptr = np.arange(rows + 1) * per_row
+    return sp.csr_matrix((rng.standard_normal(rows * per_row), cols, indptr), shape=(rows, k))
+
+
+ROW_PER_THREAD = GS.Strategy(block=D("multi", False), warp=D("multi", False), thread=D("single", False),
+                             block_size=32, warps_per_block=1, thread_cols=1, warp_cols=1, block_cols=1)
+
+
+def test_compressible_offsets_are_computed_not_loaded():
+    A = _uniform_matrix()
+    p = GS.plan(A, ROW_PER_THREAD, dtype=np.float32)
+    assert np.array_equal(p.thread_offset, 5 * np.arange(65))
+    g = codegen.generate(p)
+    assert "lo = 5 * tg" in g.source and "hi = 5 * (tg + 1)" in g.source
+    header = next(line for line in g.source.splitlines() if line.startswith("def spmm_kernel("))
+    assert "thread_offset" not in header
+    assert "thread_offset[" not in g.source and not g.loads_offsets
+    assert "thread_offset" not in g.args
+    _, B, C = _run(A, ROW_PER_THREAD, np.float32, 2)
+    assert_close(C, canonical_csr(A, np.float32), B, np.float32, "linear offsets")
+
+
+def test_stored_offsets_are_loaded():
+    A = MATRICES["13x37"]()
+    g = codegen.generate(GS.plan(A, GS.Strategy(), dtype=np.float32))
+    assert "int(thread_offset[tg])" in g.source and "thread_offset" in g.args and g.loads_offsets
+
+
+def test_source_holds_the_folded_constants():
+    A = MATRICES["13x37"]()
+    s = GS.Strategy(block=D("multi", True), warp=D("multi", False), thread=D("multi", True), block_size=64,
+                    warps_per_block=2, thread_cols=4, warp_cols=16, block_cols=32, interleave=True)
+    p = GS.plan(A, s, dtype=np.float16)
+    g = codegen.generate(p)
+    src = g.source
+    assert s.group_lanes == 4 and s.groups_per_warp == 8 and s.group_warps == 2 and s.groups_per_block == 1
+    for text in ("@cuda.jit", "def spmm_kernel(", "lane % 4) * 4", "t = lane // 4", "tg = wg * 8 + t",
+                 "np.int64(cuda.blockIdx.y) * 32", "(warp % 2) * 16", "ok3 = col0 + 3 < n_cols",
+                 "* 8 + t * 1", "cuda.shfl_down_sync(0xFFFFFFFF, v0, 4)", "cuda.atomic.add(C,",
+                 "Who handles what", "np.float32(values[p])"):
+        assert text in src, text
+    assert "ok4" not in src                        # exactly thread_cols accumulators
+    compile(src, g.filename, "exec")               # plain Python text
+    _, B, C = _run(A, s, np.float16, 5)            # N = 5: two blocks along y, a partial warp
+    assert_close(C, canonical_csr(A, np.float16, lossy=True), B, np.float16, "folded")
+
+
+def test_cache_returns_the_same_kernel():
+    A = _uniform_matrix()
+    p1 = GS.plan(A, ROW_PER_THREAD, dtype=np.float32)
+    p2 = GS.plan(_uniform_matrix(seed=12), ROW_PER_THREAD, dtype=np.float32)   # same offsets
+    g1, g2 = codegen.generate(p1), codegen.generate(p2)
+    assert g1 is g2
+    assert g1._kernel is None or g1._kernel is g1.kernel     # compiled lazily
+    assert g1.kernel is g2.kernel
+    assert codegen.generate(GS.plan(A, ROW_PER_THREAD, dtype=np.float16)) is not g1
+    other = GS.plan(_uniform_matrix(per_row=6), ROW_PER_THREAD, dtype=np.float32)
+    assert codegen.generate(other) is not g1                  # another pattern: another kernel
+    assert codegen.upload(p1) is codegen.upload(p1)           # uploaded once
+
+
+def test_strategy_only_kernel_loads_offsets_and_runs_any_plan():
+    A = MATRICES["13x37"]()
+    s = GS.Strategy(thread_cols=2, warp_cols=8, block_cols=8)
+    g = codegen.generate(s, np.float32)
+    assert "int(thread_offset[tg])" in g.source
+    p = GS.plan(A, s, dtype=np.float32)
+    B = np.random.default_rng(5).standard_normal((A.shape[1], 3)).astype(np.float32)
+    C = codegen.spmm(p, B, generated=g)
+    assert_close(C, canonical_csr(A, np.float32), B, np.float32, "strategy-only kernel")
+    with pytest.raises(OptionError, match="generated"):
+        codegen.spmm(GS.plan(A, GS.Strategy(), dtype=np.float32), B, generated=g)
+    with pytest.raises(DTypeError, match="dtype"):
+        codegen.generate(s)
+
+
+def test_unsupported_parts_raise_a_typed_error():
+    A = MATRICES["13x37"]()
+    block_red = next(s for s in GS.strategies(A, 4)
+                     if s.groups_per_block > 1 and GS.plan(A, s, dtype=np.float32).reduction.block is not None)
+    with pytest.raises(UnsupportedStrategy, match=r"reduction\.block.*warp-groups"):
+        codegen.generate(GS.plan(A, block_red, dtype=np.float32))
+    with pytest.raises(UnsupportedStrategy, match="dtype"):
+        codegen.generate(GS.plan(A, GS.Strategy(), dtype=np.float64))
+    assert issubclass(UnsupportedStrategy, OptionError)
+
+
+def test_padding_never_multiplies_B():
+    """Padding slots hold column 0; with B[0] = inf only rows with a real column 0 may be inf/NaN."""
+    A = _matrix(21, 10, 16, 0.3, long_row=3).tolil()
+    A[:, 0] = 0
+    A[6, 0] = 2.0
+    A = A.tocsr()
+    A.eliminate_zeros()
+    s = GS.Strategy(block=D("multi", True), block_size=32, warp=D("multi", False), thread=D("multi", True),
+                    thread_cols=1, warp_cols=2, block_cols=2, vector_width=4)
+    B = np.random.default_rng(2).standard_normal((16, 2)).astype(np.float32)
+    B[0] = np.inf
+    p, _, C = _run(A, s, np.float32, 2, B=B)
+    assert p.pad.any()
+    assert_close(C, canonical_csr(A, np.float32), B, np.float32, "padding with inf in B")
+    assert np.isfinite(np.delete(C, 6, axis=0)).all() and np.isinf(C[6]).all()
+
+
+def test_ptx_targets_listed():
+    targets = codegen.ptx_targets()
+    labels = [t.label for t in targets]
+    assert any("float16" in s for s in labels) and any("float32" in s for s in labels)
+    assert any("WARP_SEGMENT" in s for s in labels) and any("atomic" in s for s in labels)
+    assert "spmvlab.codegen" in __import__("spmvlab.ptxcheck", fromlist=["x"]).EXTRA_MODULES
