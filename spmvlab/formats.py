@@ -248,8 +248,12 @@ register(FormatInfo(
 
 register(FormatInfo(
     name="csr_dtans", reference="reference.csr_dtans", encoder="spmvlab.encoders.csr_dtans",
+    kernels="spmvlab.kernels.csr_dtans", config="CSRDtansConfig",
+    test_configs=({"threads_per_block": 32, "spmm_tile": 4},
+                  {"threads_per_block": 64, "spmm_tile": 2}),
     options={"params": Option("paper", ("paper", "toy"), "dtANS parameters: 'paper' (32-bit words, "
                               "K 4096, M 256, l 8, o 3, f 2) or 'toy' (the paper's 2-bit example)")},
     doc="CSR-dtANS (Schaetzle et al.): per-row delta-coded columns and values entropy coded with "
         "dtANS (one table per domain, escapes for rare symbols), 32 row streams interleaved per "
-        "warp in lockstep read order; numba encoder, no kernels"))
+        "warp in lockstep read order; numba encoder; decode-on-the-fly kernels (a lane per row, "
+        "tables in shared memory)"))
