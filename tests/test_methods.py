@@ -34,7 +34,7 @@ def test_format_settings_come_from_the_registry():
     assert methods.build(spec, p).name == "macko_small"
 
 
-@pytest.mark.parametrize("bad", ["csr_dtans", "csrx", "macko[prefetch]", "nope", "cusparse_csr"])
+@pytest.mark.parametrize("bad", ["ec_csr", "csrx", "macko[prefetch]", "nope", "cusparse_csr"])
 def test_unknown_names_raise_naming_the_choices(bad):
     with pytest.raises(OptionError, match="method"):
         methods.build(bad, methods.Problem.make(np.eye(3, dtype=np.float32), np.float32))
