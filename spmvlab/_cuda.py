@@ -31,6 +31,11 @@ if "NUMBA_ENABLE_CUDASIM" not in os.environ and not driver_present():
 
 from numba import config as _nbconfig  # noqa: E402
 from numba import cuda  # noqa: E402
+from numba.cuda import libdevice as _libdevice  # noqa: E402
+
+#: ``numba.cuda.libdevice`` for kernels (on the simulator cudasim.install() gives its stubs,
+#: which return None, working bodies: umulhi, umul64hi, popc, clz, ...)
+libdevice = _libdevice
 
 SIMULATOR: bool = bool(_nbconfig.ENABLE_CUDASIM)
 
@@ -41,7 +46,7 @@ if SIMULATOR:
     _cudasim.install()
     # kernels rely on uint32 wrap-around (e.g. MACKO's byte-sum multiply); on the simulator
     # NumPy scalars warn about it, the GPU does not
-    warnings.filterwarnings("ignore", message="overflow encountered in scalar multiply",
+    warnings.filterwarnings("ignore", message="overflow encountered in scalar (multiply|subtract)",
                             category=RuntimeWarning, module=r"spmvlab\.kernels\.")
 
 

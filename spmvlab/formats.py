@@ -125,8 +125,16 @@ class FormatInfo:
         return getattr(self.kernel_module(), self.config)
 
     def make_config(self, **kwargs):
-        """The kernel config with ``kwargs`` (its own checks raise OptionError)."""
-        return self.config_class()(**kwargs)
+        """The kernel config with ``kwargs`` (its own checks raise OptionError; so does a
+        field the config does not have)."""
+        import dataclasses
+        cls = self.config_class()
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(kwargs) - fields)
+        if unknown:
+            raise OptionError(problem(f"{cls.__name__} fields", f"a subset of {sorted(fields)}",
+                                      unknown, "check the spelling against the config's docstring"))
+        return cls(**kwargs)
 
     # encode options ----------------------------------------------------------------------------
     def check_options(self, options: Mapping) -> dict:
@@ -255,8 +263,12 @@ register(FormatInfo(
 
 register(FormatInfo(
     name="csr_dtans", reference="reference.csr_dtans", encoder="spmvlab.encoders.csr_dtans",
+    kernels="spmvlab.kernels.csr_dtans", config="CSRDtansConfig",
+    test_configs=({"threads_per_block": 32, "spmm_tile": 4},
+                  {"threads_per_block": 64, "spmm_tile": 2}),
     options={"params": Option("paper", ("paper", "toy"), "dtANS parameters: 'paper' (32-bit words, "
                               "K 4096, M 256, l 8, o 3, f 2) or 'toy' (the paper's 2-bit example)")},
     doc="CSR-dtANS (Schaetzle et al.): per-row delta-coded columns and values entropy coded with "
         "dtANS (one table per domain, escapes for rare symbols), 32 row streams interleaved per "
-        "warp in lockstep read order; numba encoder, no kernels"))
+        "warp in lockstep read order; numba encoder; decode-on-the-fly kernels (a lane per row, "
+        "tables in shared memory)"))

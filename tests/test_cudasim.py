@@ -278,3 +278,20 @@ def test_straggler_past_join_timeout_is_reported(monkeypatch):
     for t in _sim_threads():
         t.join(5)
     assert not _sim_threads()   # lane 7 woke, saw the abort flag at the shuffle, and ended
+
+
+def test_a_collective_right_after_syncthreads_is_no_divergence():
+    """The simulator releases a barrier's threads one by one: a lane that has left it and
+    reaches a warp collective must wait for the lanes still flagged as waiting in that same
+    barrier, not report them as divergent (seen with shared tables filled before a decode)."""
+    @cuda.jit
+    def k(out):
+        sm = cuda.shared.array(64, np.int32)
+        sm[cuda.threadIdx.x] = cuda.threadIdx.x
+        cuda.syncthreads()
+        out[cuda.threadIdx.x] = cuda.shfl_xor_sync(FULL, sm[63 - cuda.threadIdx.x], 1)
+
+    for _ in range(5):
+        out = np.zeros(64, np.int32)
+        run(k, 64, out)
+        assert np.array_equal(out, 63 - (np.arange(64) ^ 1))

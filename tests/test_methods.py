@@ -34,9 +34,16 @@ def test_format_settings_come_from_the_registry():
     assert methods.build(spec, p).name == "macko_small"
 
 
-@pytest.mark.parametrize("bad", ["csr_dtans", "csrx", "macko[prefetch]", "nope", "cusparse_csr"])
+@pytest.mark.parametrize("bad", ["csrx", "macko[prefetch]", "nope", "cusparse_csr"])
 def test_unknown_names_raise_naming_the_choices(bad):
     with pytest.raises(OptionError, match="method"):
+        methods.build(bad, methods.Problem.make(np.eye(3, dtype=np.float32), np.float32))
+
+
+@pytest.mark.parametrize("bad, field", [("macko[no_such=1]", "MackoConfig fields"),
+                                        ("csr[vec=3]", "CSRConfig.vec")])
+def test_bad_config_fields_raise_naming_them(bad, field):
+    with pytest.raises(OptionError, match=field):
         methods.build(bad, methods.Problem.make(np.eye(3, dtype=np.float32), np.float32))
 
 

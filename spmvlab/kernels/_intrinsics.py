@@ -7,6 +7,8 @@ multiple of ``n * itemsize`` and the elements must lie inside the array.
 ``load_u32(arr8, i)`` reads 4 bytes of a uint8 array at byte ``i`` (a multiple of 4) as one
 uint32 (little-endian, like the GPU). On the simulator each is a plain-indexing fallback
 with the same results (and a bounds/alignment assertion the GPU does not make).
+``float_from_bits(bits, like)`` reinterprets the low bits of an unsigned integer as a float
+of ``like``'s type (one LLVM bitcast on the GPU, a NumPy view on the simulator).
 """
 from __future__ import annotations
 
@@ -115,5 +117,41 @@ else:
             i = context.cast(builder, args[1], idxty, types.intp)
             ptr = builder.bitcast(builder.gep(ary.data, [i]), ir.IntType(32).as_pointer())
             return builder.load(ptr, align=4)
+
+        return sig, codegen
+
+
+# ---------------------------------------------------------------------------------------------
+# bit patterns -> floats (escaped values of entropy-coded formats)
+# ---------------------------------------------------------------------------------------------
+# ``float_from_bits(bits, like)``: the float of ``like``'s type (float16/32/64) whose bit
+# pattern is the low 16/32/64 bits of the unsigned integer ``bits``. ``like`` only selects the
+# type (pass a value of the wanted dtype, e.g. ``values[0]``).
+
+if SIMULATOR:
+    _UINT_OF = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+    def float_from_bits(bits, like):
+        dt = np.asarray(like).dtype
+        u = _UINT_OF[dt.itemsize](int(bits) & ((1 << (8 * dt.itemsize)) - 1))
+        return u.view(dt)
+
+else:
+    @intrinsic
+    def float_from_bits(typingctx, bits, like):
+        if not isinstance(bits, types.Integer) or not isinstance(like, types.Float):
+            return None
+        sig = like(bits, like)
+
+        def codegen(context, builder, sig, args):
+            width = sig.return_type.bitwidth
+            v = args[0]
+            src = sig.args[0].bitwidth
+            ity = ir.IntType(width)
+            if src > width:
+                v = builder.trunc(v, ity)
+            elif src < width:
+                v = builder.zext(v, ity)
+            return builder.bitcast(v, context.get_value_type(sig.return_type))
 
         return sig, codegen

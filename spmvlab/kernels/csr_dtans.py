@@ -1,0 +1,599 @@
+"""CSR-dtANS SpMV/SpMM kernels (numba.cuda), paired with ``reference/csr_dtans.py``: the
+matrix is decoded on the fly; only the word streams, the row lengths and the tables are read.
+
+Thread and data mapping
+-----------------------
+* A warp per 32-row slice: warp ``w`` decodes rows ``32 w .. 32 w + 31``, lane ``t`` row
+  ``32 w + t`` alone (its stream delta, value, delta, value, ...), so lane ``t`` owns y[32w + t]
+  (SpMM: row 32w + t of Y for the block's column tile). Lanes past the last row take part
+  in every warp collective with an empty row.
+* Blocks are persistent: a block copies both tables into shared memory once, then its warps
+  take slices ``blockIdx.x * warps + warp``, stepping by the grid's warps. The grid has at
+  most as many blocks as fit on the device at once (shared memory and threads per SM).
+* Shared memory (dynamic, one buffer): the value table's symbols (K values), the delta
+  table's symbols (K int32) and one uint16 per slot and domain, ``digit | (base - 1) << 8``
+  (K for deltas, then K for values): ``K * (value bytes + 8)`` bytes, 40/48/64 KiB for
+  float16/32/64 with the paper's K = 4096. The device copies of the tables are expanded on
+  the host by ``to_device`` (slots in stored order, the escape's last; only the used slots
+  are copied, the rest is never read by a valid stream).
+* Words: every read of the decoder is a warp-wide event in the order of
+  :func:`reference.csr_dtans.decode_warp`: the lanes that read at an event are the ballot
+  of a predicate (``ballot_sync``), lane ``t`` reads word ``pos + popc(ballot & lanes below
+  t)`` and the warp's position advances by ``popc(ballot)``. Per segment ``j`` the events
+  are: the escape words (position ``k`` of the segment, word ``e``; only when the warp has an
+  escape in the segment, found with one ballot, and only for matrices with escape slots;
+  the words of one escape are consecutive events of the same lanes, so one ballot per
+  position ``k`` serves all of them),
+  the ``f = 2`` checks (lanes whose radix stays below W after the digit group), the
+  unconditional load of the third word (lanes not in their last segment). The ``o = 3``
+  initial words are three events with one ballot (lanes with a nonempty row).
+* State: between digit groups the digit ``d`` and radix ``r`` are below W (32 bits); a
+  group's four digits (bases up to M = 256) are folded into one pair ``(D, B)`` with
+  ``B - 1`` in 32 bits, and ``d * B + D`` is one 32 x 32 -> 64-bit product (low half and
+  ``umulhi``), whose high half is the extracted state when ``r * B >= W`` (else the word is
+  read). Both parameter sets of the format run (``paper``: 32-bit words, ``toy``: 2-bit
+  words in uint8), with ``o = 3`` and ``f = 2``.
+* Sums: each lane adds its row's products in column order in float32 (float16/float32
+  values) or float64, as ``reference.csr``; y has the matrix's value dtype. Only stored
+  nonzeros are multiplied, so NaN/Inf propagate as in CSR.
+* SpMM (Y = M @ X): the same walk; each decoded nonzero multiplies its row of X's column
+  tile (``kernels/_spmm.tile_parts``: ``ct`` accumulators per lane, ``g`` values per
+  vector load), the grid's second dimension covers X's columns (the matrix is decoded once
+  per tile); N = 1 launches the SpMV kernel.
+
+The device check (:func:`device_check`) runs the same walk without X: every word read
+inside the warp's words, the warp's words consumed exactly, no unused slot, escaped raw
+words within the symbol's bits and every decoded column in ``[0, cols)``; else it flags
+``words`` (the field the host's decode names).
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from reference._common import OptionError, problem
+from reference.csr_dtans import PARAMS, CSRDtansMatrix, delta_raw_bits
+
+from .. import formats
+from .._cuda import cuda, inline_device, libdevice
+from ._common import (
+    FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32,
+    check_threads_per_block, check_value_dtype, checked_to_device, finish, numba_type, prepare,
+    prepare_spmm,
+    run_device_check, to_dev,
+)
+from ._intrinsics import float_from_bits
+from ._spmm import (
+    TILE_COLS, _device_limits, accumulator_np, group_for, launch_smem, ptx_cases, tile_for,
+    tile_parts,
+)
+
+__all__ = ["CSRDtansConfig", "DeviceCSRDtans", "to_device", "device_check", "launch_check",
+           "spmv", "spmm", "ptx_targets", "table_layout"]
+
+KERNEL_DTYPES = formats.get("csr_dtans").kernel_dtypes
+CHECK_FIELDS = ("words",)
+
+
+@dataclasses.dataclass(frozen=True)
+class CSRDtansConfig:
+    """Launch settings.
+
+    threads_per_block  multiple of 32 in [32, 1024] (32 rows per warp)
+    spmm_tile          SpMM: columns of X per pass (kernels/_spmm.py), one of 1, 2, 4, 8,
+                       16, 32; N <= spmm_tile decodes the matrix once
+    blocks_per_sm      blocks of the persistent grid per SM (0: as many as shared memory and
+                       threads allow)
+
+    Not tuned on a GPU yet (defaults are guesses): 256 threads and the largest resident
+    grid.
+    """
+
+    threads_per_block: int = 256
+    spmm_tile: int = 8
+    blocks_per_sm: int = 0
+
+    def __post_init__(self):
+        check_threads_per_block("CSRDtansConfig", self.threads_per_block)
+        if self.spmm_tile not in TILE_COLS:
+            raise OptionError(problem("CSRDtansConfig.spmm_tile", f"one of {TILE_COLS}", self.spmm_tile))
+        if not isinstance(self.blocks_per_sm, int) or isinstance(self.blocks_per_sm, bool) \
+                or not 0 <= self.blocks_per_sm <= 32:
+            raise OptionError(problem("CSRDtansConfig.blocks_per_sm", "an int in [0, 32] (0: auto)",
+                                      repr(self.blocks_per_sm)))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DeviceCSRDtans:
+    """A :class:`CSRDtansMatrix` on the device, its tables expanded to one entry per used
+    slot (``vsym``/``dsym``: symbols, ``vinfo``/``dinfo``: ``digit | (base - 1) << 8``;
+    escape slots hold symbol 0); ``*_esc`` is the escape's first slot, ``*_used`` the used
+    slots (equal when the table has no escape)."""
+
+    vsym: object
+    vinfo: object
+    dsym: object
+    dinfo: object
+    v_esc: int
+    v_used: int
+    d_esc: int
+    d_used: int
+    row_lengths: object
+    warp_ptr: object
+    words: object
+    shape: tuple
+    dtype: np.dtype
+    params: str
+    nbytes: int
+
+
+def table_layout(symbols: np.ndarray, counts: np.ndarray):
+    """(symbol per used slot, info per used slot, escape's first slot, used slots) of a
+    stored table (kept symbols, slot counts with the escape's last): slots given out in
+    stored order, each symbol's adjacent, digits counting its slots (the layout of
+    ``reference.dtans.Table.from_multiplicities``); ``info = digit | (base - 1) << 8``."""
+    c = counts.astype(np.int64)
+    used = int(c.sum())
+    first = np.concatenate(([0], np.cumsum(c)[:-1]))
+    owner = np.repeat(np.arange(c.size), c)
+    digit = np.arange(used) - first[owner]
+    info = (digit | ((c[owner] - 1) << 8)).astype(np.uint16)
+    sym = np.zeros(used, symbols.dtype)
+    kept = owner < symbols.size
+    sym[kept] = symbols[owner[kept]]
+    return sym, info, int(c[:-1].sum()), used
+
+
+def to_device(M: CSRDtansMatrix, check: str = "auto") -> DeviceCSRDtans:
+    """``M`` on the device once ``kernels._common.checked_to_device`` has checked it: every
+    warp decodes exactly and every decoded column is in range, on the host or with the
+    device check (``check``: "auto", "host", "device")."""
+    return checked_to_device(M, CSRDtansMatrix, DeviceCSRDtans, _upload, device_check, check)
+
+
+def _nonempty(a: np.ndarray) -> np.ndarray:
+    """``a``, or one zero of its dtype when empty (the kernels take no empty arrays)."""
+    return a if a.size else np.zeros(1, a.dtype)
+
+
+def _upload(M: CSRDtansMatrix) -> DeviceCSRDtans:
+    check_value_dtype(M.dtype, KERNEL_DTYPES, "CSR-dtANS kernel")
+    check_int32("shape[1] (columns)", M.n_cols)      # columns are decoded in int32
+    vsym, vinfo, v_esc, v_used = table_layout(M.values, M.value_counts)
+    # deltas fit int32 in a valid matrix (< cols); larger ones are clipped, still out of range
+    deltas = np.minimum(M.deltas.astype(np.int64), np.iinfo(np.int32).max).astype(np.int32)
+    dsym, dinfo, d_esc, d_used = table_layout(deltas, M.delta_counts)
+    return DeviceCSRDtans(
+        vsym=to_dev(_nonempty(vsym)), vinfo=to_dev(_nonempty(vinfo)), dsym=to_dev(_nonempty(dsym)),
+        dinfo=to_dev(_nonempty(dinfo)), v_esc=v_esc, v_used=v_used, d_esc=d_esc, d_used=d_used,
+        row_lengths=to_dev(_nonempty(M.row_lengths)), warp_ptr=to_dev(M.warp_ptr),
+        words=to_dev(_nonempty(M.words)), shape=M.shape, dtype=M.dtype, params=M.params,
+        nbytes=M.nbytes)
+
+
+def shared_bytes(dtype, params: str) -> int:
+    """Dynamic shared memory per block: K value symbols, K int32 deltas, 2 K uint16 infos."""
+    return int(PARAMS[params].K) * (np.dtype(dtype).itemsize + 8)
+
+
+# ---------------------------------------------------------------------------------------------
+# the decoder: one warp walks its slice in lockstep
+# ---------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1):
+    """``fill(...)`` (the tables into shared memory) and ``walk(...)`` (one slice) for value
+    dtype, parameter set and mode: products into ``ct`` accumulators (``check=False``) or
+    the device check's tests (``check=True``)."""
+    P = PARAMS[params]
+    WB, SB, K, L, O, F = (int(P.word_bits), int(P.slot_bits), int(P.K), int(P.l), int(P.o), int(P.f))
+    if O != 3 or F != 2 or L % 2:
+        raise OptionError(problem(f"CSR-dtANS params {params!r}", "o = 3, f = 2 and an even l",
+                                  f"o = {O}, f = {F}, l = {L}"))
+    W = 1 << WB
+    HALF = L // 2                       # digit group 0: positions [0, HALF), group 1 the rest
+    vbits = np.dtype(dtype_name).itemsize * 8
+    dbits = delta_raw_bits(1)           # 32: the kernels take int32 columns only
+    RAW_V, RAW_D = P.raw_words(vbits), P.raw_words(dbits)
+    SPILL_V = RAW_V * WB > vbits        # escaped words may hold bits beyond the symbol's
+    SPILL_D = RAW_D * WB > dbits
+    acc = acc_type(dtype_name)
+    fma_row = tile_parts(dtype_name, ct, g)["fma_row"]
+    u64, u32, i32, i64 = np.uint64, np.uint32, np.int32, np.int64
+    colt = np.int64 if check else np.int32
+    VOFF = K * np.dtype(dtype_name).itemsize // 4          # int32 deltas after the values
+    IOFF = K * (np.dtype(dtype_name).itemsize + 4) // 2    # uint16 infos after the deltas
+    vtype, t_int32, t_uint16 = numba_type(dtype_name), numba_type("int32"), numba_type("uint16")
+
+    @inline_device
+    def tables(vsym, vinfo, dsym, dinfo, v_used, d_used):
+        """The block's threads copy the used slots into shared memory, then meet at a
+        barrier; returns the three views of the one dynamic buffer (values from element 0,
+        deltas from int32 element VOFF, infos from uint16 element IOFF: K for deltas, then
+        K for values)."""
+        svals = cuda.shared.array(0, vtype)
+        sdel = cuda.shared.array(0, t_int32)
+        sinfo = cuda.shared.array(0, t_uint16)
+        i = cuda.threadIdx.x
+        while i < v_used:
+            svals[i] = vsym[i]
+            sinfo[IOFF + K + i] = vinfo[i]
+            i += cuda.blockDim.x
+        i = cuda.threadIdx.x
+        while i < d_used:
+            sdel[VOFF + i] = dsym[i]
+            sinfo[IOFF + i] = dinfo[i]
+            i += cuda.blockDim.x
+        cuda.syncthreads()
+        return svals, sdel, sinfo
+
+    @inline_device
+    def unpack(w0, w1, w2, k):
+        """Slot ``k`` of the segment: bits [k SB, k SB + SB) of w0 w1 w2 (w0 most significant)."""
+        p = k * SB
+        lo = (w1 << u64(WB)) | w2
+        if p + SB <= 2 * WB:
+            s = lo >> u64(p)
+        elif p >= 2 * WB:
+            s = w0 >> u64(p - 2 * WB)
+        else:
+            s = (lo >> u64(p)) | (w0 << u64(2 * WB - p))
+        return i32(s & u64(K - 1))
+
+    @inline_device
+    def wide(a, b):
+        """a * b of two uint32 as uint64: the low half and the multiply-high."""
+        lo = u32(a * b)
+        hi = libdevice.umulhi(a, b)
+        return (u64(hi) << u64(32)) | u64(lo)
+
+    @inline_device
+    def read(words, i, end, bad):
+        """Word ``i`` as uint64; in the check, an index past the warp's words is flagged and
+        clamped into the array."""
+        if check:
+            if i >= end:
+                bad = True
+            i = min(i, i64(words.shape[0] - 1))
+        return u64(words[i]), bad
+
+    @inline_device
+    def walk(words, start, end, n, lane, svals, sdel, sinfo, v_esc, v_used, d_esc, d_used,
+             Xf, nx, j0, nvalid, accs, n_cols):
+        """Decode this lane's row of ``n`` symbols from the warp's words ``[start, end)``
+        (every lane of the warp calls it; see the module docstring) and add its products
+        to ``accs`` (row ``c`` of X at ``Xf[c * nx + j0:]``); returns True where the check
+        found an error (always False for products)."""
+        bad = False
+        below = (i64(1) << lane) - i64(1)
+        nseg = i32((n + (L - 1)) // L)
+        most = nseg
+        off = 16
+        while off > 0:
+            most = max(most, cuda.shfl_xor_sync(FULL_MASK, most, off))
+            off //= 2
+        has_esc = v_esc < v_used or d_esc < d_used
+        pos = i64(start)
+        # initial words: three events, the same lanes
+        bal = cuda.ballot_sync(FULL_MASK, nseg > 0)
+        cnt = i64(cuda.popc(bal))
+        rank = i64(cuda.popc(i64(bal) & below))
+        w0 = u64(0)
+        w1 = u64(0)
+        w2 = u64(0)
+        if nseg > 0:
+            w0, bad = read(words, pos + rank, end, bad)
+            w1, bad = read(words, pos + cnt + rank, end, bad)
+            w2, bad = read(words, pos + 2 * cnt + rank, end, bad)
+        pos += 3 * cnt
+        d = u32(0)
+        r = u32(1)
+        col = colt(0)
+        j = i32(0)
+        while j < most:
+            active = j < nseg
+            notlast = j < nseg - 1
+            p0 = j * L
+            any_esc = False
+            if has_esc:                                   # warp-uniform
+                mine = False
+                for k in range(L):
+                    slot = unpack(w0, w1, w2, k)
+                    first = d_esc if k % 2 == 0 else v_esc
+                    if active and p0 + k < n and slot >= first:
+                        mine = True
+                any_esc = cuda.ballot_sync(FULL_MASK, mine) != 0
+            D0 = u32(0)
+            B0 = u32(1)
+            D1 = u32(0)
+            B1 = u32(1)
+            for k in range(L):
+                valid = active and p0 + k < n
+                slot = unpack(w0, w1, w2, k)
+                is_delta = k % 2 == 0
+                first = d_esc if is_delta else v_esc
+                used = d_used if is_delta else v_used
+                if check and valid and slot >= used:
+                    bad = True
+                    slot = i32(0)
+                info = sinfo[IOFF + (slot if is_delta else K + slot)]
+                digit = u32(info & 0xFF)
+                base = u32(u32(info >> 8) + u32(1))
+                escaped = valid and slot >= first
+                raw = u64(0)
+                if any_esc:                               # warp-uniform
+                    # events (k, e) for e = 0 .. nraw - 1 follow each other with the same
+                    # lanes: one ballot, word e of lane t at pos + e * popc + rank
+                    nraw = RAW_D if is_delta else RAW_V
+                    eb = cuda.ballot_sync(FULL_MASK, escaped)
+                    ecnt = i64(cuda.popc(eb))
+                    if escaped:
+                        at = pos + i64(cuda.popc(i64(eb) & below))
+                        for e in range(nraw):
+                            wd, bad = read(words, at + e * ecnt, end, bad)
+                            raw |= wd << u64(e * WB)
+                    pos += nraw * ecnt
+                    if check and escaped:
+                        spill = SPILL_D if is_delta else SPILL_V
+                        bits = dbits if is_delta else vbits
+                        if spill and (raw >> u64(bits)) != u64(0):
+                            bad = True
+                if is_delta:
+                    if valid:
+                        col = colt(col + (colt(raw) if escaped else colt(sdel[VOFF + slot])))
+                else:
+                    if valid:
+                        if check:
+                            if col < 0 or col >= n_cols:
+                                bad = True
+                        else:
+                            v = float_from_bits(raw, svals[0]) if escaped else svals[slot]
+                            fma_row(Xf, i64(col) * nx + j0, nvalid, acc(v), accs)
+                if k < HALF:
+                    D0 = u32(D0 * base + digit)
+                    B0 = u32(B0 * base)
+                else:
+                    D1 = u32(D1 * base + digit)
+                    B1 = u32(B1 * base)
+            # the two checks: group g's digits join the state, then word g is extracted
+            # from it (radix >= W) or read
+            for grp in range(2):
+                Dg = D0 if grp == 0 else D1
+                Bm1 = u32((B0 if grp == 0 else B1) - u32(1))     # B may be W: B - 1 fits
+                rp = wide(r, Bm1) + u64(r)
+                dp = wide(d, Bm1) + u64(d) + u64(Dg)
+                take = (rp >> u64(WB)) != u64(0)
+                cb = cuda.ballot_sync(FULL_MASK, notlast and not take)
+                wg = u64(0)
+                if notlast:
+                    if take:
+                        wg = dp & u64(W - 1)
+                        d = u32(dp >> u64(WB))
+                        r = u32(rp >> u64(WB))
+                    else:
+                        d = u32(dp)
+                        r = u32(rp)
+                        wg, bad = read(words, pos + i64(cuda.popc(i64(cb) & below)), end, bad)
+                    if grp == 0:
+                        w0 = wg
+                    else:
+                        w1 = wg
+                pos += i64(cuda.popc(cb))
+            lb = cuda.ballot_sync(FULL_MASK, notlast)
+            if notlast:
+                w2, bad = read(words, pos + i64(cuda.popc(i64(lb) & below)), end, bad)
+            pos += i64(cuda.popc(lb))
+            j += 1
+        if check and pos != end:
+            bad = True
+        return bad
+
+    return dict(tables=tables, walk=walk)
+
+
+def _grid(n_rows: int, threads: int, nbytes: int, cfg: CSRDtansConfig) -> int:
+    """Blocks of the persistent grid: one per ``threads // 32`` slices, at most the blocks
+    that are resident at once (shared memory, 2048 threads per SM) or ``blocks_per_sm``."""
+    sms, _, sm_limit = _device_limits()
+    per_sm = max(1, min(sm_limit // (nbytes + 1024), 2048 // threads))
+    if cfg.blocks_per_sm:
+        per_sm = min(per_sm, cfg.blocks_per_sm)
+    slices = -(-n_rows // WARP)
+    return min(blocks_for(slices, threads // WARP), sms * per_sm)
+
+
+@functools.lru_cache(maxsize=None)
+def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig):
+    W_ = _walk(dtype_name, params, False)
+    tables, walk = W_["tables"], W_["walk"]
+    accnp = accumulator_np(dtype_name)
+
+    @cuda.jit
+    def csr_dtans_spmv(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
+                       row_lengths, warp_ptr, words, x, y):
+        """Warp w of block b decodes slices b * warps + w, + grid warps, ...; lane t of a
+        slice s decodes row 32 s + t and writes y[32 s + t]."""
+        svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
+        lane = cuda.threadIdx.x % WARP
+        wpb = cuda.blockDim.x // WARP
+        n_rows = y.shape[0]
+        accs = cuda.local.array(1, accnp)
+        s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
+        while s * WARP < n_rows:
+            row = s * WARP + lane
+            n = np.int64(0)
+            if row < n_rows:
+                n = 2 * np.int64(row_lengths[row])
+            accs[0] = accnp(0)
+            walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
+                 v_esc, v_used, d_esc, d_used, x, 1, 0, 1, accs, 0)
+            if row < n_rows:
+                y[row] = accs[0]
+            s += cuda.gridDim.x * wpb
+
+    return csr_dtans_spmv
+
+
+@functools.lru_cache(maxsize=None)
+def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: int):
+    W_ = _walk(dtype_name, params, False, ct, g)
+    tables, walk = W_["tables"], W_["walk"]
+    zero = tile_parts(dtype_name, ct, g)["zero"]
+    accnp = accumulator_np(dtype_name)
+
+    @cuda.jit
+    def csr_dtans_spmm(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
+                       row_lengths, warp_ptr, words, Xf, Y, nx):
+        """As the SpMV for X's columns [ct * blockIdx.y, + ct): lane t of slice s keeps ct
+        accumulators for row 32 s + t and writes Y[32 s + t, j0:j0 + ct]."""
+        svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
+        lane = cuda.threadIdx.x % WARP
+        wpb = cuda.blockDim.x // WARP
+        n_rows = Y.shape[0]
+        j0 = cuda.blockIdx.y * ct
+        nvalid = min(ct, nx - j0)
+        accs = cuda.local.array(ct, accnp)
+        s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
+        while s * WARP < n_rows:
+            row = s * WARP + lane
+            n = np.int64(0)
+            if row < n_rows:
+                n = 2 * np.int64(row_lengths[row])
+            zero(accs)
+            walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
+                 v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, 0)
+            if row < n_rows:
+                for j in range(ct):
+                    if j < nvalid:
+                        Y[row, j0 + j] = accs[j]
+            s += cuda.gridDim.x * wpb
+
+    return csr_dtans_spmm
+
+
+@functools.lru_cache(maxsize=None)
+def _check_kernel(dtype_name: str, params: str):
+    W_ = _walk(dtype_name, params, True)
+    tables, walk = W_["tables"], W_["walk"]
+    accnp = accumulator_np(dtype_name)
+
+    @cuda.jit
+    def csr_dtans_check(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
+                        row_lengths, warp_ptr, words, n_rows, n_cols, flags):
+        """The SpMV's walk with the check's tests instead of products (slices as in the
+        SpMV); a lane that finds an error sets flags[0] (``words``)."""
+        svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
+        lane = cuda.threadIdx.x % WARP
+        wpb = cuda.blockDim.x // WARP
+        accs = cuda.local.array(1, accnp)
+        s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
+        while s * WARP < n_rows:
+            row = s * WARP + lane
+            n = np.int64(0)
+            if row < n_rows:
+                n = 2 * np.int64(row_lengths[row])
+            if walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
+                    v_esc, v_used, d_esc, d_used, vsym, 1, 0, 1, accs, n_cols):
+                flags[0] = 1
+            s += cuda.gridDim.x * wpb
+
+    return csr_dtans_check
+
+
+def _table_args(D: DeviceCSRDtans) -> tuple:
+    i32 = np.int32
+    return (D.vsym, D.vinfo, D.dsym, D.dinfo, i32(D.v_esc), i32(D.v_used), i32(D.d_esc),
+            i32(D.d_used), D.row_lengths, D.warp_ptr, D.words)
+
+
+CHECK_CONFIG = CSRDtansConfig(threads_per_block=128)
+
+
+def launch_check(D: DeviceCSRDtans, flags):
+    """Launch the check kernel (no wait): the SpMV's persistent grid of 128-thread blocks."""
+    n_rows = D.shape[0]
+    if n_rows:
+        nbytes = shared_bytes(D.dtype, D.params)
+        threads = CHECK_CONFIG.threads_per_block
+        launch_smem(_check_kernel(D.dtype.name, D.params),
+                    _grid(n_rows, threads, nbytes, CHECK_CONFIG), threads, nbytes,
+                    (*_table_args(D), np.int64(n_rows), np.int64(D.shape[1]), flags))
+
+
+def device_check(D: DeviceCSRDtans) -> list[str]:
+    """:data:`CHECK_FIELDS` if a warp does not decode exactly or a decoded column is out of
+    range (empty: none), checked on the device."""
+    return run_device_check(CHECK_FIELDS, launch_check, D)
+
+
+# ---------------------------------------------------------------------------------------------
+# public wrappers
+# ---------------------------------------------------------------------------------------------
+
+def spmv(D, x, out=None, config: CSRDtansConfig = CSRDtansConfig()):
+    """y = D @ x. ``D`` a :class:`CSRDtansMatrix` or :class:`DeviceCSRDtans`; ``x`` host or
+    device."""
+    D = to_device(D)
+    n_rows, n_cols = D.shape
+    ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
+    _launch_spmv(D, ops.x, ops.out, config)
+    return finish(ops, out)
+
+
+def _launch_spmv(D, x, y, config):
+    n_rows = D.shape[0]
+    if n_rows:
+        nbytes = shared_bytes(D.dtype, D.params)
+        threads = config.threads_per_block
+        launch_smem(_spmv_kernel(D.dtype.name, D.params, config),
+                    _grid(n_rows, threads, nbytes, config), threads, nbytes,
+                    (*_table_args(D), x, y))
+
+
+def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
+    """Y = D @ X for X of shape (n_cols, k); any k (tiles of ``config.spmm_tile`` columns,
+    the matrix decoded once per tile; k = 1 runs the SpMV kernel)."""
+    D = to_device(D)
+    ops, k_cols = prepare_spmm(D, X, out)
+    n_rows = D.shape[0]
+    if n_rows and k_cols == 1:
+        _launch_spmv(D, ops.x.reshape(ops.x.shape[0]), ops.out.reshape(n_rows), config)
+    elif n_rows and k_cols:
+        ct = tile_for(k_cols, config.spmm_tile)
+        g = group_for(D.dtype, k_cols, ct)
+        nbytes = shared_bytes(D.dtype, D.params)
+        threads = config.threads_per_block
+        grid = (_grid(n_rows, threads, nbytes, config), blocks_for(k_cols, ct))
+        flat = ops.x.reshape(ops.x.shape[0] * k_cols)
+        launch_smem(_spmm_kernel(D.dtype.name, D.params, config, ct, g), grid, threads, nbytes,
+                    (*_table_args(D), flat, ops.out, np.int64(k_cols)))
+    return finish(ops, out)
+
+
+def ptx_targets():
+    """SpMV and SpMM for every value dtype, index type and parameter set; the check."""
+    out = []
+    cfg = CSRDtansConfig()
+    for params in sorted(PARAMS):
+        word = PARAMS[params].word_dtype.name
+        for dt in KERNEL_DTYPES:
+            for it in ("int32", "int64"):
+                head = (f"void({array_sig(dt)}, {array_sig('uint16')}, {array_sig('int32')}, "
+                        f"{array_sig('uint16')}, int32, int32, int32, int32, {array_sig(it)}, "
+                        f"{array_sig(it)}, {array_sig(word)}, ")
+                tag = f"{dt},{it},{params}"
+                mul = (r"mul\.hi\.u32|mul\.wide\.u32",) if params == "paper" else ()
+                out.append(PTXTarget(f"csr_dtans.spmv[{tag}]",
+                                     functools.partial(_spmv_kernel, dt, params, cfg),
+                                     head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
+                cases = ptx_cases(dt) if (params == "paper" and it == "int32") else [(8, 1)]
+                for ct, g in cases:
+                    out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile{ct},g{g}]",
+                                         functools.partial(_spmm_kernel, dt, params, cfg, ct, g),
+                                         head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"))
+                out.append(PTXTarget(f"csr_dtans.check[{tag}]",
+                                     functools.partial(_check_kernel, dt, params),
+                                     head + f"int64, int64, {array_sig('int32')})"))
+    return out

@@ -1,0 +1,102 @@
+"""CSR-dtANS kernel specifics (the shared suite in test_formats.py runs the parity cases):
+the expanded shared-memory tables, escapes decoded inside the kernel, one warp whose rows
+have very different lengths, every value dtype, and the device check agreeing with the
+host's decode on damaged words. Small cases: on a CPU they run in the CUDA simulator."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from reference import csr_dtans as R
+from reference._common import FormatError
+from spmvlab.kernels import csr_dtans as K
+from parity import assert_close, check_parity
+
+CFG = K.CSRDtansConfig(threads_per_block=32, spmm_tile=2)
+# the kernels rely on uint32 wrap-around (a digit group's bases multiply to W = 2**32); NumPy
+# scalars on the simulator warn about it, the GPU does not
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered in scalar:RuntimeWarning")
+
+
+def ragged(dtype, seed=0, n_rows=35, n_cols=400, distinct=True, contiguous=False):
+    """Rows of lengths 0, 1, 2, 3, 5, ... up to 61 in one warp (and a second, partial warp);
+    with ``distinct`` the values are all different (so the value table escapes most of them)
+    and some column gaps are long (escaped deltas); with ``contiguous`` row i holds columns
+    0 .. length - 1 (deltas 0 and 1 only)."""
+    rng = np.random.default_rng(seed)
+    lengths = np.array([0, 1, 2, 3, 5, 61, 0, 8, 13, 4] * 4)[:n_rows]
+    rows, cols = [], []
+    for i, n in enumerate(lengths):
+        c = (np.arange(min(int(n), n_cols)) if contiguous
+             else np.sort(rng.choice(n_cols, size=min(int(n), n_cols), replace=False)))
+        rows += [i] * c.size
+        cols += c.tolist()
+    vals = rng.standard_normal(len(rows)) if distinct else rng.integers(1, 4, len(rows)).astype(float)
+    return sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_cols)).astype(np.float64), rng
+
+
+@pytest.mark.parametrize("params", sorted(R.PARAMS))
+def test_expanded_tables_are_the_reference_tables(params):
+    A, _ = ragged(np.float32, seed=1)
+    M = R.encode(A, dtype=np.float32, params=params)
+    dtab, vtab = M.tables()
+    for syms, counts, tab in ((M.deltas, M.delta_counts, dtab), (M.values, M.value_counts, vtab)):
+        sym, info, esc, used = K.table_layout(syms, counts)
+        assert used == len(tab.symbol)
+        assert esc == (tab.first[R.dtans.ESCAPE] if tab.escape else used)
+        assert (info & 0xFF).tolist() == list(tab.digit)
+        assert ((info >> 8) + 1).tolist() == list(tab.base)
+        bits = sym.view(f"u{sym.dtype.itemsize}") if sym.dtype.kind == "f" else sym
+        assert [int(b) for b, s in zip(bits, tab.symbol) if s is not R.dtans.ESCAPE] == \
+               [int(s) for s in tab.symbol if s is not R.dtans.ESCAPE]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_ragged_warp_with_escapes_every_dtype(dtype):
+    """Both tables escape (distinct values, long gaps), lanes finish at very different
+    segments; SpMV and an SpMM of 3 columns (two tiles, the second partial)."""
+    A, rng = ragged(dtype, seed=2)
+    M = R.encode(A, dtype=dtype)
+    assert M.value_counts[-1] > 0 and M.delta_counts[-1] > 0, "the case must escape"
+    x = rng.standard_normal(A.shape[1]).astype(dtype)
+    X = rng.standard_normal((A.shape[1], 3)).astype(dtype)
+    check_parity(R, K, M, x, X, config=CFG)
+
+
+def test_no_escapes_and_toy_params():
+    """Few distinct values and short gaps: tables without escape slots (the kernel skips the
+    escape ballots); the toy parameters (2-bit words) on the same rows."""
+    A, rng = ragged(np.float32, seed=3, n_rows=33, n_cols=70, distinct=False, contiguous=True)
+    for params in ("paper", "toy"):
+        M = R.encode(A, dtype=np.float32, params=params)
+        if params == "paper":
+            assert M.value_counts[-1] == 0 and M.delta_counts[-1] == 0
+        x = rng.standard_normal(A.shape[1]).astype(np.float32)
+        y = K.spmv(M, x, config=CFG)
+        assert_close(y, M.to_csr(), x, np.float32, f"kernel spmv ({params})")
+
+
+def test_device_check_agrees_with_the_host_on_damaged_words():
+    """A word changed anywhere (checksum rebuilt): the host's full decode and the device
+    check accept or reject together, and the check names ``words``."""
+    A, _ = ragged(np.float32, seed=4, n_rows=12, n_cols=60)
+    M = R.encode(A, dtype=np.float32)
+    words = M.words
+    seen_bad = 0
+    for at in sorted({0, 1, 5, words.size - 1}):
+        for new in (0, 0xFFFFFFFF):
+            w = words.copy()
+            w[at] = new
+            B = dataclasses.replace(M, words=w, checksum=None)
+            try:
+                B.validate(expensive=True, canonical=False)
+                host = []
+            except FormatError:
+                host = ["words"]
+            assert K.device_check(K._upload(B)) == host, (at, new)
+            seen_bad += bool(host)
+    assert seen_bad, "no damaged case was rejected"
