@@ -211,22 +211,14 @@ def _parts(dtype_name: str, delta_bits: int):
 
     @inline_device
     def warp_scan(v, lane):
-        """Inclusive prefix sum of ``v`` over the warp (``lane`` an int32: 32-bit compares)."""
-        t = cuda.shfl_up_sync(FULL_MASK, v, 1)
-        if lane >= int32(1):
-            v = int32(v + t)
-        t = cuda.shfl_up_sync(FULL_MASK, v, 2)
-        if lane >= int32(2):
-            v = int32(v + t)
-        t = cuda.shfl_up_sync(FULL_MASK, v, 4)
-        if lane >= int32(4):
-            v = int32(v + t)
-        t = cuda.shfl_up_sync(FULL_MASK, v, 8)
-        if lane >= int32(8):
-            v = int32(v + t)
-        t = cuda.shfl_up_sync(FULL_MASK, v, 16)
-        if lane >= int32(16):
-            v = int32(v + t)
+        """Inclusive prefix sum of ``v`` over the warp (``lane`` and ``off`` int32: 32-bit
+        compares; the loop unrolls to the same SASS as the steps written out)."""
+        off = int32(1)
+        while off < WARP:
+            t = cuda.shfl_up_sync(FULL_MASK, v, off)
+            if lane >= off:
+                v = int32(v + t)
+            off = int32(off * 2)
         return v
 
     @inline_device
