@@ -425,6 +425,13 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                 rest(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
         return pick
 
+    return _chains(make_block, branch, gmax, vs)
+
+
+def _chains(make_block, branch, gmax: int, vs: int):
+    """The (short, long) block walkers shared by SpMV and SpMM: exact versions for the
+    granularities below ``gmax`` picked by ``branch``, the ``gmax``-row sliced walker for
+    the rest; ``long`` reads ``vs`` columns at a time (the same as ``short`` when 1)."""
     def chain(vec):
         fn = make_block(gmax, vec, True)
         G = gmax // 2
@@ -595,16 +602,7 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                      col0, t, mask, accs)
         return pick
 
-    def chain(vec):
-        fn = make_block(gmax, vec, True)
-        G = gmax // 2
-        while G >= 1:
-            fn = branch(G, make_block(G, vec, False), fn)
-            G //= 2
-        return fn
-
-    short = chain(1)
-    return short, (chain(vs) if vs > 1 else short)
+    return _chains(make_block, branch, gmax, vs)
 
 
 @functools.lru_cache(maxsize=None)
