@@ -44,14 +44,15 @@ def cli(p):
 
 
 def measure(cfg: dict) -> dict:
-    from spmvlab import datasets, methods
+    from spmvlab import methods
     rows = []
-    jobs = [(tuple(sh), s) for s in cfg["sparsities"] for sh in cfg["shapes"]]
-    for shape, sparsity in X.progress(jobs, total=len(jobs), desc=NAME):
-        A = datasets.uniform(shape, sparsity, dtype=cfg["dtype"], seed=cfg["seed"])
-        rows += methods.measure(A, cfg["dtype"], cfg["methods"], reps=cfg["reps"],
-                                warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
-        del A
+    jobs = [dict(shape=list(sh), sparsity=s, dtype=cfg["dtype"], seed=cfg["seed"])
+            for s in cfg["sparsities"] for sh in cfg["shapes"]]
+    built = X.problems(jobs, dense="cublas" in cfg["methods"])   # the next ones built meanwhile
+    for job, p in X.progress(built, total=len(jobs), desc=NAME):
+        rows += methods.measure_problem(p, cfg["methods"], reps=cfg["reps"], warmup=cfg["warmup"],
+                                        extra=dict(sparsity=job["sparsity"]))
+        del p
     return dict(rows=rows)
 
 

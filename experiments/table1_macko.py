@@ -38,15 +38,15 @@ def config(quick: bool = False, **overrides) -> dict:
 
 
 def measure(cfg: dict) -> dict:
-    from spmvlab import datasets, methods
+    from spmvlab import methods
     layers = {tuple(int(v) for v in k.split("x")): n for k, n in cfg["layer_shapes"].items()}
     rows = []
-    jobs = [(sh, s) for s in cfg["sparsities"] for sh in layers]
-    for shape, sparsity in X.progress(jobs, total=len(jobs), desc=NAME):
-        A = datasets.uniform(shape, sparsity, dtype=cfg["dtype"], seed=cfg["seed"])
-        rows += methods.measure(A, cfg["dtype"], ["cublas", "macko"], reps=cfg["reps"],
-                                warmup=cfg["warmup"],
-                                extra=dict(sparsity=sparsity, layers_per_block=layers[shape]))
+    jobs = [dict(shape=list(sh), sparsity=s, dtype=cfg["dtype"], seed=cfg["seed"])
+            for s in cfg["sparsities"] for sh in layers]
+    for job, p in X.progress(X.problems(jobs, dense=True), total=len(jobs), desc=NAME):
+        rows += methods.measure_problem(p, ["cublas", "macko"], reps=cfg["reps"], warmup=cfg["warmup"],
+                                        extra=dict(sparsity=job["sparsity"],
+                                                   layers_per_block=layers[tuple(job["shape"])]))
     return dict(rows=rows)
 
 

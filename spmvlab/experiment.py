@@ -55,7 +55,7 @@ from .errors import DatasetError
 
 __all__ = ["ROOT", "results_path", "figure_path", "result_devices", "results_device",
            "make_config", "floats", "shapes", "words", "to_json", "save_results", "load_results",
-           "progress", "gpu_available", "load_experiment", "experiments", "results_name",
+           "progress", "problems", "gpu_available", "load_experiment", "experiments", "results_name",
            "build_parser", "run", "replot", "main"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -248,6 +248,56 @@ def progress(iterable: Iterable, total: int | None = None, desc: str = "", strea
         i += 1
         draw(i)
     draw(i, final=True)
+
+
+def build_problem(spec: dict, dense: bool = False):
+    """The :class:`~spmvlab.methods.base.Problem` of one job: ``datasets.uniform(shape,
+    sparsity, dtype, seed)`` with X drawn by ``Problem.make`` (``k`` columns, SpMV when
+    None; X's seed ``xseed``, default 1 as in ``methods.measure``), its float64 reference
+    product computed, and with ``dense`` its dense copy (for cuBLAS)."""
+    from . import datasets
+    from .methods.base import Problem
+    A = datasets.uniform(tuple(spec["shape"]), spec["sparsity"], dtype=spec["dtype"],
+                         seed=spec["seed"])
+    p = Problem.make(A, spec["dtype"], k=spec.get("k"), seed=spec.get("xseed", 1))
+    p.reference()
+    if dense:
+        p.dense()
+    return p
+
+
+def _default_workers() -> int:
+    n = os.cpu_count() or 1
+    return 0 if n <= 2 else min(6, n // 2)
+
+
+def problems(specs: list, *, dense: bool = False, workers: int | None = None,
+             ahead: int | None = None):
+    """Yield ``(spec, problem)`` for each spec in order (:func:`build_problem`), built in
+    ``workers`` separate processes up to ``ahead`` jobs before they are used, so generating
+    the next matrices (numpy, one core each) overlaps the GPU timing of the current one.
+
+    ``workers=0`` builds each in this process when it is needed (the default on machines
+    of two cores or fewer; otherwise ``min(6, cores // 2)``). The workers are started with
+    ``spawn`` and never touch the GPU. Every problem is the same whichever process built it
+    (the generators are seeded)."""
+    specs = list(specs)
+    workers = _default_workers() if workers is None else int(workers)
+    if workers <= 0:
+        for spec in specs:
+            yield spec, build_problem(spec, dense)
+        return
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    ahead = max(1, workers if ahead is None else int(ahead))
+    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        pending = [pool.submit(build_problem, s, dense) for s in specs[:ahead]]
+        for i, spec in enumerate(specs):
+            p = pending[i].result()
+            pending[i] = None
+            if i + ahead < len(specs):
+                pending.append(pool.submit(build_problem, specs[i + ahead], dense))
+            yield spec, p
 
 
 def gpu_available() -> bool:

@@ -204,8 +204,8 @@ def test_config_and_measure_are_separate(tmp_path, monkeypatch):
     # and a real experiment's measure (the vendor/kernel calls replaced)
     exp = X.load_experiment("fig7_macko")
     seen = []
-    monkeypatch.setattr(methods, "measure", lambda A, dtype, names, **kw: seen.append(
-        (A.shape, dtype, list(names), kw["extra"])) or [dict(method=n) for n in names])
+    monkeypatch.setattr(methods, "measure_problem", lambda p, names, **kw: seen.append(
+        (p.shape, p.dtype.name, list(names), kw["extra"])) or [dict(method=n) for n in names])
     monkeypatch.setattr("spmvlab.datasets.uniform", lambda shape, s, **kw: sp.random(*shape, density=0.1))
     monkeypatch.setattr("spmvlab.anchors.public_macko_rows",
                         lambda shape, s, **kw: [dict(method="public_macko", shape=list(shape))])
@@ -213,6 +213,25 @@ def test_config_and_measure_are_separate(tmp_path, monkeypatch):
     assert [s[3]["sparsity"] for s in seen] == [0.5, 0.9] and seen[0][:2] == ((32, 64), "float16")
     assert len(res["rows"]) == 10 and set(res) == {"rows"}
     assert [r["sparsity"] for r in res["rows"] if r["method"] == "public_macko"] == [0.5, 0.9]
+    seen.clear()      # the public benchmark only at public_sparsities
+    res = exp.measure(exp.config(quick=True, shape=[32, 64], public_sparsities=[0.9]))
+    assert [r["sparsity"] for r in res["rows"] if r["method"] == "public_macko"] == [0.9]
+    assert [s[3]["sparsity"] for s in seen] == [0.5, 0.9]
+
+
+def test_problems_are_the_same_from_worker_processes():
+    """experiment.problems: built in spawned workers ahead of use, or here, the same problems
+    in the same order (seeded), each with its reference product (and dense copy on request)."""
+    specs = [dict(shape=[7, 40], sparsity=s, dtype="float16", seed=3, k=k)
+             for s, k in ((0.5, None), (0.9, 3), (0.0, None))]
+    here = list(X.problems(specs, dense=True, workers=0))
+    there = list(X.problems(specs, dense=True, workers=1, ahead=2))
+    assert [s for s, _ in here] == [s for s, _ in there] == specs
+    for (_, a), (_, b) in zip(here, there):
+        assert (a.A != b.A).nnz == 0 and a.A.dtype == b.A.dtype and np.array_equal(a.X, b.X)
+        assert "reference" in b._cache and np.array_equal(a.dense(), b.dense())
+        assert a.dtype == np.float16 and a.k == (1 if a.X.ndim == 1 else a.X.shape[1])
+    assert here[1][1].X.shape == (40, 3) and here[2][1].A.nnz == 7 * 40
 
 
 def test_quick_runs_go_to_quick_files(tmp_path, monkeypatch):
@@ -254,7 +273,7 @@ def test_flags_override_config():
     cfg = exp.config(args.quick, **{d: getattr(args, d) for d in dests if getattr(args, d) is not None})
     assert cfg["shape"] == [12288, 12288] and X.results_name(exp, cfg) == "fig7_macko_12288x12288"
     assert X.results_name(exp, exp.config()) == "fig7_macko"
-    assert "--shape ROWS COLS  matrix shape (default 4096 11008)" in " ".join(parser.format_help().split("\n"))
+    assert "--shape ROWS COLS matrix shape (default 4096 11008)" in " ".join(parser.format_help().split())
     base = X.load_experiment("baseline_csr")
     parser, dests = X.build_parser(base)
     a = parser.parse_args(["--shapes", "64x128,128x64", "--sparsities", "0.5,0.9", "--csr-max-nnz", "0"])
@@ -296,7 +315,10 @@ _RUN_FLAGS = {"fig2_macko": dict(weights=["mpnet_L00_attn_q", "mpnet_L00_ffn_dow
                                           "mpnet_L00_ffn_up", "mpnet_L11_attn_q"])}  # found by measure()
 _OLDER_KEYS = {"baseline_csr": {"tol"}}    # tolerances now live in spmvlab.check
 # config keys added after a committed run, at a value that does not change what that run did
-_NEWER_KEYS = {"fig7_macko": {"public_macko"}, "fig1_macko": {"public_macko"}}
+# (public_sparsities: the runs before it ran the public benchmark at every sparsity, which
+# their rows show)
+_NEWER_KEYS = {"fig7_macko": {"public_macko", "public_sparsities"},
+               "fig1_macko": {"public_macko", "public_sparsities"}}
 
 
 def _run_flags(name, device):
