@@ -327,6 +327,8 @@ def _run_flags(name, device):
         return dict(methods=X.load_experiment(name).H100_METHODS)
     if (name, device) == ("fig4_macko", "h100"):
         return dict(sparsities=[0.5], methods=X.load_experiment(name).H100_METHODS)
+    if (name, device) == ("fig4_macko", "h200"):         # measured in parts; more to come
+        return dict(sparsities=[0.5, 0.7, 0.9])
     if (name, device) == ("fig1_macko", "h100"):
         return dict(sparsities=X.load_experiment(name).H100_SPARSITIES)
     return _RUN_FLAGS.get(name, {})

@@ -55,10 +55,11 @@ def test_numbers_of_the_old_text_come_out_of_the_results():
     for quoted in ("cuBLAS GEMV time, 4096×11008 fp16 (**main job**) | `experiments/fig7_macko.py` "
                    "| 122 µs | 36.8 µs (h100); 28.9 µs (h200) | 0.30 (h100); 0.24 (h200) |",
                    "0.99× at 30 %, 1.29× at 50 %, 1.83× at 70 %, 2.52× at 90 % (h100)",
-                   "| 1.30× | 1.32× (h100) | 1.02 |", "29 of 31 (h100)",
+                   "| 1.30× | 1.32× (h100); 1.20× (h200) | 1.02 (h100); 0.93 (h200) |",
+                   "29 of 31 (h100); 27 of 31 (h200)",
                    "5120×5120 (0.93×), 5120×13824 (0.95×) (h100)", "3.01 TB/s (h100)",
                    "1-bit < 24 %, 2-bit 24–56 %, 4-bit 56–89 %, 8-bit > 89 % (cpu)",
-                   "| 0.78 (stated in its text, Sec. 4.2) | 0.80 (cpu) | 1.03 |", "1.29–1.36× (h100) | 0.81–0.85",
+                   "| 0.78 (stated in its text, Sec. 4.2) | 0.80 (cpu) | 1.03 |", "1.29–1.36× (h100); 1.20–1.23× (h200) | 0.81–0.85 (h100); 0.75–0.77 (h200)",
                    "csr_vector 78.3 µs, cusparse 72.2 µs (h100)", "8.10 GB (h100)"):
         assert quoted in text, quoted
 
@@ -122,7 +123,10 @@ def test_figures_plot_without_measuring(tmp_path, monkeypatch, capsys):
                   for d, _, fs in os.walk(tmp_path) for f in fs)
     assert made == ["cpu/appc_macko.pdf", "cpu/appc_macko.png", "h100/fig7_macko.pdf",
                     "h100/fig7_macko.png", "h100/fig7_macko_12288x12288.pdf",
-                    "h100/fig7_macko_12288x12288.png", "h200/fig7_macko.pdf", "h200/fig7_macko.png"]
+                    "h100/fig7_macko_12288x12288.png", "h200/fig7_macko.pdf", "h200/fig7_macko.png",
+                    "h200/fig7_macko_11008x4096.pdf", "h200/fig7_macko_11008x4096.png",
+                    "h200/fig7_macko_12288x12288.pdf", "h200/fig7_macko_12288x12288.png",
+                    "h200/fig7_macko_4096x4096.pdf", "h200/fig7_macko_4096x4096.png"]
     assert figures.main(["fig7_macko", "--device", "a100"]) == 1
     assert "fig7_macko: no saved results" in capsys.readouterr().err
     with pytest.raises(SystemExit):
