@@ -21,7 +21,8 @@ def test_features_by_hand():
                                 [0, 0, 0, 0, 0, 0, 0, 3]], dtype=np.float32))
     f = tune.features(A, 8)
     assert list(f) == list(tune.FEATURE_NAMES)
-    assert (f["rows"], f["cols"], f["nnz"], f["N"]) == (4, 8, 5, 8)
+    assert (f["rows"], f["cols"], f["nnz"], f["N"], f["value_bytes"]) == (4, 8, 5, 8, 4)
+    assert tune.features(A, 8, "float16")["value_bytes"] == 2
     assert f["density"] == pytest.approx(5 / 32)
     lengths = np.array([2, 2, 0, 1])
     assert f["row_mean"] == pytest.approx(lengths.mean()) and f["row_var"] == pytest.approx(lengths.var())
@@ -43,7 +44,7 @@ def _synthetic_records(rng, laws, n=40):
                  density=rng.uniform(0, 1), row_mean=rng.uniform(1, 500), row_var=rng.uniform(0, 1e4),
                  row_max=rng.uniform(1, 5000), row_cv=rng.uniform(0, 3), empty_rows=rng.uniform(0, .5),
                  gap16=rng.uniform(0, 1), row_overlap=rng.uniform(0, 1), block4_fill=rng.uniform(0, 1),
-                 N=int(rng.choice([8, 32, 64])))
+                 N=int(rng.choice([8, 32, 64])), value_bytes=int(rng.choice([2, 4])))
         f["nnz"] = f["rows"] * f["row_mean"]
         feats.append(f)
         for s, c in laws.items():

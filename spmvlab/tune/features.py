@@ -13,6 +13,7 @@ row_overlap                       fraction of nonzeros whose column is also a no
 block4_fill                       nonzeros / (16 x the non-empty 4x4 tiles): 1 for 4x4 block
                                   pruning, about 1 - s ... for scattered nonzeros
 N                                 columns of B
+value_bytes                       bytes per value (2 for float16, 4 for float32)
 
 The pattern statistics (gap16, row_overlap, block4_fill) are taken on at most
 ``sample_rows`` rows (whole groups of 4 consecutive rows, evenly spaced, so the result is
@@ -32,11 +33,11 @@ from reference._common import ShapeError, problem
 __all__ = ["FEATURE_NAMES", "DESIGN_NAMES", "features", "design"]
 
 FEATURE_NAMES = ("rows", "cols", "nnz", "density", "row_mean", "row_var", "row_max", "row_cv",
-                 "empty_rows", "gap16", "row_overlap", "block4_fill", "N")
+                 "empty_rows", "gap16", "row_overlap", "block4_fill", "N", "value_bytes")
 
 #: the regression inputs: log(1 + x) of the size features, the fractions unchanged
 _LOG = ("rows", "cols", "nnz", "row_mean", "row_var", "row_max", "N")
-_LINEAR = ("density", "row_cv", "empty_rows", "gap16", "row_overlap", "block4_fill")
+_LINEAR = ("density", "row_cv", "empty_rows", "gap16", "row_overlap", "block4_fill", "value_bytes")
 DESIGN_NAMES = ("const",) + tuple(f"log_{n}" for n in _LOG) + _LINEAR
 
 
@@ -85,8 +86,9 @@ def _pattern_stats(S: sp.csr_matrix) -> tuple[float, float, float]:
     return gap16, overlap, fill
 
 
-def features(A, N: int, sample_rows: int = 8192) -> dict:
-    """The features of ``A`` (scipy sparse or dense 2-D) multiplied by a B of ``N`` columns."""
+def features(A, N: int, dtype="float32", sample_rows: int = 8192) -> dict:
+    """The features of ``A`` (scipy sparse or dense 2-D) multiplied by a B of ``N`` columns,
+    values in ``dtype``."""
     if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
         raise ShapeError(problem("N", "the number of columns of B, an integer >= 1", repr(N)))
     A = _csr(A)
@@ -100,7 +102,8 @@ def features(A, N: int, sample_rows: int = 8192) -> dict:
                 row_mean=mean, row_var=var, row_max=float(lengths.max(initial=0.0)),
                 row_cv=float(np.sqrt(var) / mean) if mean > 0 else 0.0,
                 empty_rows=float(np.mean(lengths == 0)) if m else 0.0,
-                gap16=gap16, row_overlap=overlap, block4_fill=fill, N=float(N))
+                gap16=gap16, row_overlap=overlap, block4_fill=fill, N=float(N),
+                value_bytes=float(np.dtype(dtype).itemsize))
 
 
 def design(feats) -> np.ndarray:

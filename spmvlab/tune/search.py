@@ -200,10 +200,13 @@ def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = True):
 
 
 def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
-                  timer=None, max_nnz: int = 2_000_000) -> SearchResult:
+                  timer=None, max_nnz: int = 2_000_000, where=None) -> SearchResult:
     """The fastest of the model's ``top`` candidates (or of the default shortlist when
     ``model`` is None or no model has been fitted), timed by ``timer`` (default
-    :func:`gpu_timer`) on :func:`proxy` ``(A, max_nnz)``."""
+    :func:`gpu_timer`) on :func:`proxy` ``(A, max_nnz)``. ``where``: a predicate on
+    strategies, only those it accepts are considered (e.g. an ablation's sub-space;
+    without a model: the accepted candidates, ``top`` of them evenly spaced in the
+    listing order of ``strategies``)."""
     t0 = time.perf_counter()
     if model == "default":
         model = load_model()
@@ -214,12 +217,16 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
     timer = timer or gpu_timer()
     dt = resolve_dtype(A, dtype)
     P = proxy(canonical_csr(A, dt, True), max_nnz)
-    if model is None:
+    if model is None and where is None:
         ranked, source, predicted = default_shortlist(N), "shortlist", {}
         n_cand = len(ranked)
+    elif model is None:
+        cands = [s for s in candidates(P, N, dtype=dt) if where(s)]
+        pick = np.unique(np.linspace(0, len(cands) - 1, min(top, len(cands))).astype(int)) if cands else []
+        ranked, source, predicted, n_cand = [cands[i] for i in pick], "listing", {}, len(cands)
     else:
-        cands = candidates(P, N, dtype=dt)
-        feats = features(A, N)
+        cands = [s for s in candidates(P, N, dtype=dt) if where is None or where(s)]
+        feats = features(A, N, dt)
         predicted = {s: model.predict_us(feats, s) for s in cands}
         ranked, source, n_cand = model.rank(feats, cands)[:top], "model", len(cands)
     timed = []
