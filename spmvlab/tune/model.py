@@ -108,17 +108,19 @@ class CostModel:
 
     @classmethod
     def fit(cls, records, *, ridge: float = 1e-3, min_samples: int = 4, meta: dict | None = None):
-        """``records``: iterable of dicts with ``features`` (a feature dict), ``strategy`` (a
-        Strategy) and ``time_us`` (> 0)."""
+        """``records``: iterable of dicts with ``features`` (a feature dict), ``time_us``
+        (> 0) and ``strategy`` (a Strategy) or its ``key`` and ``family`` strings."""
         by_key, by_family = {}, {}
         for r in records:
             t = float(r["time_us"])
             if not np.isfinite(t) or t <= 0:
                 continue
-            s = r["strategy"]
+            s = r.get("strategy")
+            key = r["key"] if s is None else strategy_key(s)
+            family = r["family"] if s is None else strategy_family(s)
             row = (design(r["features"]), np.log(t))
-            by_key.setdefault(strategy_key(s), []).append(row)
-            by_family.setdefault(strategy_family(s), []).append(row)
+            by_key.setdefault(key, []).append(row)
+            by_family.setdefault(family, []).append(row)
         if not by_key:
             raise OptionError(problem("records", "at least one timing with time_us > 0", "none"))
 
@@ -134,13 +136,16 @@ class CostModel:
         return cls(coef=fit_all(by_key, min_samples), family_coef=fit_all(by_family, 1),
                    samples={k: len(v) for k, v in by_key.items()}, meta=dict(meta or {}))
 
-    def coefficients(self, s: GS.Strategy):
-        c = self.coef.get(strategy_key(s))
+    def coefficients(self, s):
+        """The coefficients used for a Strategy (or a (key, family) pair); None if unfitted."""
+        key, family = (s if isinstance(s, tuple) else (strategy_key(s), strategy_family(s)))
+        c = self.coef.get(key)
         if c is None:
-            c = self.family_coef.get(strategy_family(s))
+            c = self.family_coef.get(family)
         return None if c is None else np.asarray(c)
 
-    def predict_us(self, feats: dict, s: GS.Strategy) -> float:
+    def predict_us(self, feats: dict, s) -> float:
+        """Predicted microseconds of a Strategy (or a (key, family) pair) on ``feats``."""
         c = self.coefficients(s)
         if c is None:
             return float("nan")

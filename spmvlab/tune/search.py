@@ -226,7 +226,7 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
         ranked, source, predicted, n_cand = [cands[i] for i in pick], "listing", {}, len(cands)
     else:
         cands = [s for s in candidates(P, N, dtype=dt) if where is None or where(s)]
-        feats = features(A, N, dt)
+        feats = features(P, N, dt)      # the matrix timed, as in training
         predicted = {s: model.predict_us(feats, s) for s in cands}
         ranked, source, n_cand = model.rank(feats, cands)[:top], "model", len(cands)
     timed = []
