@@ -158,6 +158,12 @@ def plot(results: dict, fig_path: str) -> list[str]:
     return P.savefig(fig, fig_path)
 
 
+def summary(results: dict) -> list:
+    """The held-out evaluation's summary as one row (paper_values' view)."""
+    from spmvlab.tune import fit
+    return [fit.evaluate(results)["summary"]]
+
+
 def report(results: dict):
     from spmvlab.tune import fit
     ev = fit.evaluate(results)
