@@ -437,10 +437,20 @@ def _block_offsets(rowptr: np.ndarray, s: Strategy) -> np.ndarray:
     return np.r_[rowptr[:-1][row] + k * s.block_size, total].astype(np.int64)
 
 
+def _sorted_union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``np.union1d`` of two non-decreasing arrays, by a merge: the stable sort of two sorted
+    runs is linear (numpy's hash-based unique took ~50 ms per call on 1M entries)."""
+    c = np.concatenate([np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)])
+    c.sort(kind="stable")
+    if c.size:
+        c = c[np.r_[True, c[1:] != c[:-1]]]
+    return c
+
+
 def _pieces(parent: np.ndarray, rowptr: np.ndarray):
     """The row pieces of every parent range: ``cuts`` (sorted positions where a row or a
     parent range begins) and, per parent, the index range [a, b) of its pieces in ``cuts``."""
-    cuts = np.union1d(rowptr, parent)
+    cuts = _sorted_union(rowptr, parent)
     return cuts, np.searchsorted(cuts, parent[:-1]), np.searchsorted(cuts, parent[1:])
 
 

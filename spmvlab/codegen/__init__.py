@@ -72,7 +72,7 @@ from reference.offsets import compress
 from . import _emit, _runtime
 from ._emit import PAD, ROW_START, Offset, Spec
 
-__all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "upload", "spmm",
+__all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "upload", "spmm", "launcher",
            "cache_info", "clear_cache", "ptx_targets", "SUPPORTED_DTYPES"]
 
 SUPPORTED_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -307,6 +307,43 @@ def spmm(plan, B, out=None, generated: Generated | None = None):
     if out is not None:
         return out
     return dC.copy_to_host() if host else dC
+
+
+def launcher(plan, dB, dC, generated: Generated | None = None):
+    """A zero-argument callable that enqueues one C = A @ B with everything allocated up
+    front (what a timing loop calls): ``plan`` a Plan or :class:`DevicePlan`, ``dB`` (K x N)
+    and ``dC`` (M x N) device arrays of the plan's dtype. The same launches as :func:`spmm`
+    (zero C, the generated kernel, narrow a float32 sum buffer into a float16 C)."""
+    d = plan if isinstance(plan, DevicePlan) else upload(plan, generated)
+    M, K = d.shape
+    if tuple(dB.shape)[:1] != (K,) or len(dB.shape) != 2 or np.dtype(dB.dtype) != d.dtype:
+        raise ShapeError(problem("dB", f"a ({K}, N) device array of {d.dtype}",
+                                 f"{tuple(dB.shape)} {np.dtype(dB.dtype)}"))
+    N = int(dB.shape[1])
+    if tuple(dC.shape) != (M, N) or np.dtype(dC.dtype) != d.dtype:
+        raise ShapeError(problem("dC", f"a ({M}, {N}) device array of {d.dtype}",
+                                 f"{tuple(dC.shape)} {np.dtype(dC.dtype)}"))
+    from .._cuda import cuda
+    acc = np.dtype(accumulator_dtype(d.dtype))
+    target = cuda.device_array((M, N), dtype=acc) if (d.atomic and acc != d.dtype) else dC
+    g2, b2 = _runtime.grid2((M, N))
+    zero = bool((d.zero_init or d.atomic) and M and N)
+    narrow = target is not dC and M and N
+    grid = (d.grid_x, -(-N // d.block_cols))
+    kernel = d.generated.kernel[grid, d.threads] if grid[0] and M and N else None
+    args = (*d.arrays, dB, target, np.int64(N))
+    zero_k = _runtime.zero2[g2, b2]
+    narrow_k = _runtime.narrow[g2, b2]
+
+    def run():
+        if zero:
+            zero_k(target)
+        if kernel is not None:
+            kernel(*args)
+        if narrow:
+            narrow_k(target, dC)
+
+    return run
 
 
 # --------------------------------------------------------------------------------------

@@ -7,13 +7,17 @@ Names (``resolve(name) -> MethodSpec``):
 ``cusparse``        cuSPARSE CSR SpMV/SpMM (CuPy for float32/64, torch for float16)
 ``cusparse_coo``    cuSPARSE COO SpMV (CuPy, float32/64)
 ``numba_dense``     spmvlab's numba dense GEMV
+``generalsparse``   GeneralSparse's generated SpMM kernel, one fixed strategy (the first of
+                    ``spmvlab.tune.default_shortlist(N)``)
+``generalsparse_best``  GeneralSparse with the search (``spmvlab.tune.best_strategy``)
 ``<format>``        a registered format's kernel with its default config
 ``<method>``        a named setting of a format's registry entry (``FormatInfo.methods``,
                     e.g. ``csr_vector``, ``csr_scalar``)
 ``<format>[k=v,...]``  a format with config fields and/or encode options, e.g.
                     ``macko[threads_per_block=256,prefetch=0]`` or ``macko[delta_bits=8]``
 
-or pass a :class:`MethodSpec` (``format_method(...)`` names an ad hoc setting).
+or pass a :class:`MethodSpec` (``format_method(...)`` names an ad hoc setting;
+``generalsparse_method(strategy, ...)`` one strategy of the GeneralSparse space).
 
 :func:`measure` checks every method on the GPU (:mod:`spmvlab.check`: NaN or Inf where the
 exact product is finite fails) and times it (:func:`spmvlab.bench.time_fn`), one results row
@@ -32,7 +36,8 @@ from reference._common import OptionError, problem
 from .. import formats
 from .base import Method, Problem
 
-__all__ = ["Method", "Problem", "MethodSpec", "format_method", "resolve", "names", "build",
+__all__ = ["Method", "Problem", "MethodSpec", "format_method", "generalsparse_method", "resolve",
+           "names", "build",
            "measure", "measure_problem", "ROW_KEYS", "SPEEDUP_BASES"]
 
 #: the keys of a results row, in order (``error`` replaces the check and timing keys when a
@@ -64,7 +69,25 @@ def _vendor_specs() -> dict[str, MethodSpec]:
         "cusparse": MethodSpec("cusparse", vendor.CusparseCSR, doc="cuSPARSE CSR"),
         "cusparse_coo": MethodSpec("cusparse_coo", vendor.CusparseCOO, ("spmv",), "cuSPARSE COO"),
         "numba_dense": MethodSpec("numba_dense", ours.NumbaDense, ("spmv",), "numba dense GEMV"),
+        "generalsparse": generalsparse_method("default", "generalsparse"),
+        "generalsparse_best": generalsparse_method("best", "generalsparse_best"),
     }
+
+
+def generalsparse_method(strategy="default", name: str | None = None, optimize: bool = True,
+                         search: Mapping | None = None) -> MethodSpec:
+    """GeneralSparse's generated kernel for ``strategy`` (a ``reference.generalsparse.Strategy``,
+    "default" or "best"), named ``name``; ``optimize=False`` loads every offset (code
+    optimizer off); ``search``: keyword arguments of ``spmvlab.tune.best_strategy``."""
+
+    def build_gs(p):
+        from .generalsparse import GeneralSparse
+        return GeneralSparse(p, strategy, optimize=optimize, search=dict(search or {}))
+
+    label = strategy if isinstance(strategy, str) else strategy.label
+    return MethodSpec(name or f"generalsparse<{label}>", build_gs, ("spmm",),
+                      f"GeneralSparse generated kernel, strategy {label}, "
+                      f"{'code optimizer on' if optimize else 'offsets loaded'}")
 
 
 def format_method(fmt: str, name: str | None = None, config: Mapping | None = None,
@@ -157,6 +180,7 @@ def measure_problem(p: Problem, methods: Iterable, *, reps: int = 60, warmup: in
         try:
             m = build(spec, p)
             row["impl"] = m.impl
+            row.update(getattr(m, "row_extra", None) or {})
             chk = m.check()
             row.update(check_passed=chk.passed, max_rel_err=chk.max_rel_err, n_bad=chk.n_bad)
             if not chk.passed:

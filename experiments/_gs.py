@@ -1,0 +1,171 @@
+"""Shared parts of the GeneralSparse experiments (``*_gs.py``): the OPT-30B/66B weight
+shapes, seeded synthetic weights at those shapes with the row and column scales of a real
+layer, pruning (magnitude, random, blocks), the measurement loop over weight matrices, and
+small helpers for the derived tables. Not an experiment itself (no ``NAME``).
+
+Weights: ``opt_weights(shape, seed)`` draws N(0, 1) values (``datasets.gaussian_weights``)
+and multiplies row i by a row scale and column j by a column scale drawn (seeded, with
+replacement) from the per-row and per-column RMS of the real layer ``like`` in
+``../shared/data/weights`` (mpnet FFN up, 3072 x 768), normalised to mean 1. Magnitude
+pruning over the whole matrix (``per_row=False``, as the paper's magnitude pruning leaves
+rows of unequal length) then keeps more entries in the rows and columns of large scale;
+random pruning ignores them (nearly equal row lengths).
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import scipy.sparse as sp
+
+#: the OPT-30B (7168) and OPT-66B (9216) layer shapes of the paper's Fig. 14
+OPT_SHAPES = [[7168, 7168], [28672, 7168], [7168, 28672], [9216, 9216], [36864, 9216], [9216, 36864]]
+LIKE = "mpnet_L00_ffn_up"
+#: the SuiteSparse matrices of ../shared/data/suitesparse (its README), by nonzeros
+SUITESPARSE = ["Sandia/adder_dcop_05", "Gset/G51", "Bai/cryg2500", "MathWorks/Pd", "HB/bcspwr10",
+               "HB/zenios", "DIMACS10/data", "Rajat/rajat01", "Arenas/PGPgiantcompo",
+               "DIMACS10/fe_4elt2", "HB/bcsstk13", "DIMACS10/cs4", "Grund/bayer10", "DIMACS10/cti",
+               "SNAP/as-caida20071105", "DIMACS10/de2010", "vanHeukelum/cage10", "DIMACS10/vt2010",
+               "SNAP/ego-Facebook", "DIMACS10/nh2010", "DIMACS10/luxembourg_osm", "JGD_SPG/EX5",
+               "DIMACS10/ct2010", "SNAP/email-Enron", "DIMACS10/delaunay_n16", "SNAP/cit-HepPh",
+               "vanHeukelum/cage11", "SNAP/soc-Slashdot0902", "SNAP/ego-Twitter_undirected"]
+GS_BEST = "generalsparse_best"
+
+
+def opt_weights(shape, seed: int = 0, like: str = LIKE) -> np.ndarray:
+    """float32 (rows, cols) weights with the row/column scale spread of the real layer ``like``."""
+    from spmvlab import datasets
+    R = np.asarray(datasets.load_dense(like), dtype=np.float64)
+    row = np.sqrt(np.mean(R ** 2, axis=1))
+    col = np.sqrt(np.mean(R ** 2, axis=0))
+    rng = np.random.default_rng([seed, 7])
+    r = rng.choice(row / row.mean(), int(shape[0])).astype(np.float32)
+    c = rng.choice(col / col.mean(), int(shape[1])).astype(np.float32)
+    W = datasets.gaussian_weights(shape, dtype=np.float32, seed=seed)
+    W *= r[:, None]
+    W *= c[None, :]
+    return W
+
+
+def prune_blocks(W: np.ndarray, sparsity: float, method: str, block=(1, 1), seed: int = 0) -> np.ndarray:
+    """``W`` with round(sparsity x blocks) of its (bh, bw) blocks zeroed (a new array):
+    the blocks of smallest L2 norm (``"magnitude"``) or random ones, over the whole matrix.
+    (1, 1) is element pruning (``datasets.prune(..., per_row=False)``)."""
+    from spmvlab import datasets
+    bh, bw = (int(b) for b in block)
+    if (bh, bw) == (1, 1):
+        return datasets.prune(W, sparsity, method, per_row=False, seed=seed)
+    m, n = W.shape
+    if m % bh or n % bw:
+        raise ValueError(f"shape {W.shape} is not a multiple of the block {block}")
+    scores = np.sqrt(np.square(W.reshape(m // bh, bh, n // bw, bw), dtype=np.float64).sum(axis=(1, 3)))
+    if method == "random":
+        scores = np.random.default_rng(seed).random(scores.shape) + 1.0
+    keep = datasets.prune(scores, sparsity, "magnitude", per_row=False) != 0
+    out = np.array(W, copy=True)
+    out[~np.repeat(np.repeat(keep, bh, axis=0), bw, axis=1)] = 0
+    return out
+
+
+def to_csr16(W: np.ndarray) -> sp.csr_matrix:
+    """CSR of W rounded to float16 (held in float32, the datasets convention), zeros dropped."""
+    A = sp.csr_matrix(W.astype(np.float16).astype(np.float32))
+    A.eliminate_zeros()
+    A.sort_indices()
+    return A
+
+
+def weight_jobs(cfg: dict, blocks=((1, 1),)):
+    """(shape, pruning, sparsity, block) of a weights experiment, shape-major (one dense
+    draw per shape)."""
+    return [(tuple(sh), pr, s, tuple(b)) for sh in cfg["shapes"] for pr in cfg["prunings"]
+            for s in cfg["sparsities"] for b in blocks]
+
+
+def method_list(cfg: dict) -> list:
+    """cfg["methods"], with generalsparse_best carrying the configured search settings."""
+    from spmvlab import methods
+    out = []
+    for m in cfg["methods"]:
+        if m == GS_BEST:
+            out.append(methods.generalsparse_method(
+                "best", GS_BEST, search=dict(top=cfg["search_top"], max_nnz=cfg["proxy_nnz"])))
+        else:
+            out.append(m)
+    return out
+
+
+def measure_weights(cfg: dict, name: str, blocks=((1, 1),)) -> list:
+    """Every weight matrix of ``cfg`` (shapes x prunings x sparsities x blocks) times every
+    N in cfg["ns"] with cfg's methods; rows carry pruning, sparsity, block, matrix, n,
+    tflops."""
+    from spmvlab import experiment as X
+    from spmvlab import methods
+    rows = []
+    dense = {}
+    for shape, pruning, sparsity, block in X.progress(weight_jobs(cfg, blocks), desc=name):
+        if shape not in dense:
+            dense.clear()
+            dense[shape] = opt_weights(shape, cfg["seed"])
+        A = to_csr16(prune_blocks(dense[shape], sparsity, pruning, block, seed=cfg["seed"]))
+        label = pruning if block == (1, 1) else f"{pruning}{block[0]}x{block[1]}"
+        for n in cfg["ns"]:
+            got = methods.measure(A, cfg["dtype"], method_list(cfg), k=int(n), reps=cfg["reps"],
+                                  warmup=cfg["warmup"], keep_going=True,
+                                  extra=dict(pruning=pruning, sparsity=sparsity, block=list(block),
+                                             matrix=label, n=int(n)))
+            rows += [add_tflops(r) for r in got]
+        del A
+    return rows
+
+
+def measure_suitesparse(cfg: dict, name: str) -> list:
+    """Every SuiteSparse matrix of cfg["matrices"] (values as stored, cfg["dtype"]) times every
+    N in cfg["ns"]; rows carry matrix, n, tflops."""
+    from spmvlab import datasets, methods
+    from spmvlab import experiment as X
+    rows = []
+    for mat in X.progress(cfg["matrices"], desc=name):
+        A = datasets.suitesparse(mat, dtype=cfg["dtype"], download=False, lossy=True)
+        for n in cfg["ns"]:
+            got = methods.measure(A, cfg["dtype"], method_list(cfg), k=int(n), reps=cfg["reps"],
+                                  warmup=cfg["warmup"], keep_going=True, lossy=True,
+                                  extra=dict(matrix=mat, n=int(n)))
+            rows += [add_tflops(r) for r in got]
+    return rows
+
+
+def add_tflops(r: dict) -> dict:
+    if r.get("median_us"):
+        r["tflops"] = 2.0 * r["nnz"] * r["k"] / (r["median_us"] * 1e-6) / 1e12
+    return r
+
+
+def saved_rows(name: str):
+    """The rows of this device's saved results of experiment ``name`` (None when absent)."""
+    from spmvlab import experiment as X
+    from spmvlab import runinfo
+    dev = runinfo.device_slug(runinfo.device_info())
+    path = X.results_path(name, dev)
+    if not os.path.isfile(path):
+        return None, None
+    res = X.load_results(path)
+    return res["rows"], res
+
+
+def speedup(rows, method: str, base: str, keys) -> list:
+    """(key values, base_us / method_us) for every group of ``keys`` timed for both."""
+    t = {}
+    for r in rows:
+        if r.get("median_us") and r.get("check_passed", True) is not False:
+            t[(tuple(str(r.get(k)) for k in keys), r["method"])] = r["median_us"]
+    out = []
+    for (k, m), us in t.items():
+        if m == method and (k, base) in t:
+            out.append((k, t[(k, base)] / us))
+    return out
+
+
+def geomean(xs) -> float:
+    xs = [x for x in xs if x and np.isfinite(x) and x > 0]
+    return float(np.exp(np.mean(np.log(xs)))) if xs else float("nan")

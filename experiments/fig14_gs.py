@@ -1,0 +1,98 @@
+"""GeneralSparse paper, Fig. 14: SpMM TFLOP/s on the OPT-30B/66B weight shapes, magnitude and
+random pruning at 70 and 90 %, N = 8, 32, 64 (fp16 values, fp32 accumulation, cold L2,
+median): the tuned GeneralSparse kernel (``generalsparse_best``: the cost model's top
+candidates, or the default shortlist while no model is fitted, timed on a <= 2M-nonzero row
+sample of the matrix; the winner planned for the whole matrix) against cuBLAS GEMM fp16
+(CuPy), cuSPARSE SpMM (torch, fp16), our MACKO SpMM and CSR SpMM (``csr_vector``), all in
+the same run. Weights: ``experiments/_gs.py`` (seeded normal values with the row/column
+scales of a real layer). The paper ran on an A100.
+
+    python experiments/fig14_gs.py [--quick] [--shapes 7168x7168] [--prunings random]
+                                   [--sparsities 0.7] [--ns 8,32] [--merge]
+
+Runtime on an H200: about 2-4 min per (shape, pruning, sparsity) at 7168 rows, 5-8 min for
+the 70 % matrices of the 28672/36864 shapes (100M nonzeros: drawing, pruning, encoding and
+planning dominate); measure the full sweep in parts, e.g. one shape per run (the two largest
+split by sparsity) with ``--merge``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+
+import _gs  # noqa: E402
+from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
+
+NAME = "fig14_gs"
+NEEDS_GPU = True
+#: no results committed yet (written without a GPU): tests/test_bench.py allows that while set
+AWAITING_FIRST_GPU_RUN = True
+SPLIT_KEYS = ("shapes", "prunings", "sparsities", "ns")
+METHODS = ["cublas", "cusparse", "macko", "csr_vector", _gs.GS_BEST]
+STYLE = {_gs.GS_BEST: dict(color="tab:red"), "cublas": dict(color="black"),
+         "cusparse": dict(color="tab:blue"), "macko": dict(color="tab:orange"),
+         "csr_vector": dict(color="tab:green")}
+FULL = dict(shapes=_gs.OPT_SHAPES, prunings=["magnitude", "random"], sparsities=[0.7, 0.9],
+            ns=[8, 32, 64], dtype="float16", methods=METHODS, reps=20, warmup=3, search_top=4,
+            proxy_nnz=2_000_000, seed=0)
+QUICK = dict(shapes=[[7168, 7168]], prunings=["random"], sparsities=[0.9], ns=[8], reps=5)
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+
+
+def cli(p):
+    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
+    p.add_argument("--prunings", type=X.words, help="magnitude,random")
+    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
+    p.add_argument("--ns", type=lambda t: [int(v) for v in X.floats(t)], help="columns of B")
+
+
+def measure(cfg: dict) -> dict:
+    return dict(rows=_gs.measure_weights(cfg, NAME))
+
+
+def plot(results: dict, fig_path: str) -> list[str]:
+    """One panel per (pruning, sparsity): TFLOP/s (log) per shape and N, a bar per method."""
+    plt = P.pyplot()
+    cfg = results["config"]
+    rows = [r for r in results["rows"] if r.get("tflops")]
+    panels = [(pr, s) for pr in cfg["prunings"] for s in cfg["sparsities"]]
+    groups = [(tuple(sh), n) for sh in cfg["shapes"] for n in cfg["ns"]]
+    ms = cfg["methods"]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(8, 0.55 * len(groups) * len(ms) / 2.5),
+                                                      3.2 * len(panels)), squeeze=False)
+    width = 0.8 / len(ms)
+    for ax, (pr, s) in zip(axes[:, 0], panels):
+        for j, m in enumerate(ms):
+            by = {(tuple(r["shape"]), r["n"]): r["tflops"] for r in rows
+                  if r["method"] == m and r["pruning"] == pr and r["sparsity"] == s
+                  and r.get("check_passed") is not False}
+            ys = [by.get(g, float("nan")) for g in groups]
+            ax.bar([i + j * width for i in range(len(groups))], ys, width,
+                   label=m.replace("_", " "), **STYLE.get(m, {}))
+        ax.set_yscale("log")
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))],
+                      [f"{a}x{b}\nN={n}" for (a, b), n in groups], fontsize=6.5)
+        ax.set(ylabel="TFLOP/s (2 nnz N / t)", title=f"{pr} pruning, {100 * s:.0f} % sparse")
+        ax.legend(fontsize=7, ncol=len(ms))
+    fig.suptitle(f"SpMM fp16 on OPT-30B/66B weight shapes, cold L2, {P.device_name(results)} "
+                 "(paper: A100)", fontsize=10)
+    return P.savefig(fig, fig_path)
+
+
+def report(results: dict):
+    cols = [("shape", "shape", ""), ("pruning", "pruning", ""), ("sparsity", "sparsity", ".2f"),
+            ("n", "N", ""), ("method", "method", ""), ("median_us", "median us", ".1f"),
+            ("tflops", "TFLOP/s", ".2f"), ("speedup_vs_cusparse", "x cuSPARSE", ".2f"),
+            ("speedup_vs_cublas", "x cuBLAS", ".2f"), ("check_passed", "ok", "")]
+    P.print_table(results["rows"], cols)
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(sys.modules[__name__]))

@@ -1,0 +1,100 @@
+"""GeneralSparse paper, Table 5: pruning granularity. Random pruning of (1,1), (4,4) and (8,8)
+blocks of the weights at 70 and 90 %, N = 8 and 32 (fp16, cold L2, median): the average
+speedup of the tuned GeneralSparse kernel over cuSPARSE SpMM, cuBLAS GEMM fp16 and our CSR
+SpMM (the paper's tensor-core baselines are not run here). Weights as in Fig. 14
+(``experiments/_gs.py``); two of its shapes by default. The paper ran on an A100.
+
+    python experiments/table5_gs.py [--quick] [--shapes 7168x7168] [--blocks 1x1,8x8] [--merge]
+
+Runtime on an H200: about 2-3 min per (shape, block) at 7168x7168 (2 sparsities x 2 N);
+the default (2 shapes x 3 blocks) 15-20 min: run it in parts with ``--shapes``/``--blocks``
+and ``--merge``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+
+import _gs  # noqa: E402
+from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
+
+NAME = "table5_gs"
+NEEDS_GPU = True
+#: no results committed yet (written without a GPU): tests/test_bench.py allows that while set
+AWAITING_FIRST_GPU_RUN = True
+SPLIT_KEYS = ("shapes", "blocks", "sparsities", "ns")
+BASES = ["cusparse", "cublas", "csr_vector"]
+FULL = dict(shapes=[[7168, 7168], [7168, 28672]], prunings=["random"], blocks=[[1, 1], [4, 4], [8, 8]],
+            sparsities=[0.7, 0.9], ns=[8, 32], dtype="float16",
+            methods=["cublas", "cusparse", "csr_vector", _gs.GS_BEST], reps=20, warmup=3,
+            search_top=4, proxy_nnz=2_000_000, seed=0)
+QUICK = dict(shapes=[[7168, 7168]], blocks=[[1, 1], [8, 8]], sparsities=[0.9], ns=[8], reps=5)
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+
+
+def cli(p):
+    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
+    p.add_argument("--blocks", type=X.shapes, help="comma-separated block sizes, e.g. 1x1,4x4")
+    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
+    p.add_argument("--ns", type=lambda t: [int(v) for v in X.floats(t)], help="columns of B")
+
+
+def measure(cfg: dict) -> dict:
+    return dict(rows=_gs.measure_weights(cfg, NAME, blocks=[tuple(b) for b in cfg["blocks"]]))
+
+
+def table(results: dict) -> list:
+    cfg = results["config"]
+    out = []
+    for base in BASES:
+        sp = _gs.speedup(results["rows"], _gs.GS_BEST, base, ("shape", "matrix", "sparsity", "n", "block"))
+        for b in cfg["blocks"]:
+            for s in cfg["sparsities"]:
+                for n in cfg["ns"]:
+                    xs = [v for k, v in sp if k[4] == str(list(b)) and k[2] == str(s) and k[3] == str(n)]
+                    if xs:
+                        out.append(dict(base=base, block=f"({b[0]},{b[1]})", sparsity=s, n=n,
+                                        shapes=len(xs), mean=sum(xs) / len(xs), geomean=_gs.geomean(xs)))
+    return out
+
+
+def plot(results: dict, fig_path: str) -> list[str]:
+    """Mean speedup per block size, a panel per base, bars per (N, sparsity)."""
+    plt = P.pyplot()
+    cfg = results["config"]
+    t = table(results)
+    fig, axes = plt.subplots(1, len(BASES), figsize=(4.2 * len(BASES), 3.4), squeeze=False)
+    combos = [(n, s) for n in cfg["ns"] for s in cfg["sparsities"]]
+    width = 0.8 / len(combos)
+    blocks = [f"({b[0]},{b[1]})" for b in cfg["blocks"]]
+    for ax, base in zip(axes[0], BASES):
+        for j, (n, s) in enumerate(combos):
+            by = {r["block"]: r["mean"] for r in t if r["base"] == base and r["n"] == n and r["sparsity"] == s}
+            ax.bar([i + j * width for i in range(len(blocks))], [by.get(b, float("nan")) for b in blocks],
+                   width, label=f"col={n}, {100 * s:.0f} %")
+        ax.axhline(1.0, color="black", lw=1, ls="--")
+        ax.set_yscale("log", base=2)
+        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(blocks))], blocks)
+        ax.set(title=f"over {base}", xlabel="pruned block (rows, cols)", ylabel="mean speedup")
+        ax.legend(fontsize=7)
+    fig.suptitle(f"GeneralSparse, random block pruning, fp16, {P.device_name(results)} (paper: A100)",
+                 fontsize=10)
+    return P.savefig(fig, fig_path)
+
+
+def report(results: dict):
+    P.print_table(table(results), [("base", "over", ""), ("block", "pruned size", ""),
+                                   ("sparsity", "sparsity", ".2f"), ("n", "col", ""),
+                                   ("shapes", "shapes", ""), ("mean", "mean x", ".2f"),
+                                   ("geomean", "geomean x", ".2f")])
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(sys.modules[__name__]))

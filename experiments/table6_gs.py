@@ -1,0 +1,99 @@
+"""GeneralSparse paper, Table 6: the share of SuiteSparse matrices in each speedup bucket
+(> 1.8x, 1.4-1.8x, 1.0-1.4x, 0.8-1.0x, and < 0.8x, which the paper does not list) of the tuned
+GeneralSparse kernel over cuSPARSE SpMM and over our CSR SpMM (standing in for the paper's
+hand-written baselines), with the mean speedup, per N (fp32). The measurement is Fig. 15's:
+with ``from_fig15=True`` (default) the rows are taken from this device's saved ``fig15_gs``
+results when they cover the configuration, else measured.
+
+    python experiments/table6_gs.py [--quick] [--measure-anyway]
+
+Runtime on an H200: seconds with results/h200/fig15_gs.json, else as fig15_gs.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+
+import _gs  # noqa: E402
+import fig15_gs  # noqa: E402
+from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
+
+NAME = "table6_gs"
+NEEDS_GPU = True
+#: no results committed yet (written without a GPU): tests/test_bench.py allows that while set
+AWAITING_FIRST_GPU_RUN = True
+SPLIT_KEYS = fig15_gs.SPLIT_KEYS
+BASES = ["cusparse", "csr_vector"]
+BUCKETS = [(">1.8x", 1.8, float("inf")), ("1.4-1.8x", 1.4, 1.8), ("1.0-1.4x", 1.0, 1.4),
+           ("0.8-1.0x", 0.8, 1.0), ("<0.8x", 0.0, 0.8)]
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    return X.make_config(NAME, dict(fig15_gs.FULL, from_fig15=True), dict(fig15_gs.QUICK), quick,
+                         overrides)
+
+
+def cli(p):
+    fig15_gs.cli(p)
+    p.add_argument("--measure-anyway", dest="from_fig15", action="store_const", const=False,
+                   help="measure even when fig15_gs results exist")
+
+
+def measure(cfg: dict) -> dict:
+    if cfg["from_fig15"]:
+        rows, saved = _gs.saved_rows("fig15_gs")
+        if rows:
+            want = {(m, n) for m in cfg["matrices"] for n in cfg["ns"]}
+            have = {(r.get("matrix"), r.get("n")) for r in rows if r.get("method") == _gs.GS_BEST}
+            if want <= have:
+                keep = [dict(r, source="fig15_gs") for r in rows if (r.get("matrix"), r.get("n")) in want]
+                return dict(rows=keep, source=dict(experiment="fig15_gs", meta=saved["meta"]))
+    inner = {k: v for k, v in cfg.items() if k != "from_fig15"}
+    return dict(rows=_gs.measure_suitesparse(inner, NAME))
+
+
+def table(results: dict) -> list:
+    cfg = results["config"]
+    out = []
+    for base in BASES:
+        sp = _gs.speedup(results["rows"], _gs.GS_BEST, base, ("matrix", "n"))
+        for n in cfg["ns"]:
+            xs = [v for k, v in sp if k[1] == str(n)]
+            if not xs:
+                continue
+            row = dict(base=base, n=n, matrices=len(xs), mean=sum(xs) / len(xs))
+            for label, lo, hi in BUCKETS:
+                row[label] = 100.0 * sum(lo <= x < hi for x in xs) / len(xs)
+            out.append(row)
+    return out
+
+
+def plot(results: dict, fig_path: str) -> list[str]:
+    """Stacked shares of the buckets, one bar per (base, N)."""
+    plt = P.pyplot()
+    t = table(results)
+    fig, ax = plt.subplots(figsize=(1.5 + 1.1 * max(len(t), 1), 3.6))
+    bottom = [0.0] * len(t)
+    colors = ["#1a9850", "#91cf60", "#d9ef8b", "#fc8d59", "#d73027"]
+    for (label, _, _), c in zip(BUCKETS, colors):
+        vals = [r[label] for r in t]
+        ax.bar(range(len(t)), vals, bottom=bottom, color=c, label=label)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    ax.set_xticks(range(len(t)), [f"{r['base']}\nN={r['n']}\nmean {r['mean']:.2f}x" for r in t], fontsize=7)
+    ax.set(ylabel="% of matrices", title=f"GeneralSparse speedup buckets, fp32, {P.device_name(results)}")
+    ax.legend(fontsize=7, bbox_to_anchor=(1.0, 1.0), loc="upper left")
+    return P.savefig(fig, fig_path)
+
+
+def report(results: dict):
+    cols = [("base", "over", ""), ("n", "col", ""), ("matrices", "matrices", "")] + \
+        [(label, label, ".1f") for label, _, _ in BUCKETS] + [("mean", "mean x", ".2f")]
+    P.print_table(table(results), cols)
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(sys.modules[__name__]))

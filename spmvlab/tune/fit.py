@@ -1,0 +1,154 @@
+"""Fit the cost model from the exhaustive timings of ``experiments/search_gs.py`` and judge it
+on held-out matrices.
+
+    python -m spmvlab.tune.fit [results/h200/search_gs.json] [--write] [--top 4]
+
+Without ``--write`` it only prints the held-out evaluation (the model fitted on the training
+matrices, judged on the held-out ones: the config's ``holdout_every``-th matrices). With
+``--write`` it then fits on every matrix and writes ``spmvlab/tune/cost_model.json`` (the
+only writer of that file), recording the results file's device, date and git hash.
+
+The evaluation (:func:`evaluate`), per held-out (matrix, N):
+
+* ``accuracy``            1 - median |predicted / measured - 1| over its strategies
+                          (the paper's "accuracy rate is approximately 90 %");
+* ``within10``            share of its strategies predicted within 10 %;
+* ``pick_rel``            exhaustive best / time of the model's first pick (1 = the best);
+* ``top_rel``             the same for the best of the model's first ``top`` (what
+                          ``best_strategy`` keeps);
+* the search analysis     iterations and seconds (each try: its measured plan and timing
+                          seconds plus the median compile seconds of the campaign) until a
+                          strategy within 90 % of the best is timed, in the model's order;
+                          the exhaustive seconds for comparison.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from .model import MODEL_PATH, CostModel
+from .search import search_analysis
+
+__all__ = ["timing_records", "split_matrices", "evaluate", "fit_all", "main"]
+
+
+def timing_records(rows: list) -> tuple[dict, list]:
+    """(features by (matrix, n), timing records) from search_gs rows."""
+    feats = {(r["matrix"], r["n"]): r["features"] for r in rows if r.get("method") == "features"}
+    recs = []
+    for r in rows:
+        if r.get("method") != "gs" or (r["matrix"], r["n"]) not in feats:
+            continue
+        ok = r.get("check_passed") is not False and r.get("us") is not None
+        recs.append(dict(matrix=r["matrix"], n=r["n"], key=r["key"], family=r["family"],
+                         features=feats[(r["matrix"], r["n"])],
+                         time_us=float(r["us"]) if ok else float("inf"),
+                         cost_s=float(r.get("build_s", 0.0)) + float(r.get("time_s", 0.0))
+                         + (0.0 if r.get("first") else float(r.get("check_s") or 0.0)),
+                         check_s=r.get("check_s"), first=r.get("first")))
+    return feats, recs
+
+
+def split_matrices(matrices: list, every: int) -> tuple[list, list]:
+    """(training, held-out): every ``every``-th matrix (the last of each group) held out."""
+    held = [m for i, m in enumerate(matrices) if every and i % every == every - 1]
+    return [m for m in matrices if m not in held], held
+
+
+def _compile_s(recs) -> float:
+    """Median check seconds of a kernel's first use minus that of later uses: the compile."""
+    first = [r["check_s"] for r in recs if r.get("first") and r.get("check_s") is not None]
+    later = [r["check_s"] for r in recs if r.get("first") is False and r.get("check_s") is not None]
+    if not first:
+        return 0.0
+    return max(0.0, float(np.median(first)) - (float(np.median(later)) if later else 0.0))
+
+
+def evaluate(results: dict, top: int = 4) -> dict:
+    """Fit on the training matrices, judge on the held-out ones (see the module docstring)."""
+    cfg = results["config"]
+    _, recs = timing_records(results["rows"])
+    mats = [m for m in cfg["matrices"] if any(r["matrix"] == m for r in recs)]
+    train, held = split_matrices(mats, cfg.get("holdout_every", 4))
+    model = CostModel.fit([r for r in recs if r["matrix"] in train])
+    per_compile = _compile_s(recs)
+    out = []
+    for m in held:
+        for n in sorted({r["n"] for r in recs if r["matrix"] == m}):
+            rs = [r for r in recs if r["matrix"] == m and r["n"] == n]
+            fin = [r for r in rs if np.isfinite(r["time_us"])]
+            if not fin:
+                continue
+            pred = {r["key"]: model.predict_us(r["features"], (r["key"], r["family"])) for r in rs}
+            rel = [abs(pred[r["key"]] / r["time_us"] - 1) for r in fin if np.isfinite(pred[r["key"]])]
+            order = sorted(rs, key=lambda r: (not np.isfinite(pred[r["key"]]), pred[r["key"]]
+                                              if np.isfinite(pred[r["key"]]) else 0.0))
+            keys = [r["key"] for r in order]
+            times = {r["key"]: r["time_us"] for r in rs}
+            costs = {r["key"]: r["cost_s"] + per_compile for r in rs}
+            a = search_analysis(times, keys, costs)
+            best = a["best_us"]
+            top_best = min(times[k] for k in keys[:top])
+            out.append(dict(matrix=m, n=n, strategies=len(rs),
+                            accuracy=1 - float(np.median(rel)) if rel else None,
+                            within10=float(np.mean(np.array(rel) <= 0.1)) if rel else None,
+                            pick_rel=a["first_pick_rel"], top_rel=best / top_best if np.isfinite(top_best) else 0.0,
+                            pick_within_10pct=a["first_within_10pct"],
+                            top_within_10pct=bool(top_best <= 1.1 * best),
+                            iterations_to_90=a["iterations_to_target"], seconds_to_90=a["seconds_to_target"],
+                            exhaustive_s=a["exhaustive_seconds"], best_us=best))
+    summary = {}
+    if out:
+        def share(k):
+            return float(np.mean([bool(r[k]) for r in out]))
+        acc = [r["accuracy"] for r in out if r["accuracy"] is not None]
+        its = [r["iterations_to_90"] for r in out if r["iterations_to_90"] is not None]
+        secs = [r["seconds_to_90"] for r in out if r["seconds_to_90"] is not None]
+        summary = dict(train_matrices=len(train), held_out_matrices=len(held), cases=len(out),
+                       median_accuracy=float(np.median(acc)) if acc else None,
+                       pick_within_10pct=share("pick_within_10pct"),
+                       top_within_10pct=share("top_within_10pct"),
+                       median_iterations_to_90=float(np.median(its)) if its else None,
+                       median_seconds_to_90=float(np.median(secs)) if secs else None,
+                       median_exhaustive_s=float(np.median([r["exhaustive_s"] for r in out])),
+                       compile_s_per_kernel=per_compile, top=top)
+    return dict(cases=out, summary=summary)
+
+
+def fit_all(results: dict) -> CostModel:
+    """The model fitted on every matrix of the results (what ``--write`` saves)."""
+    _, recs = timing_records(results["rows"])
+    meta = results.get("meta") or {}
+    return CostModel.fit(recs, meta=dict(
+        source="experiments/search_gs.py", device=(meta.get("device") or {}).get("name"),
+        date_utc=meta.get("date_utc"), git_hash=meta.get("git_hash"),
+        matrices=len({r["matrix"] for r in recs}), timings=len(recs)))
+
+
+def main(argv=None) -> int:
+    from .. import experiment as X
+    p = argparse.ArgumentParser(prog="python -m spmvlab.tune.fit", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", nargs="?", default=None, help="search_gs results (default: the h200 ones)")
+    p.add_argument("--write", action="store_true", help=f"write {MODEL_PATH}")
+    p.add_argument("--top", type=int, default=4, help="candidates best_strategy times")
+    a = p.parse_args(argv)
+    res = X.load_results(a.results) if a.results else X.load_results("search_gs", "h200")
+    ev = evaluate(res, a.top)
+    for k, v in ev["summary"].items():
+        print(f"{k:>26}: {v}")
+    if a.write:
+        dev = ((res.get("meta") or {}).get("device") or {}).get("name") or ""
+        if "H200" not in dev:
+            print(f"refusing to write the model from results of {dev or 'no GPU'} (H200 timings only)",
+                  file=sys.stderr)
+            return 1
+        path = fit_all(res).save(MODEL_PATH)
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

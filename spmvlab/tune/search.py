@@ -1,0 +1,273 @@
+"""GeneralSparse's search (paper Sec. 3.4 and 4.6): rank the strategies of a matrix with the
+cost model, time the first few, keep the fastest.
+
+``best_strategy(A, N, dtype)``
+    With a fitted model (:func:`~.model.load_model`): the candidates
+    (:func:`candidates`: ``strategies(A, N)`` that the code generator supports) ranked by
+    predicted time, the first ``top`` timed on the GPU. Without one: the
+    :func:`default_shortlist` timed in full. Large matrices are searched on a *proxy*
+    (:func:`proxy`: evenly spaced runs of 256 consecutive rows, every column, at most
+    ``max_nnz`` nonzeros): the candidates are listed and timed there, and only the winner is
+    planned for the whole matrix. Returns a :class:`SearchResult`.
+
+``search_analysis(times, order, costs)``
+    Given the exhaustive timings of one (matrix, N), the order the model would time them in
+    and what each try cost, the iterations and seconds until a strategy within 90 % of the
+    exhaustive best has been timed (the paper's Sec. 4.6 reports 30-50 iterations and 10-30 s
+    against ~15 minutes exhaustive).
+
+The shortlist (no model yet) has six strategies, the same for every matrix, written for N
+columns with ``thread_cols = min(8, max(1, N' // 8))`` (N' = N rounded up to a power of two)
+so that a thread-group has ``min(N', 8)`` lanes for every N >= 8 and one plan serves all
+N >= 8 (:func:`sparse_signature`):
+
+1. ``row/warp``   a block of one warp per row, the row cut among the warp's thread-groups
+                  (THREAD_TOTAL + WARP_TOTAL; CSR-vector);
+2. ``row/wg x4``  four warps per block, one row per warp (THREAD_TOTAL + WARP_TOTAL);
+3. ``row/tg``     one row per thread-group, a block of 4 warps (THREAD_TOTAL; CSR-scalar);
+4. ``nnz/tg``     nonzero-balanced: blocks of 4 nonzeros per thread-group, rows cut anywhere
+                  (THREAD_BITMAP + WARP_SEGMENT, block ends added atomically);
+5-6.              1 and 4 with one column per thread (a thread-group of min(N', 32) lanes).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+import zlib
+
+import numpy as np
+import scipy.sparse as sp
+
+import reference.generalsparse as GS
+from reference._common import OptionError, canonical_csr, problem, resolve_dtype
+
+from .features import features
+from .model import CostModel, load_model, strategy_key
+
+__all__ = ["SHORTLIST_NAMES", "default_shortlist", "supported", "sparse_signature", "proxy",
+           "candidates", "SearchResult", "best_strategy", "search_analysis", "plan_cached",
+           "gpu_timer"]
+
+SHORTLIST_NAMES = ("row/warp", "row/wg x4", "row/tg", "nnz/tg", "row/warp tc1", "nnz/tg tc1")
+_BLOCK_ALGS = (GS.BLOCK_TOTAL, GS.BLOCK_BITMAP, GS.BLOCK_SEGMENT)
+
+
+def _pow2(n: int) -> int:
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+def _dense(N: int, thread_cols: int | None = None) -> dict:
+    top = _pow2(N)
+    tc = min(8, max(1, top // 8)) if thread_cols is None else thread_cols
+    tc = min(tc, top)
+    w = min(top, GS.WARP * tc)
+    return dict(thread_cols=tc, warp_cols=w, block_cols=w)
+
+
+def default_shortlist(N: int) -> list:
+    """The six strategies of the module docstring, in that order (valid for every matrix)."""
+    S, M = GS.Division("single", False), GS.Division("multi", False)
+    SS, MS = GS.Division("single", True), GS.Division("multi", True)
+    out = []
+    for name in SHORTLIST_NAMES:
+        dense = _dense(N, 1 if name.endswith("tc1") else None)
+        t = GS.WARP // (dense["warp_cols"] // dense["thread_cols"])      # thread-groups per warp
+        if name.startswith("row/warp"):
+            s = GS.Strategy(block=S, warp=S, thread=SS if t > 1 else S, block_size=1,
+                            warps_per_block=1, **dense)
+        elif name == "row/wg x4":
+            s = GS.Strategy(block=M, warp=S, thread=SS if t > 1 else S, block_size=4,
+                            warps_per_block=4, **dense)
+        elif name == "row/tg":
+            s = GS.Strategy(block=M if 4 * t >= 2 else S, warp=M if t > 1 else S, thread=S,
+                            block_size=4 * t if 4 * t >= 2 else 1, warps_per_block=4, **dense)
+        else:   # nnz/tg
+            s = GS.Strategy(block=MS, warp=M, thread=MS if t > 1 else M, block_size=4 * t,
+                            warps_per_block=1, **dense)
+        if s not in out:        # small N: the tc1 variants are the first ones
+            out.append(s)
+    return out
+
+
+def supported(s: GS.Strategy) -> bool:
+    """The code generator builds this strategy (no block reduction over several warp-groups)."""
+    red = GS.select_reduction(s, 2)
+    return not (red.block in _BLOCK_ALGS and s.groups_per_block > 1)
+
+
+def sparse_signature(s: GS.Strategy) -> GS.Strategy:
+    """The strategy with what ``plan`` does not depend on (columns per thread, warp and
+    block) set to canonical values: equal signatures give the same plan arrays."""
+    return dataclasses.replace(s, thread_cols=1, warp_cols=s.group_lanes,
+                               block_cols=s.group_lanes * s.group_warps)
+
+
+def proxy(A, max_nnz: int = 2_000_000, run: int = 256) -> sp.csr_matrix:
+    """A row sample of A with at most ``max_nnz`` nonzeros: evenly spaced runs of ``run``
+    consecutive rows (every column), A itself when it is small enough."""
+    A = A.tocsr() if sp.issparse(A) else sp.csr_matrix(A)
+    if A.nnz <= max_nnz:
+        return A
+    m = A.shape[0]
+    keep_rows = max(run, int(m * max_nnz / max(A.nnz, 1)))
+    runs = max(1, keep_rows // run)
+    starts = np.linspace(0, max(m - run, 0), runs).astype(np.int64)
+    rows = np.unique((starts[:, None] + np.arange(run)[None, :]).ravel())
+    return A[rows[rows < m]]
+
+
+def candidates(A, N: int, dtype=None, lossy: bool = True) -> list:
+    """``strategies(A, N)`` that the generator supports (A small: use :func:`proxy` first)."""
+    return [s for s in GS.strategies(A, N, dtype=dtype, lossy=lossy) if supported(s)]
+
+
+# --------------------------------------------------------------------------------------
+# plans, reused across N
+# --------------------------------------------------------------------------------------
+
+_PLANS: dict = {}
+_PLAN_SLOTS = 2
+
+
+def _fingerprint(A: sp.csr_matrix, dtype) -> tuple:
+    def crc(a):
+        return zlib.crc32(np.ascontiguousarray(a).view(np.uint8))
+    return (A.shape, np.dtype(dtype).name, A.nnz, crc(A.indptr), crc(A.indices), crc(A.data))
+
+
+def plan_cached(A, s: GS.Strategy, dtype, lossy: bool = True) -> GS.Plan:
+    """``plan(A, s)``, reusing the last plans made for the same matrix (by content) and the
+    same :func:`sparse_signature` (the arrays are shared, only the strategy differs)."""
+    dt = resolve_dtype(A, dtype)
+    csr = canonical_csr(A, dt, lossy)
+    key = (_fingerprint(csr, dt), sparse_signature(s))
+    held = _PLANS.get(key)
+    if held is None:
+        held = GS.plan(csr, s, dtype=dt, lossy=lossy)
+        while len(_PLANS) >= _PLAN_SLOTS:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = held
+    return held if held.strategy == s else dataclasses.replace(held, strategy=s)
+
+
+# --------------------------------------------------------------------------------------
+# the search
+# --------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class SearchResult:
+    """What :func:`best_strategy` found: ``strategy`` the fastest timed; ``timed`` one dict
+    per try (label, key, us, seconds, predicted_us, rank); ``source`` "model" or
+    "shortlist"; ``seconds`` the whole search; ``proxy_rows``/``proxy_nnz`` the matrix timed
+    (A itself when small)."""
+
+    strategy: GS.Strategy
+    timed: list
+    source: str
+    seconds: float
+    n_candidates: int
+    proxy_rows: int
+    proxy_nnz: int
+
+    def summary(self) -> dict:
+        return dict(search_source=self.source, search_tried=len(self.timed),
+                    search_candidates=self.n_candidates, search_s=round(self.seconds, 3),
+                    search_proxy_rows=self.proxy_rows, search_proxy_nnz=self.proxy_nnz,
+                    strategy=self.strategy.label, strategy_key=strategy_key(self.strategy))
+
+
+def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = True):
+    """A timer for :func:`best_strategy`: ``timer(A, strategy, N, dtype) -> microseconds``
+    (median, cold L2) of the generated kernel through the ``GeneralSparse`` method (its
+    GPU check must pass, else the strategy counts as infinitely slow)."""
+    cache = {}
+
+    def timer(A, s, N, dtype):
+        from ..methods.base import Problem
+        from ..methods.generalsparse import GeneralSparse
+        key = (id(A), int(N), np.dtype(dtype).name)
+        p = cache.get(key)
+        if p is None:
+            cache.clear()
+            p = cache[key] = Problem.make(A, dtype, k=int(N), seed=1, lossy=True)
+        m = GeneralSparse(p, strategy=s, optimize=optimize)
+        if not m.check().passed:
+            return float("inf")
+        return m.time(reps=reps, warmup=warmup, cold=True).median_us
+
+    return timer
+
+
+def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
+                  timer=None, max_nnz: int = 2_000_000, where=None) -> SearchResult:
+    """The fastest of the model's ``top`` candidates (or of the default shortlist when
+    ``model`` is None or no model has been fitted), timed by ``timer`` (default
+    :func:`gpu_timer`) on :func:`proxy` ``(A, max_nnz)``. ``where``: a predicate on
+    strategies, only those it accepts are considered (e.g. an ablation's sub-space;
+    without a model: the accepted candidates, ``top`` of them evenly spaced in the
+    listing order of ``strategies``)."""
+    t0 = time.perf_counter()
+    if model == "default":
+        model = load_model()
+    if model is not None and not isinstance(model, CostModel):
+        raise OptionError(problem("model", "'default', None or a CostModel", type(model).__name__))
+    if top < 1:
+        raise OptionError(problem("top", "at least 1", top))
+    timer = timer or gpu_timer()
+    dt = resolve_dtype(A, dtype)
+    P = proxy(canonical_csr(A, dt, True), max_nnz)
+    if model is None and where is None:
+        ranked, source, predicted = default_shortlist(N), "shortlist", {}
+        n_cand = len(ranked)
+    elif model is None:
+        cands = [s for s in candidates(P, N, dtype=dt) if where(s)]
+        pick = np.unique(np.linspace(0, len(cands) - 1, min(top, len(cands))).astype(int)) if cands else []
+        ranked, source, predicted, n_cand = [cands[i] for i in pick], "listing", {}, len(cands)
+    else:
+        cands = [s for s in candidates(P, N, dtype=dt) if where is None or where(s)]
+        feats = features(P, N, dt)      # the matrix timed, as in training
+        predicted = {s: model.predict_us(feats, s) for s in cands}
+        ranked, source, n_cand = model.rank(feats, cands)[:top], "model", len(cands)
+    timed = []
+    for i, s in enumerate(ranked):
+        t1 = time.perf_counter()
+        try:
+            us = float(timer(P, s, N, dt))
+        except OptionError:        # the strategy does not fit this matrix
+            us = float("inf")
+        timed.append(dict(label=s.label, key=strategy_key(s), us=us,
+                          seconds=time.perf_counter() - t1, predicted_us=predicted.get(s), rank=i))
+    finite = [i for i, r in enumerate(timed) if np.isfinite(r["us"])]
+    if not finite:
+        raise OptionError(problem("best_strategy", "at least one strategy that runs",
+                                  "none of " + ", ".join(r["label"] for r in timed)))
+    best = min(finite, key=lambda i: timed[i]["us"])
+    return SearchResult(strategy=ranked[best], timed=timed, source=source,
+                        seconds=time.perf_counter() - t0, n_candidates=n_cand,
+                        proxy_rows=int(P.shape[0]), proxy_nnz=int(P.nnz))
+
+
+def search_analysis(times: dict, order: list, costs: dict | None = None,
+                    fraction: float = 0.9) -> dict:
+    """``times`` {key: us} of an exhaustive run, ``order`` the keys in the order a search
+    times them, ``costs`` {key: seconds one try took} (default 0). Returns the exhaustive
+    best, the iterations and seconds until a strategy with ``best / us >= fraction`` has
+    been timed (None if never), the exhaustive seconds, and how close the first pick is."""
+    finite = {k: float(v) for k, v in times.items() if v is not None and np.isfinite(v) and v > 0}
+    if not finite:
+        raise OptionError(problem("times", "at least one finite timing", "none"))
+    costs = costs or {}
+    best = min(finite.values())
+    spent, hit, hit_s = 0.0, None, None
+    for i, k in enumerate(order, 1):
+        spent += float(costs.get(k, 0.0))
+        if k in finite and best / finite[k] >= fraction:
+            hit, hit_s = i, spent
+            break
+    first = finite.get(order[0]) if order else None
+    return dict(best_us=best, n_strategies=len(finite), iterations_to_target=hit,
+                seconds_to_target=hit_s,
+                exhaustive_seconds=float(sum(costs.get(k, 0.0) for k in times)),
+                first_pick_us=first, first_pick_rel=(best / first) if first else None,
+                first_within_10pct=bool(first is not None and first <= 1.1 * best))

@@ -1,0 +1,159 @@
+"""The GeneralSparse experiments without a GPU: pruning helpers, the search campaign's loop
+(timing faked, kernels checked on the simulator), the cost model's held-out evaluation on
+fabricated timings with a known law, and every table/plot on fabricated rows."""
+import os
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from spmvlab import experiment as X
+from spmvlab import tune
+
+_gs = X.load_experiment("_gs")
+
+
+def test_prune_blocks_zeroes_whole_blocks():
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((16, 24)).astype(np.float32) + 10.0
+    for method in ("magnitude", "random"):
+        out = _gs.prune_blocks(W, 0.5, method, (4, 4), seed=1)
+        blocks = (out.reshape(4, 4, 6, 4) != 0).sum(axis=(1, 3))
+        assert set(np.unique(blocks)) == {0, 16} and (blocks == 0).sum() == 12
+    mag = _gs.prune_blocks(W, 0.5, "magnitude", (4, 4))
+    norms = np.sqrt((W.reshape(4, 4, 6, 4) ** 2).sum(axis=(1, 3)))
+    kept = (mag.reshape(4, 4, 6, 4) != 0).any(axis=(1, 3))
+    assert norms[kept].min() >= norms[~kept].max()
+    from spmvlab import datasets
+    assert np.array_equal(_gs.prune_blocks(W, 0.7, "random", seed=3),
+                          datasets.prune(W, 0.7, "random", per_row=False, seed=3))
+    A = _gs.to_csr16(mag)
+    assert A.nnz == np.count_nonzero(mag) and A.dtype == np.float32
+
+
+def _fake_timing(us):
+    from spmvlab.bench import Timing
+    return Timing.from_samples([us, us, us], cold=True)
+
+
+def test_search_campaign_loop(monkeypatch):
+    exp = X.load_experiment("search_gs")
+    A = sp.random(24, 20, density=0.3, format="csr", random_state=np.random.default_rng(1))
+    monkeypatch.setattr(exp, "load", lambda spec: (A, "float32"))
+    from spmvlab.methods.generalsparse import GeneralSparse
+    monkeypatch.setattr(GeneralSparse, "time", lambda self, **kw: _fake_timing(float(self.format_bytes)))
+    cfg = exp.config(quick=True, matrices=["ss:a", "ss:b"], ns=[3], max_strategies=3)
+    rows = exp.measure(cfg)["rows"]
+    feats = [r for r in rows if r["method"] == "features"]
+    gs = [r for r in rows if r["method"] == "gs"]
+    assert len(feats) == 2 and len(gs) == 6 and all(r["check_passed"] for r in gs)
+    assert [r["first"] for r in gs] == [True] * 3 + [False] * 3       # kernels reused across matrices
+    assert feats[0]["features"]["N"] == 3 and feats[0]["candidates"] == 3
+
+
+def _fabricated_search(n_mat=8, seed=0):
+    """search_gs-like results where time = exp(design(features) @ c_key) exactly."""
+    rng = np.random.default_rng(seed)
+    strategies = tune.default_shortlist(32)
+    laws = {tune.strategy_key(s): rng.normal(0, 0.3, len(tune.DESIGN_NAMES)) for s in strategies}
+    rows, mats = [], []
+    for i in range(n_mat):
+        A = sp.random(40 + 10 * i, 30 + 5 * i, density=0.05 + 0.04 * i, format="csr", random_state=rng)
+        spec = f"ss:m{i}"
+        mats.append(spec)
+        f = tune.features(A, 32)
+        rows.append(dict(method="features", matrix=spec, n=32, features=f))
+        for s in strategies:
+            k = tune.strategy_key(s)
+            us = float(np.exp(tune.design(f) @ laws[k]))
+            rows.append(dict(method="gs", matrix=spec, n=32, key=k, family=tune.strategy_family(s), us=us,
+                             check_passed=True, build_s=0.1, check_s=0.5 if i == 0 else 0.01,
+                             time_s=0.02, first=i == 0))
+    return {"meta": {"date_utc": "2026-01-01T00:00:00+00:00", "device": {"name": "Fake GPU"}},
+            "config": dict(matrices=mats, ns=[32], holdout_every=4), "rows": rows}
+
+
+def test_evaluate_recovers_a_known_law(capsys, tmp_path):
+    from spmvlab.tune import fit
+    res = _fabricated_search()
+    ev = fit.evaluate(res)
+    s = ev["summary"]
+    assert s["held_out_matrices"] == 2 and s["train_matrices"] == 6 and s["cases"] == 2
+    assert s["median_accuracy"] > 0.97 and s["pick_within_10pct"] == 1.0
+    assert s["median_iterations_to_90"] == 1 and s["compile_s_per_kernel"] == pytest.approx(0.49)
+    model = fit.fit_all(res)
+    assert model.meta["timings"] == 8 * len(tune.default_shortlist(32))
+    exp = X.load_experiment("search_gs")
+    out = exp.plot(res, str(tmp_path / "s.png"))
+    assert all(os.path.getsize(p) > 1000 for p in out)
+    exp.report(res)
+    assert "median_accuracy" in capsys.readouterr().out
+    path = str(tmp_path / "r.json")
+    X.save_results(path, res["rows"], res["config"], meta=res["meta"])
+    assert fit.main([path]) == 0
+    assert fit.main([path, "--write"]) == 1          # not H200 timings: refused
+
+
+def _weights_rows():
+    rows = []
+    rng = np.random.default_rng(2)
+    for shape in ([64, 128], [128, 64]):
+        for pr in ("magnitude", "random"):
+            for s in (0.7, 0.9):
+                for b in ([1, 1], [4, 4]):
+                    for n in (8, 32):
+                        for m in ("cublas", "cusparse", "macko", "csr_vector", _gs.GS_BEST, "generalsparse"):
+                            us = float(rng.uniform(5, 50))
+                            rows.append(_gs.add_tflops(dict(
+                                method=m, shape=shape, pruning=pr, sparsity=s, block=b, n=n, k=n,
+                                nnz=int(shape[0] * shape[1] * (1 - s)), median_us=us, check_passed=True,
+                                matrix=pr if b == [1, 1] else f"{pr}4x4", strategy="x")))
+    return rows
+
+
+@pytest.mark.parametrize("name", ["fig14_gs", "table4_gs", "table5_gs", "fig4_gs"])
+def test_weight_experiments_plot_and_report(name, tmp_path, capsys):
+    exp = X.load_experiment(name)
+    cfg = exp.config(shapes=[[64, 128], [128, 64]])
+    if "blocks" in cfg:
+        cfg["blocks"] = [[1, 1], [4, 4]]
+    res = {"meta": {"date_utc": "2026-01-01", "device": {"name": "Fake GPU"}}, "config": cfg,
+           "rows": _weights_rows()}
+    out = exp.plot(res, str(tmp_path / f"{name}.png"))
+    assert [os.path.basename(p) for p in out] == [f"{name}.png", f"{name}.pdf"]
+    exp.report(res)
+    assert capsys.readouterr().out
+    if hasattr(exp, "table"):
+        t = exp.table(res)
+        assert t and all(r["mean"] > 0 for r in t)
+
+
+def test_suitesparse_experiments_plot_and_tables(tmp_path):
+    rows = []
+    for i, mat in enumerate(["a", "b", "c", "d"]):
+        for n in (8, 32, 64):
+            for m, us in (("cusparse", 20.0), ("csr_vector", 10.0), (_gs.GS_BEST, 10.0 / (0.7 + 0.5 * i))):
+                rows.append(_gs.add_tflops(dict(method=m, matrix=mat, n=n, k=n, nnz=1000 * (i + 1),
+                                                median_us=us, check_passed=True)))
+    for name in ("fig15_gs", "table6_gs"):
+        exp = X.load_experiment(name)
+        res = {"meta": {"date_utc": "2026-01-01", "device": {"name": "Fake GPU"}},
+               "config": exp.config(matrices=["a", "b", "c", "d"]), "rows": rows}
+        assert len(exp.plot(res, str(tmp_path / f"{name}.png"))) == 2
+    t = X.load_experiment("table6_gs").table(res)
+    over_csr = [r for r in t if r["base"] == "csr_vector" and r["n"] == 8][0]
+    # speedups over csr_vector: 0.7, 1.2, 1.7, 2.2 -> one per bucket from <0.8 up
+    assert over_csr["<0.8x"] == 25.0 and over_csr["1.0-1.4x"] == 25.0 and over_csr[">1.8x"] == 25.0
+    assert sum(over_csr[b] for b, _, _ in X.load_experiment("table6_gs").BUCKETS) == 100.0
+
+
+def test_fig18_variants_and_plot(tmp_path):
+    exp = X.load_experiment("fig18_gs")
+    import reference.generalsparse as GS
+    base = exp.base_strategy()
+    assert GS.select_reduction(base, 2).algorithms == ("THREAD_TOTAL",) and tune.supported(base)
+    assert exp.thread_only(base) and not exp.thread_only(tune.default_shortlist(32)[0])
+    rows = [dict(method=v, matrix=m, n=n, median_us=10.0 / (1 + j), check_passed=True)
+            for j, v in enumerate(exp.VARIANTS) for m in ("x", "y") for n in (8, 32)]
+    res = {"meta": {"date_utc": "2026-01-01", "device": {"name": "Fake GPU"}}, "config": exp.config(), "rows": rows}
+    assert len(exp.plot(res, str(tmp_path / "f.png"))) == 2

@@ -1,0 +1,189 @@
+"""spmvlab.tune: features, the per-strategy linear regression (fit on synthetic features with a
+known law, recovered), ranking, JSON round trip, the search's choice logic and analysis,
+plan reuse; the GeneralSparse method on the simulator."""
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import reference.generalsparse as GS
+from reference._common import OptionError
+from spmvlab import tune
+from spmvlab.tune import features as F
+
+
+def test_features_by_hand():
+    A = sp.csr_matrix(np.array([[1, 0, 2, 0, 0, 0, 0, 0],
+                                [1, 0, 2, 0, 0, 0, 0, 0],
+                                [0, 0, 0, 0, 0, 0, 0, 0],
+                                [0, 0, 0, 0, 0, 0, 0, 3]], dtype=np.float32))
+    f = tune.features(A, 8)
+    assert list(f) == list(tune.FEATURE_NAMES)
+    assert (f["rows"], f["cols"], f["nnz"], f["N"], f["value_bytes"]) == (4, 8, 5, 8, 4)
+    assert tune.features(A, 8, "float16")["value_bytes"] == 2
+    assert f["density"] == pytest.approx(5 / 32)
+    lengths = np.array([2, 2, 0, 1])
+    assert f["row_mean"] == pytest.approx(lengths.mean()) and f["row_var"] == pytest.approx(lengths.var())
+    assert f["row_max"] == 2 and f["empty_rows"] == 0.25
+    assert f["row_cv"] == pytest.approx(lengths.std() / lengths.mean())
+    assert f["gap16"] == 1.0                        # the two in-row gaps are 2 and 2
+    assert f["row_overlap"] == pytest.approx(2 / 5)  # row 1's two entries sit under row 0's
+    assert f["block4_fill"] == pytest.approx(5 / 32)  # two non-empty 4x4 tiles
+    d = tune.design(f)
+    assert d.shape == (len(tune.DESIGN_NAMES),) and d[0] == 1.0
+    with pytest.raises(Exception):
+        tune.features(A, 0)
+
+
+def _synthetic_records(rng, laws, n=40):
+    recs, feats = [], []
+    for _ in range(n):
+        f = dict(rows=rng.integers(100, 100000), cols=rng.integers(100, 100000), nnz=0,
+                 density=rng.uniform(0, 1), row_mean=rng.uniform(1, 500), row_var=rng.uniform(0, 1e4),
+                 row_max=rng.uniform(1, 5000), row_cv=rng.uniform(0, 3), empty_rows=rng.uniform(0, .5),
+                 gap16=rng.uniform(0, 1), row_overlap=rng.uniform(0, 1), block4_fill=rng.uniform(0, 1),
+                 N=int(rng.choice([8, 32, 64])), value_bytes=int(rng.choice([2, 4])))
+        f["nnz"] = f["rows"] * f["row_mean"]
+        feats.append(f)
+        for s, c in laws.items():
+            recs.append(dict(features=f, strategy=s, time_us=float(np.exp(tune.design(f) @ c))))
+    return recs, feats
+
+
+def test_fit_recovers_a_known_linear_law():
+    rng = np.random.default_rng(3)
+    s1, s2 = tune.default_shortlist(32)[:2]
+    p = len(tune.DESIGN_NAMES)
+    laws = {s1: rng.normal(0, 0.3, p), s2: rng.normal(0, 0.3, p)}
+    recs, feats = _synthetic_records(rng, laws)
+    m = tune.CostModel.fit(recs, ridge=1e-10)
+    for s, c in laws.items():
+        assert np.allclose(m.coefficients(s), c, atol=1e-5)
+    f = feats[0]
+    for s, c in laws.items():
+        assert m.predict_us(f, s) == pytest.approx(np.exp(tune.design(f) @ c), rel=1e-6)
+    ranked = m.rank(f, [s1, s2])
+    assert ranked[0] == min((s1, s2), key=lambda s: tune.design(f) @ laws[s])
+    # noise: still close
+    noisy = [dict(r, time_us=r["time_us"] * np.exp(rng.normal(0, 0.01))) for r in recs]
+    m2 = tune.CostModel.fit(noisy, ridge=1e-6)
+    assert np.max(np.abs(m2.coefficients(s1) - laws[s1])) < 0.2
+
+
+def test_unknown_key_falls_back_to_family_or_nan():
+    rng = np.random.default_rng(4)
+    s = tune.default_shortlist(32)[0]
+    other = dataclasses.replace(s, sort_rows=True)          # same family, another key
+    assert tune.strategy_key(other) != tune.strategy_key(s)
+    assert tune.strategy_family(other) == tune.strategy_family(s)
+    c = rng.normal(0, 0.2, len(tune.DESIGN_NAMES))
+    recs, feats = _synthetic_records(rng, {s: c}, n=30)
+    recs.append(dict(features=feats[0], strategy=other, time_us=5.0))   # one point only
+    m = tune.CostModel.fit(recs, min_samples=4)
+    assert tune.strategy_key(other) not in m.coef and np.isfinite(m.predict_us(feats[1], other))
+    far = tune.default_shortlist(32)[3]
+    assert np.isnan(m.predict_us(feats[1], far))
+    assert m.rank(feats[1], [far, s])[-1] == far            # unpredictable ones last
+
+
+def test_model_json_round_trip(tmp_path):
+    rng = np.random.default_rng(5)
+    s = tune.default_shortlist(8)[0]
+    recs, feats = _synthetic_records(rng, {s: rng.normal(0, .2, len(tune.DESIGN_NAMES))}, n=10)
+    m = tune.CostModel.fit(recs, meta={"device": "test"})
+    path = m.save(str(tmp_path / "m.json"))
+    back = tune.load_model(path)
+    assert back.predict_us(feats[2], s) == pytest.approx(m.predict_us(feats[2], s))
+    assert back.meta == {"device": "test"}
+    d = json.load(open(path))
+    d["version"] = 99
+    json.dump(d, open(path, "w"))
+    with pytest.raises(OptionError, match="version"):
+        tune.load_model(path)
+    assert tune.load_model(str(tmp_path / "none.json")) is None
+
+
+def test_strategy_dict_round_trip_and_shortlist_valid():
+    A = sp.random(50, 40, density=0.2, format="csr", random_state=np.random.default_rng(0))
+    A = A.tolil()
+    A[5, :] = 0
+    for N in (1, 3, 8, 32, 64):
+        short = tune.default_shortlist(N)
+        assert len(set(short)) == len(short) and len(short) >= 4 - (N < 8)
+        for s in short:
+            assert tune.strategy_from_dict(tune.strategy_to_dict(s)) == s
+            assert tune.supported(s)
+            GS.plan(A.tocsr(), s, dtype="float32")               # valid for any matrix
+
+
+def test_best_strategy_times_the_model_top_or_the_shortlist():
+    A = sp.random(60, 50, density=0.3, format="csr", random_state=np.random.default_rng(1))
+    calls = []
+
+    def timer(P, s, N, dt):
+        calls.append(s)
+        return 10.0 if len(calls) == 2 else 20.0          # the second tried is fastest
+
+    r = tune.best_strategy(A, 8, "float32", model=None, timer=timer)
+    assert r.source == "shortlist" and calls == tune.default_shortlist(8)
+    assert r.strategy == calls[1] and [t["rank"] for t in r.timed] == list(range(len(calls)))
+    # a model fitted on one matrix where candidate i took 1 + i us: it ranks them in order
+    cands = tune.candidates(A, 8, dtype="float32")
+    feats = tune.features(A, 8)
+    recs = [dict(features=feats, strategy=s, time_us=1.0 + i) for i, s in enumerate(cands)]
+    m = tune.CostModel.fit(recs, min_samples=1)
+    calls.clear()
+    r = tune.best_strategy(A, 8, "float32", model=m, top=2, timer=timer)
+    assert r.source == "model" and len(calls) == 2 and r.n_candidates == len(cands)
+    assert calls == m.rank(feats, cands)[:2] == cands[:2] and r.strategy == cands[1]
+    with pytest.raises(OptionError):
+        tune.best_strategy(A, 8, "float32", model=None, timer=lambda *a: float("inf"))
+
+
+def test_proxy_keeps_columns_and_bounds_nnz():
+    A = sp.random(5000, 300, density=0.05, format="csr", random_state=np.random.default_rng(2))
+    P = tune.proxy(A, max_nnz=10000, run=64)
+    assert P.shape[1] == 300 and P.nnz <= 12000 and P.shape[0] < 5000
+    assert tune.proxy(A, max_nnz=10 ** 9) is not None and tune.proxy(A, 10 ** 9).shape == A.shape
+
+
+def test_search_analysis():
+    times = {"a": 10.0, "b": 20.0, "c": 10.5, "d": float("inf")}
+    r = tune.search_analysis(times, ["b", "d", "c", "a"], {"a": 1.0, "b": 2.0, "c": 3.0, "d": 4.0})
+    assert r["best_us"] == 10.0 and r["iterations_to_target"] == 3 and r["seconds_to_target"] == 9.0
+    assert r["exhaustive_seconds"] == 10.0 and r["first_pick_us"] == 20.0
+    assert not r["first_within_10pct"] and r["first_pick_rel"] == 0.5
+    r = tune.search_analysis(times, ["c"])
+    assert r["iterations_to_target"] == 1 and r["first_within_10pct"]
+    assert tune.search_analysis(times, ["b"])["iterations_to_target"] is None
+
+
+def test_plan_cached_shares_arrays_across_column_widths():
+    A = sp.random(40, 30, density=0.3, format="csr", random_state=np.random.default_rng(6))
+    s32, s64 = tune.default_shortlist(32)[0], tune.default_shortlist(64)[0]
+    assert s32 != s64 and tune.sparse_signature(s32) == tune.sparse_signature(s64)
+    p1 = tune.plan_cached(A, s32, "float32")
+    p2 = tune.plan_cached(A, s64, "float32")
+    assert p2.strategy == s64 and p2.cols is p1.cols
+    ref = GS.plan(A, s64, dtype="float32")
+    B = np.random.default_rng(0).standard_normal((30, 64)).astype(np.float32)
+    assert np.allclose(GS.spmm(p2, B), GS.spmm(ref, B), rtol=1e-5, atol=1e-5)
+
+
+def test_generalsparse_method_checks_on_the_device():
+    from spmvlab import methods
+    from spmvlab.methods.base import Problem
+    from spmvlab.methods.generalsparse import GeneralSparse
+    A = sp.random(24, 20, density=0.25, format="csr", random_state=np.random.default_rng(7))
+    p = Problem.make(A, "float32", k=3)
+    for s in (tune.default_shortlist(3)[0], tune.default_shortlist(3)[-1]):
+        m = GeneralSparse(p, s)
+        assert m.check().passed and m.row_extra["strategy"] == s.label
+        assert m.format_bytes >= A.nnz * (4 + 4 + 4)
+    m = GeneralSparse(p, tune.default_shortlist(3)[-1], optimize=False)
+    assert m.check().passed and "loaded" in m.impl
+    assert "generalsparse" in methods.names() and "generalsparse_best" in methods.names()
+    with pytest.raises(OptionError):
+        GeneralSparse(Problem.make(A, "float32"), "default")      # SpMV problem
