@@ -58,3 +58,30 @@ def test_values_count_by_bit_pattern():
     got32 = E.csr_symbol_entropy(B, np.float32)
     assert got32["value_bits"] == pytest.approx(1.5)
     assert E.csr_symbol_entropy(A, np.float64)["nnz"] == 0
+
+
+def test_table_bits_single_symbol_costs_log2_K_over_M():
+    """One value (a pattern matrix): the value table gives it M = 256 of K = 4096 slots."""
+    from spmvlab.encoders import csr_dtans as EC
+    n = 300
+    A = sp.diags([1.0, 1.0, 1.0], [-1, 0, 1], shape=(n, n), format="csr")
+    M = EC.encode(A, dtype=np.float64)
+    got = E.table_bits(M, A)
+    assert got["value_bits"] == pytest.approx(4.0 * A.nnz)
+    assert got["delta_bits"] >= 4.0 * A.nnz
+    assert got == E.table_bits(M)                              # A decoded from M
+
+
+def test_table_bits_bounds_and_escapes():
+    from spmvlab.encoders import csr_dtans as EC
+    rng = np.random.default_rng(3)
+    A = ds.uniform((400, 600), 0.95, dtype=np.float64, seed=3)  # 12,000 distinct values
+    A.data[: A.nnz // 2] = rng.integers(1, 5, size=A.nnz // 2)  # half from a small alphabet
+    M = EC.encode(A, dtype=np.float64)
+    assert M.value_counts[-1] > 0                              # some values escaped
+    got = E.table_bits(M, A)
+    ent = E.csr_symbol_entropy(A, np.float64)
+    assert got["bound_bytes"] >= ent["bound_bytes"]            # cross entropy >= entropy
+    esc = A.nnz - A.nnz // 2
+    assert got["value_bits"] > 64 * 0.9 * esc                  # escaped values pay raw 64 bits
+    assert 8 * M.words.nbytes >= got["delta_bits"] + got["value_bits"]
