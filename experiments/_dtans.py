@@ -175,3 +175,241 @@ def reuse_rows(sibling: str, cfg: dict, needs_gpu: bool):
             and meta.get("git_dirty") is not True
             and ((m.get("device") or {}).get("name") == (meta.get("device") or {}).get("name")))
     return saved if same else None
+
+
+# ---- GPU timing (fig7/fig8/table2/table3, dtans_llm_speed) ------------------------------------
+
+#: the cuSPARSE baselines CuPy reaches (SELL: cuSPARSE's generic sliced-ELL API,
+#: cusparseCreateSlicedEll, is not bound by CuPy (cupy_backends/cuda/libs/cusparse.pyx has
+#: createCoo/createCsr/createCsc and spMV, no sliced ELL; checked on CuPy's main branch,
+#: version 15.0.0a1, 2026-08), so no SELL timing: the baselines are CSR and COO only)
+BASELINES = ("cusparse", "cusparse_coo")
+
+
+def matrices_gpu(cfg: dict):
+    """:func:`matrices` plus the ``large`` (family, log2 nnz) pairs of the config."""
+    yield from matrices(cfg)
+    for i, (fam, e) in enumerate(cfg.get("large") or []):
+        spec = synthetic_specs([fam], [e], cfg["seed"] + 1000 + i)[0]
+        yield spec["name"], "synthetic", spec, (lambda s=spec: build(s))
+
+
+def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "cold"),
+                extra=None, seed: int = 1) -> list[dict]:
+    """Build each method once for ``A`` in ``dtype`` (SpMV, x standard normal with ``seed``),
+    check it once on the GPU, then time it warm (no flush) and/or cold (L2 read-flushed
+    before every call): one row per method and cache state, the schema of
+    ``spmvlab.methods.ROW_KEYS`` plus ``cache`` and ``build_s``. A method that fails gets a row
+    with ``error`` (the run goes on)."""
+    import gc
+    import time
+
+    from spmvlab import methods
+    from spmvlab.bench import effective_bandwidth
+    p = methods.Problem.make(A, dtype, seed=seed, lossy=True)
+    rows = []
+    for name in names:
+        spec = methods.resolve(name)
+        base = dict(extra or {}, method=spec.name, kind=p.kind, k=p.k, dtype=p.dtype.name,
+                    shape=list(p.shape), nnz=int(p.A.nnz))
+        m = None
+        try:
+            t0 = time.perf_counter()
+            m = methods.build(spec, p)
+            build_s = time.perf_counter() - t0
+            chk = m.check()
+            for cache in caches:
+                t = m.time(reps=reps, warmup=warmup, cold=cache == "cold", flush="read")
+                rows.append(dict(base, cache=cache, impl=m.impl, check_passed=chk.passed,
+                                 max_rel_err=chk.max_rel_err, n_bad=chk.n_bad,
+                                 median_us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us,
+                                 mean_us=t.mean_us, reps=t.reps, cold=t.cold, flush="read",
+                                 bytes=m.nbytes, format_bytes=int(m.format_bytes),
+                                 tb_s=effective_bandwidth(m.nbytes, t.median_us), build_s=build_s))
+        except Exception as exc:                 # noqa: BLE001 - recorded, the sweep goes on
+            rows.append(dict(base, error=f"{type(exc).__name__}: {exc}"))
+        if m is not None:
+            m.close()
+        m = None
+        gc.collect()
+    return rows
+
+
+def pairs(rows: list[dict], cache: str, ours: str = "csr_dtans", baselines=BASELINES) -> list[dict]:
+    """Per (matrix, dtype) at ``cache``: CSR-dtANS against the fastest baseline: ``speedup``
+    (baseline time / ours), ``size_ratio`` (our bytes / that baseline's bytes), ``baseline``
+    (its name), ``fits_l2`` (the baseline's bytes below ``l2_bytes`` when rows carry it)."""
+    groups: dict = {}
+    for r in rows:
+        if r.get("cache") == cache and "median_us" in r and r.get("check_passed", True):
+            groups.setdefault((r["matrix"], r["dtype"]), {})[r["method"]] = r
+    out = []
+    for (mat, dt), g in groups.items():
+        b = [g[n] for n in baselines if n in g]
+        if ours not in g or not b:
+            continue
+        fast = min(b, key=lambda r: r["median_us"])
+        o = g[ours]
+        out.append(dict(matrix=mat, dtype=dt, cache=cache, source=o.get("source"),
+                        family=o.get("family"), nnz=o["nnz"],
+                        nnz_per_row=o["nnz"] / max(o["shape"][0], 1), baseline=fast["method"],
+                        baseline_us=fast["median_us"], dtans_us=o["median_us"],
+                        speedup=fast["median_us"] / o["median_us"],
+                        size_ratio=o["format_bytes"] / fast["format_bytes"],
+                        baseline_bytes=fast["format_bytes"], dtans_bytes=o["format_bytes"],
+                        faster=bool(o["median_us"] < fast["median_us"]),
+                        symbols_per_s=2 * o["nnz"] / (o["median_us"] * 1e-6),
+                        dtans_tb_s=o.get("tb_s"), baseline_tb_s=fast.get("tb_s")))
+    return out
+
+
+def scatter(ax, prs: list[dict], title: str, l2_bytes=None):
+    """Fig. 7/8 panel: relative runtime against relative size, coloured by nonzeros per row;
+    matrices whose fastest baseline does not fit in L2 drawn with a black edge."""
+    import matplotlib.colors as mcolors
+    norm = mcolors.LogNorm(vmin=1, vmax=64)
+    sc = None
+    for source, marker in (("suitesparse", "o"), ("synthetic", "^")):
+        ss = [r for r in prs if r["source"] == source]
+        if not ss:
+            continue
+        big = [bool(l2_bytes) and r["baseline_bytes"] > l2_bytes for r in ss]
+        sc = ax.scatter([r["size_ratio"] for r in ss], [1 / r["speedup"] for r in ss],
+                        c=[max(r["nnz_per_row"], 1) for r in ss], cmap="plasma", norm=norm,
+                        marker=marker, s=[46 if b else 26 for b in big],
+                        edgecolors=["k" if b else "none" for b in big], linewidths=0.9,
+                        label=f"{source} ({len(ss)})")
+    ax.axhline(1, color="k", lw=1)
+    ax.axvline(1, color="k", lw=0.6, ls=":")
+    xs = np.geomspace(0.05, 3, 10)
+    ax.plot(xs, xs, "k:", lw=0.8, label="time ratio = size ratio")
+    ax.set(xscale="log", yscale="log", xlabel="CSR-dtANS bytes / fastest cuSPARSE format's bytes",
+           ylabel="CSR-dtANS time / fastest cuSPARSE time", title=title)
+    ax.grid(alpha=0.3)
+    n_fast = sum(r["faster"] for r in prs)
+    ax.text(0.02, 0.02, f"{n_fast} of {len(prs)} faster", transform=ax.transAxes, fontsize=8)
+    ax.legend(fontsize=7, loc="upper left")
+    return sc
+
+
+#: the GPU experiments' settings (fig7/fig8/table2/table3 share them, so one measurement
+#: serves all four): the local matrices, every family at 2^21 and 2^23 nonzeros, five
+#: families at 2^26 and one at 2^27 (the paper's > 2^25 column)
+GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[21, 23],
+                large=[["stencil5", 26], ["stencil9", 26], ["banded17", 26], ["watts20", 26],
+                       ["erdos_renyi20", 26], ["banded17", 27]],
+                dtypes=["float64", "float32"], methods=["cusparse", "cusparse_coo", "csr_dtans"],
+                caches=["warm", "cold"], reps=20, warmup=3, seed=0)
+GPU_QUICK = dict(real=["HB/bcsstk13", "SNAP/ego-Facebook"], synthetic=["stencil5", "watts20"],
+                 log2_nnz=[16, 20], large=[], reps=5)
+#: Tables II and III: nnz columns <= 2^20, <= 2^25, > 2^25
+GPU_EDGES = (20, 25)
+
+
+def measure_gpu(cfg: dict, desc: str) -> dict:
+    """Every matrix of ``cfg`` in every dtype through :func:`time_matrix`; extras: the
+    device's copy bandwidth and L2 size, and the wall seconds of each matrix."""
+    import time
+
+    from spmvlab import bench, runinfo
+    from spmvlab import experiment as X
+    jobs = list(matrices_gpu(cfg))
+    rows, seconds = [], {}
+    for name, source, spec, load in X.progress(jobs, total=len(jobs), desc=desc):
+        t0 = time.perf_counter()
+        A = load()
+        extra = dict(matrix=name, source=source, family=spec["family"] if spec else "suitesparse")
+        for dt in cfg["dtypes"]:
+            rows += time_matrix(A, dt, cfg["methods"], reps=cfg["reps"], warmup=cfg["warmup"],
+                                caches=cfg["caches"], extra=extra)
+        del A
+        seconds[name] = time.perf_counter() - t0
+    info = runinfo.device_info()
+    return dict(rows=rows, copy_bandwidth=bench.copy_bandwidth(), l2_bytes=info.get("l2_bytes"),
+                matrix_seconds=seconds)
+
+
+def gpu_results(cfg: dict, desc: str) -> dict:
+    """fig7_dtans's saved measurement when it is reusable (:func:`reuse_rows`), else a new
+    one; ``rows_from`` says which."""
+    saved = reuse_rows("fig7_dtans", cfg, True)
+    if saved is not None:
+        keep = ("copy_bandwidth", "l2_bytes", "matrix_seconds")
+        return dict(rows=saved["rows"], **{k: saved.get(k) for k in keep},
+                    rows_from="fig7_dtans.json of this device", rows_git_hash=saved["meta"]["git_hash"],
+                    rows_date=saved["meta"]["date_utc"])
+    return dict(measure_gpu(cfg, desc), rows_from="measured here")
+
+
+def speed_cells(rows: list[dict], cache: str, dtypes) -> list[dict]:
+    """Tables II/III: share of matrices where CSR-dtANS is faster than the fastest baseline."""
+    out = []
+    prs = pairs(rows, cache)
+    for dt in dtypes:
+        for src in ("all", "suitesparse", "synthetic"):
+            ps = [p for p in prs if p["dtype"] == dt and (src == "all" or p["source"] == src)]
+            for c in cells(ps, "faster", GPU_EDGES):
+                out.append(dict(c, dtype=dt, cache=cache, source=src))
+    return out
+
+
+def speed_summary(rows: list[dict], cache: str, dtypes) -> list[dict]:
+    """Per dtype: the best speedup and, for matrices > 2^25 nonzeros, how many are faster and
+    the median speedup (the issue's goal: a majority, fp64 cold)."""
+    out = []
+    prs = pairs(rows, cache)
+    for dt in dtypes:
+        ps = [p for p in prs if p["dtype"] == dt]
+        if not ps:
+            continue
+        best = max(ps, key=lambda p: p["speedup"])
+        big = [p for p in ps if p["nnz"] > 2 ** GPU_EDGES[1]]
+        out.append(dict(dtype=dt, cache=cache, matrices=len(ps), faster=sum(p["faster"] for p in ps),
+                        best_speedup=best["speedup"], best_matrix=best["matrix"],
+                        large=len(big), large_faster=sum(p["faster"] for p in big),
+                        large_median_speedup=float(np.median([p["speedup"] for p in big])) if big else None))
+    return out
+
+
+def plot_speed(results: dict, fig_path: str, cache: str, figure: str) -> list[str]:
+    """Fig. 7 (warm) / Fig. 8 (cold): one panel per dtype."""
+    from spmvlab import plotting as P
+    plt = P.pyplot()
+    dtypes = results["config"]["dtypes"]
+    prs = pairs(results["rows"], cache)
+    l2 = results.get("l2_bytes")
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.0 * len(dtypes), 5.0), squeeze=False)
+    sc = None
+    for ax, dt in zip(axes[0], dtypes):
+        sc = scatter(ax, [p for p in prs if p["dtype"] == dt], f"{dt}, {cache} L2", l2) or sc
+    if sc is not None:
+        fig.colorbar(sc, ax=list(axes[0]), label="average nonzeros per row")
+    edge = f"; black edge: fastest format's bytes > L2 ({l2 / 2**20:.0f} MiB)" if l2 else ""
+    fig.suptitle(f"dtANS paper {figure}: SpMV, CSR-dtANS vs the fastest of cuSPARSE CSR / COO "
+                 f"(no SELL in CuPy), {P.device_name(results)}\nbelow 1: faster{edge}", fontsize=9)
+    return P.savefig(fig, fig_path, tight=False)
+
+
+def plot_cells(results: dict, fig_path: str, title: str) -> list[str]:
+    """Tables I-III drawn as text tables, one per dtype (rows ``cells`` of the results)."""
+    from spmvlab import plotting as P
+    plt = P.pyplot()
+    rows = results["rows"]
+    dtypes = results["config"]["dtypes"]
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.2 * len(dtypes), 3.4), squeeze=False)
+    for ax, dt in zip(axes[0], dtypes):
+        ax.axis("off")
+        cs = [r for r in rows if r["dtype"] == dt]
+        cols = list(dict.fromkeys(c["nnz"] for c in cs))
+        body = [["\n".join(f"{s[:5]}: {cell_text(c)}" for s in ("all", "suitesparse", "synthetic")
+                           for c in cs if c["source"] == s and c["nnz_per_row"] == pr and c["nnz"] == col)
+                 for col in cols] for pr in ("<= 10", "> 10")]
+        if cols:
+            t = ax.table(cellText=body, rowLabels=["nnz/row <= 10", "nnz/row > 10"],
+                         colLabels=[f"nnz {c}" for c in cols], loc="center", cellLoc="center")
+            t.auto_set_font_size(False)
+            t.set_fontsize(8)
+            t.scale(1.0, 3.4)
+        ax.set_title(dt, fontsize=10)
+    fig.suptitle(f"{title} ({P.device_name(results)}): successes/matrices", fontsize=10)
+    return P.savefig(fig, fig_path)
