@@ -187,11 +187,16 @@ BASELINES = ("cusparse", "cusparse_coo")
 
 
 def matrices_gpu(cfg: dict):
-    """:func:`matrices` plus the ``large`` (family, log2 nnz) pairs of the config."""
-    yield from matrices(cfg)
+    """The local matrices, then the ``large`` (family, log2 nnz) pairs of the config (the
+    paper's > 2^25 column first, so a run cut short by ``budget_s`` keeps them), then every
+    family at ``log2_nnz``."""
+    real = cfg.get("real")
+    if real is None or real:
+        yield from matrices(dict(cfg, synthetic=[], log2_nnz=[]))
     for i, (fam, e) in enumerate(cfg.get("large") or []):
         spec = synthetic_specs([fam], [e], cfg["seed"] + 1000 + i)[0]
         yield spec["name"], "synthetic", spec, (lambda s=spec: build(s))
+    yield from matrices(dict(cfg, real=[]))
 
 
 def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "cold"),
@@ -293,30 +298,37 @@ def scatter(ax, prs: list[dict], title: str, l2_bytes=None):
 
 
 #: the GPU experiments' settings (fig7/fig8/table2/table3 share them, so one measurement
-#: serves all four): the local matrices, every family at 2^21 and 2^23 nonzeros, five
-#: families at 2^26 and one at 2^27 (the paper's > 2^25 column)
-GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[21, 23],
-                large=[["stencil5", 26], ["stencil9", 26], ["banded17", 26], ["watts20", 26],
-                       ["erdos_renyi20", 26], ["banded17", 27]],
+#: serves all four): the local matrices; four families at 2^24, four at 2^26 and banded17 at
+#: 2^27 (the paper's > 2^25 column); every family at 2^22. ``budget_s``: matrices not begun
+#: after that many seconds are skipped (listed in ``skipped``), so a slow host still saves.
+GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[22],
+                large=[["stencil5", 26], ["banded17", 26], ["watts20", 26], ["erdos_renyi20", 26],
+                       ["banded17", 27], ["stencil5", 24], ["banded17", 24], ["watts20", 24],
+                       ["uniform16", 24]],
                 dtypes=["float64", "float32"], methods=["cusparse", "cusparse_coo", "csr_dtans"],
-                caches=["warm", "cold"], reps=20, warmup=3, seed=0)
+                caches=["warm", "cold"], reps=20, warmup=3, budget_s=480, seed=0)
 GPU_QUICK = dict(real=["HB/bcsstk13", "SNAP/ego-Facebook"], synthetic=["stencil5", "watts20"],
-                 log2_nnz=[16, 20], large=[], reps=5)
+                 log2_nnz=[16, 20], large=[], reps=5, budget_s=120)
 #: Tables II and III: nnz columns <= 2^20, <= 2^25, > 2^25
 GPU_EDGES = (20, 25)
 
 
 def measure_gpu(cfg: dict, desc: str) -> dict:
     """Every matrix of ``cfg`` in every dtype through :func:`time_matrix`; extras: the
-    device's copy bandwidth and L2 size, and the wall seconds of each matrix."""
+    device's copy bandwidth and L2 size, the wall seconds of each matrix and the matrices
+    skipped for ``budget_s``."""
     import time
 
     from spmvlab import bench, runinfo
     from spmvlab import experiment as X
     jobs = list(matrices_gpu(cfg))
-    rows, seconds = [], {}
+    rows, seconds, skipped = [], {}, []
+    start = time.perf_counter()
     for name, source, spec, load in X.progress(jobs, total=len(jobs), desc=desc):
         t0 = time.perf_counter()
+        if cfg.get("budget_s") and t0 - start > cfg["budget_s"]:
+            skipped.append(name)
+            continue
         A = load()
         extra = dict(matrix=name, source=source, family=spec["family"] if spec else "suitesparse")
         for dt in cfg["dtypes"]:
@@ -326,7 +338,7 @@ def measure_gpu(cfg: dict, desc: str) -> dict:
         seconds[name] = time.perf_counter() - t0
     info = runinfo.device_info()
     return dict(rows=rows, copy_bandwidth=bench.copy_bandwidth(), l2_bytes=info.get("l2_bytes"),
-                matrix_seconds=seconds)
+                matrix_seconds=seconds, skipped=skipped)
 
 
 def gpu_results(cfg: dict, desc: str) -> dict:
@@ -334,7 +346,7 @@ def gpu_results(cfg: dict, desc: str) -> dict:
     one; ``rows_from`` says which."""
     saved = reuse_rows("fig7_dtans", cfg, True)
     if saved is not None:
-        keep = ("copy_bandwidth", "l2_bytes", "matrix_seconds")
+        keep = ("copy_bandwidth", "l2_bytes", "matrix_seconds", "skipped")
         return dict(rows=saved["rows"], **{k: saved.get(k) for k in keep},
                     rows_from="fig7_dtans.json of this device", rows_git_hash=saved["meta"]["git_hash"],
                     rows_date=saved["meta"]["date_utc"])

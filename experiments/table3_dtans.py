@@ -5,7 +5,7 @@ nonzeros (<= 2^20, <= 2^25, > 2^25) and average nonzeros per row (<= 10, > 10), 
 
 Rows: the cells (success/total). The timings are fig7_dtans's (the same settings) when
 results/<this device>/fig7_dtans.json was measured by the same commit on this GPU, else they
-are measured here (about 4-5 minutes on an H200); extras ``summary`` (best speedup, and
+are measured here (about 5 minutes on an H200); extras ``summary`` (best speedup, and
 the > 2^25 column: the issue's goal is a majority faster in fp64 cold L2).
 
     python experiments/table3_dtans.py [--quick] [--plot-only]

@@ -148,3 +148,19 @@ def test_llm_speed_matrix_and_plot(tmp_path, monkeypatch, capsys):
     assert os.path.basename(out[0]) == "s.png"
     mod.report(res)
     assert "csr_dtans" in capsys.readouterr().out
+
+
+def test_measure_gpu_order_and_budget(monkeypatch):
+    from spmvlab import bench, runinfo
+    seen = []
+    monkeypatch.setattr(D, "time_matrix", lambda A, dt, names, **kw: seen.append((kw["extra"]["matrix"], dt)) or [])
+    monkeypatch.setattr(bench, "copy_bandwidth", lambda: {"tb_s": 1.0})
+    monkeypatch.setattr(runinfo, "device_info", lambda: {"l2_bytes": 1})
+    cfg = dict(D.GPU_FULL, real=[], synthetic=["stencil5", "watts20"], log2_nnz=[10],
+               large=[["banded17", 11]], dtypes=["float32"], budget_s=None)
+    res = D.measure_gpu(cfg, "t")
+    assert [m for m, _ in seen] == ["banded17_2^11", "stencil5_2^10", "watts20_2^10"]
+    assert res["skipped"] == [] and set(res["matrix_seconds"]) == {m for m, _ in seen}
+    seen.clear()
+    res = D.measure_gpu(dict(cfg, budget_s=1e-12), "t")
+    assert seen == [] and len(res["skipped"]) == 3
