@@ -306,7 +306,7 @@ GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[22],
                        ["banded17", 27], ["stencil5", 24], ["banded17", 24], ["watts20", 24],
                        ["uniform16", 24]],
                 dtypes=["float64", "float32"], methods=["cusparse", "cusparse_coo", "csr_dtans"],
-                caches=["warm", "cold"], reps=20, warmup=3, budget_s=480, seed=0)
+                caches=["warm", "cold"], reps=20, warmup=3, budget_s=420, seed=0)
 GPU_QUICK = dict(real=["HB/bcsstk13", "SNAP/ego-Facebook"], synthetic=["stencil5", "watts20"],
                  log2_nnz=[16, 20], large=[], reps=5, budget_s=120)
 #: Tables II and III: nnz columns <= 2^20, <= 2^25, > 2^25

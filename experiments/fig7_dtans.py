@@ -18,7 +18,7 @@ synthetic ones (small value alphabets; ``experiments/_dtans.py``): four families
 ``banded17`` at 2^27 (the paper's > 2^25 column), four at 2^24, and all ten at 2^22.
 Expected runtime on an H200: about 5 minutes, mostly host-side generation and encoding of
 the large matrices (the fast encoder took 3-7 s per 2^24 nonzeros and value width on 2
-loaded CPU cores here); matrices not begun after ``budget_s`` = 480 s are skipped and
+loaded CPU cores here); matrices not begun after ``budget_s`` = 420 s are skipped and
 listed in ``skipped``, so the run still saves. ``--quick``: six small matrices.
 
     python experiments/fig7_dtans.py [--quick] [--plot-only]
