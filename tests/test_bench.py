@@ -359,8 +359,10 @@ def test_every_experiment_has_committed_results():
         got.setdefault(n, set()).add(d)
     for name, mod in X.experiments().items():
         devices = got.get(name, set())
-        if mod.NEEDS_GPU and not devices and getattr(mod, "AWAITING_FIRST_GPU_RUN", False):
-            continue    # written without a GPU; the flag goes when its first results are committed
+        if getattr(mod, "AWAITING_FIRST_GPU_RUN", False):
+            # written without a GPU; the flag goes when its first results are committed
+            assert mod.NEEDS_GPU and not devices, (name, "has results: remove AWAITING_FIRST_GPU_RUN")
+            continue
         assert (devices - {"cpu"}) if mod.NEEDS_GPU else ("cpu" in devices), (name, devices)
 
 

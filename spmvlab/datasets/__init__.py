@@ -4,7 +4,8 @@ Everything below is importable from ``spmvlab.datasets``; the modules are:
 
 * :mod:`.synthetic` -- :func:`uniform` (exact nonzero count, uniform positions),
   :func:`gaussian_weights` (dense normal "weights"), :func:`prune` (exact fraction zeroed),
-  :func:`power_law` (power-law row lengths);
+  :func:`power_law` (power-law row lengths), and the random graphs :func:`erdos_renyi`,
+  :func:`watts_strogatz`, :func:`barabasi_albert` (symmetric adjacency patterns);
 * :mod:`._gallery`  -- structured generators :func:`banded`, :func:`stencil`, :func:`block`
   and the named gallery :func:`gallery`, :data:`GALLERY`, :data:`GALLERY_SIZES`,
   :func:`gallery_names`;
@@ -32,12 +33,15 @@ from ._suitesparse import SUITESPARSE_URL, download_suitesparse, suitesparse, su
 from ._weights import weights, weights_names
 from .load import load_dense, load_matrix
 from .shapes import LLAMA2_7B_LAYERS, LLM_SHAPES
-from .synthetic import gaussian_weights, power_law, prune, uniform
+from .synthetic import (
+    barabasi_albert, erdos_renyi, gaussian_weights, power_law, prune, uniform, watts_strogatz,
+)
 
 __all__ = [
     "LLM_SHAPES", "LLAMA2_7B_LAYERS", "SUITESPARSE_URL",
     "data_dir", "cache_dir",
     "uniform", "gaussian_weights", "prune", "power_law",
+    "erdos_renyi", "watts_strogatz", "barabasi_albert",
     "banded", "stencil", "block", "GALLERY", "GALLERY_SIZES", "gallery", "gallery_names",
     "suitesparse_names", "suitesparse", "download_suitesparse",
     "weights_names", "weights", "load_matrix", "load_dense",

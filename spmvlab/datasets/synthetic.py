@@ -1,5 +1,6 @@
 """Seeded random matrices: :func:`uniform`, :func:`gaussian_weights`, :func:`prune`,
-:func:`power_law`. Every generator takes ``seed`` (an int or a ``np.random.Generator``)."""
+:func:`power_law`, and random graphs as symmetric adjacency patterns: :func:`erdos_renyi`,
+:func:`watts_strogatz`, :func:`barabasi_albert`. Every generator takes ``seed`` (an int or a ``np.random.Generator``)."""
 from __future__ import annotations
 
 import numpy as np
@@ -9,7 +10,7 @@ from reference._common import (
     DTypeError, OptionError, ShapeError, index_dtype_for, problem, value_dtype,
 )
 
-from ._build import _csr, _fraction, _nonzero_normals, _rng, _shape, _sparse_dtype
+from ._build import _count, _csr, _fraction, _nonzero_normals, _rng, _shape, _sparse_dtype
 
 _BLOCK = 1 << 24          # positions per block in the dense pass of uniform()
 _HYPERGEOM_MAX = 10 ** 9  # numpy's hypergeometric takes ngood, nbad < 1e9
@@ -358,3 +359,168 @@ def power_law(n_rows: int, n_cols: int, avg_nnz_per_row: float, alpha: float = 2
     np.cumsum(lengths, out=indptr[1:])
     data = _nonzero_normals(rng, total, dt).astype(store, copy=False)
     return _csr((n_rows, n_cols), indptr, cols, data)
+
+
+# ---------------------------------------------------------------------------------------------
+# random graphs (undirected, simple): symmetric adjacency patterns
+# ---------------------------------------------------------------------------------------------
+
+def _degree(x, field: str) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        v = float("nan")
+    if not v > 0:
+        raise OptionError(problem(field, "a positive number", repr(x)))
+    return v
+
+
+def _graph(n: int, u: np.ndarray, v: np.ndarray, dtype, rng) -> sp.csr_matrix:
+    """Symmetric ``n x n`` CSR with a nonzero at ``(u, v)`` and ``(v, u)`` for every edge of
+    the (simple: no loops, no repeats) edge list; standard-normal values, drawn in CSR order
+    (so ``A[i, j]`` and ``A[j, i]`` differ: the pattern is symmetric, the matrix is not)."""
+    dt, store = _sparse_dtype(dtype)
+    rows = np.concatenate((u, v)).astype(np.int64)
+    cols = np.concatenate((v, u)).astype(np.int64)
+    keys = np.sort(rows * n + cols)
+    rows, cols = np.divmod(keys, n)
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    data = _nonzero_normals(rng, cols.size, dt).astype(store, copy=False)
+    return _csr((n, n), indptr, cols, data)
+
+
+def _first_of_each(keys: np.ndarray, order_key: np.ndarray | None = None) -> np.ndarray:
+    """Mask of the entries that are not the first of their key (the first: smallest
+    ``order_key``, then smallest index)."""
+    idx = np.arange(keys.size)
+    order = np.lexsort((idx,) if order_key is None else (idx, order_key)) if keys.size else idx
+    order = order[np.argsort(keys[order], kind="stable")]
+    k = keys[order]
+    later = np.zeros(keys.size, dtype=bool)
+    later[order[1:][k[1:] == k[:-1]]] = True
+    return later
+
+
+def erdos_renyi(n, avg_degree, dtype=np.float32, seed=0) -> sp.csr_matrix:
+    """Adjacency pattern of an Erdős–Rényi graph G(n, p), ``p = avg_degree / (n - 1)``:
+    every one of the ``n (n - 1) / 2`` node pairs is an edge independently with probability
+    ``p`` (capped at 1), so the expected degree is ``avg_degree``.
+
+    Method: the edge count is drawn from its binomial law, then that many distinct pairs
+    uniformly (numpy's ``choice(replace=False)``) -- the same law as one coin per pair.
+    Returns the symmetric ``n x n`` matrix (no diagonal) with normal values.
+    """
+    n = _count(n, "n", error=ShapeError)
+    d = _degree(avg_degree, "avg_degree")
+    rng = _rng(seed)
+    pairs = n * (n - 1) // 2
+    p = min(1.0, d / (n - 1)) if n > 1 else 0.0
+    m = int(rng.binomial(pairs, p)) if pairs else 0
+    k = np.sort(rng.choice(pairs, size=m, replace=False, shuffle=False).astype(np.int64)) \
+        if m else np.zeros(0, np.int64)
+    # pair k = i (i - 1) / 2 + j with 0 <= j < i: invert the triangular numbers exactly
+    i = ((1.0 + np.sqrt(1.0 + 8.0 * k.astype(np.float64))) / 2.0).astype(np.int64)
+    i -= i * (i - 1) // 2 > k
+    i += (i + 1) * i // 2 <= k
+    return _graph(n, i, k - i * (i - 1) // 2, dtype, rng)
+
+
+def watts_strogatz(n, k, p: float = 0.1, dtype=np.float32, seed=0) -> sp.csr_matrix:
+    """Adjacency pattern of a Watts–Strogatz small-world graph: a ring of ``n`` nodes, each
+    joined to its ``k // 2`` nearest neighbours on either side, then every ring edge
+    ``(u, u + j)`` rewired with probability ``p`` to ``(u, w)``, ``w`` uniform among the
+    nodes that are neither ``u`` nor already joined to ``u``.
+
+    ``k`` odd (e.g. 5, an average degree the dtANS paper's Fig. 4 uses): the even nodes also
+    get the edge ``(u, u + (k + 1) // 2)``, so the mean degree is ``k`` for even ``n``.
+    The edge count never changes: ``n * (k // 2)`` plus ``ceil(n / 2)`` for odd ``k``.
+
+    Method (vectorised, so the order of rewiring differs from the sequential textbook loop):
+    all rewired edges draw their ``w`` at once; a draw that is a self loop or repeats an
+    edge (a ring edge, or another rewired edge -- the first of those keeps it) is drawn
+    again until none is left. Needs ``1 <= k < n / 2`` (``w`` always exists).
+    """
+    n = _count(n, "n", error=ShapeError)
+    k = _count(k, "k", minimum=1)
+    p = _fraction(p, "p", "pass the rewiring probability, e.g. 0.1")
+    if not 2 * k < n:
+        raise OptionError(problem("k", f"an int with 1 <= k < n / 2 = {n / 2}", repr(k),
+                                  "use more nodes or a smaller degree"))
+    rng = _rng(seed)
+    nodes = np.arange(n, dtype=np.int64)
+    u = [nodes] * (k // 2)
+    v = [(nodes + j) % n for j in range(1, k // 2 + 1)]
+    if k % 2:
+        u.append(nodes[::2])
+        v.append((nodes[::2] + (k + 1) // 2) % n)
+    u, v = np.concatenate(u), np.concatenate(v)
+    moved = rng.random(u.size) < p
+    redo = np.flatnonzero(moved)
+    for _ in range(10_000):
+        if not redo.size:
+            break
+        v[redo] = rng.integers(0, n, size=redo.size)
+        keys = np.minimum(u, v) * n + np.maximum(u, v)
+        bad = _first_of_each(keys, moved.astype(np.int8)) | (u == v)
+        redo = np.flatnonzero(bad & moved)
+    else:   # pragma: no cover - only with k close to n / 2 and p near 1
+        raise OptionError(problem("k", "a degree that leaves room to rewire", repr(k)))
+    return _graph(n, u, v, dtype, rng)
+
+
+def barabasi_albert(n, m, dtype=np.float32, seed=0) -> sp.csr_matrix:
+    """Adjacency pattern of a Barabási–Albert preferential-attachment graph.
+
+    Start: a star of ``M = ceil(m) + 1`` nodes (node 0 joined to 1 .. M - 1). Then each new
+    node ``v = M .. n - 1`` joins ``m_v`` distinct earlier nodes, each chosen with probability
+    proportional to its degree before ``v`` arrived. ``m`` need not be an integer: ``m_v =
+    floor((v + 1) m) - floor(v m)`` takes ``floor(m)`` or ``ceil(m)`` edges so that they
+    average ``m`` (``m = 2.5`` gives mean degree 5); the mean degree tends to ``2 m``.
+
+    Method (vectorised, Batagelj and Brandes' edge-list form): list every edge's two ends in
+    order; a degree-proportional choice is a uniformly random earlier end, so new edge ``e``
+    of node ``v`` draws a position ``r_e`` among the ends of the edges before ``v``'s and
+    takes the node there. Those positions point backwards and are resolved all at once by
+    pointer doubling. A node that drew the same target twice replaces each repeat by the
+    node at a fresh random end before its edges (the ends as they then stand), until its
+    targets are distinct.
+    """
+    n = _count(n, "n", error=ShapeError)
+    m = _degree(m, "m")
+    M = int(np.ceil(m)) + 1
+    if n < M:
+        raise ShapeError(problem("n", f"at least ceil(m) + 1 = {M} nodes", repr(n)))
+    rng = _rng(seed)
+    v_new = np.arange(M, n, dtype=np.int64)
+    m_v = (np.floor((v_new + 1) * m) - np.floor(v_new * m)).astype(np.int64)
+    n_seed = M - 1
+    src = np.concatenate((np.arange(1, M, dtype=np.int64), np.repeat(v_new, m_v)))
+    E = src.size
+    first = np.concatenate(([0], np.cumsum(m_v)[:-1])) + n_seed if m_v.size else m_v
+    limit = np.zeros(E, dtype=np.int64)
+    limit[n_seed:] = 2 * np.repeat(first, m_v)      # edge e may point below 2 * first(v)
+    base = np.zeros(2 * E, dtype=np.int64)
+    base[0::2] = src                                # even positions: the edge's new node
+    ptr = np.arange(2 * E, dtype=np.int64)          # seed targets (node 0) are fixed points
+    ptr[2 * n_seed + 1::2] = (rng.random(E - n_seed) * limit[n_seed:]).astype(np.int64)
+    while True:                                     # pointer doubling to the fixed points
+        nxt = ptr[ptr]
+        if np.array_equal(nxt, ptr):
+            break
+        ptr = nxt
+    ends = base[ptr]
+    del ptr, nxt
+    check = np.arange(n_seed, E)
+    for _ in range(10_000):
+        redo = check[_first_of_each(src[check] * n + ends[2 * check + 1])]
+        if not redo.size:
+            break
+        r = (rng.random(redo.size) * limit[redo]).astype(np.int64)
+        ends[2 * redo + 1] = ends[r]
+        nodes = np.unique(src[redo]) - M             # re-check every edge of those nodes
+        cnt = m_v[nodes]
+        check = np.repeat(first[nodes] - np.cumsum(cnt) + cnt, cnt) + np.arange(cnt.sum())
+    else:   # pragma: no cover
+        raise OptionError(problem("m", "a degree the graph can attach", repr(m)))
+    return _graph(n, src, ends[1::2], dtype, rng)

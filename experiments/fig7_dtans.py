@@ -1,0 +1,95 @@
+"""dtANS paper, Fig. 7: SpMV time of CSR-dtANS relative to the fastest cuSPARSE format against
+its relative size, warm L2, 64- and 32-bit values. This run also times every matrix cold
+(L2 read-flushed before every call): fig8_dtans, table2_dtans and table3_dtans reuse its rows
+(``experiments/_dtans.py``: ``reuse_rows``) when they run after it on the same device and
+commit, so one measurement serves all four.
+
+Baselines: cuSPARSE CSR and COO SpMV through CuPy (``spmvlab.methods``: ``cusparse``,
+``cusparse_coo``). The paper's third baseline, SELL (slices of 32), is not timed: CuPy does
+not bind cuSPARSE's generic sliced-ELL API (``cusparseCreateSlicedEll``; its
+``cupy_backends.cuda.libs.cusparse`` has ``createCoo``/``createCsr``/``createCsc`` and
+``spMV`` only), so "fastest cuSPARSE format" means the faster of CSR and COO here. Ours:
+``csr_dtans`` (``spmvlab.kernels.csr_dtans``, decode on the fly, encoded by the fast encoder
+on the host). Every method is checked on the GPU against the float64 product before it is
+timed (median of ``reps`` calls).
+
+Matrices, in this order: the local SuiteSparse matrices (``SPMVLAB_DATA``), then seeded
+synthetic ones (small value alphabets; ``experiments/_dtans.py``): four families at 2^26 and
+``banded17`` at 2^27 (the paper's > 2^25 column), four at 2^24, and all ten at 2^22.
+Expected runtime on an H200: about 5 minutes, mostly host-side generation and encoding of
+the large matrices (the fast encoder took 3-7 s per 2^24 nonzeros and value width on 2
+loaded CPU cores here); matrices not begun after ``budget_s`` = 420 s are skipped and
+listed in ``skipped``, so the run still saves. ``--quick``: six small matrices.
+
+    python experiments/fig7_dtans.py [--quick] [--plot-only]
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+
+import _dtans as D  # noqa: E402
+from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
+
+NAME = "fig7_dtans"
+NEEDS_GPU = True
+AWAITING_FIRST_GPU_RUN = True   # written without a GPU: goes when its first H200 results are committed
+CACHE = "warm"
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    """``real`` None: every local SuiteSparse matrix; ``large``: [family, log2 nnz] pairs."""
+    return X.make_config(NAME, D.GPU_FULL, D.GPU_QUICK, quick, overrides)
+
+
+def measure(cfg: dict) -> dict:
+    return D.measure_gpu(cfg, NAME)
+
+
+def plot(results: dict, fig_path: str) -> list[str]:
+    return D.plot_speed(results, fig_path, CACHE, "Fig. 7")
+
+
+def throughput(results: dict) -> list[dict]:
+    """CSR-dtANS decode rate (symbols/s, two per nonzero, cold L2) beside the rate that would
+    read its bytes at the measured copy bandwidth (``needed``) and the share reached, for the
+    matrices of 2^23 nonzeros and more."""
+    bw = (results.get("copy_bandwidth") or {}).get("tb_s")
+    out = []
+    for p in D.pairs(results["rows"], "cold"):
+        if p["nnz"] >= 2 ** 23 and bw:
+            need = 2 * p["nnz"] * bw * 1e12 / p["dtans_bytes"]
+            out.append(dict(matrix=p["matrix"], dtype=p["dtype"], nnz=p["nnz"],
+                            symbols_per_s=p["symbols_per_s"], needed_symbols_per_s=need,
+                            share=p["symbols_per_s"] / need, dtans_tb_s=p["dtans_tb_s"],
+                            speedup=p["speedup"]))
+    return out
+
+
+def report(results: dict):
+    cols = [("matrix", "matrix", ""), ("dtype", "dtype", ""), ("nnz", "nnz", ""),
+            ("baseline", "fastest", ""), ("baseline_us", "base us", ".1f"), ("dtans_us", "dtANS us", ".1f"),
+            ("speedup", "speedup", ".2f"), ("size_ratio", "size", ".2f")]
+    for cache in results["config"]["caches"]:
+        print(f"-- {cache} L2")
+        print(P.format_table(sorted(D.pairs(results["rows"], cache), key=lambda r: (r["dtype"], r["nnz"])), cols))
+        for s in D.speed_summary(results["rows"], cache, results["config"]["dtypes"]):
+            print(f"{cache} {s['dtype']}: {s['faster']}/{s['matrices']} faster, best {s['best_speedup']:.2f}x "
+                  f"({s['best_matrix']}); > 2^25 nnz: {s['large_faster']}/{s['large']} faster, median "
+                  f"{s['large_median_speedup'] or float('nan'):.2f}x")
+    errors = [r for r in results["rows"] if "error" in r]
+    for r in errors[:10]:
+        print(f"error: {r['matrix']} {r['dtype']} {r['method']}: {r['error']}")
+    t = throughput(results)
+    if t:
+        print(P.format_table(t, [("matrix", "matrix", ""), ("dtype", "dtype", ""),
+                                 ("symbols_per_s", "symbols/s", ".3g"),
+                                 ("needed_symbols_per_s", "at copy BW", ".3g"), ("share", "share", ".2f")]))
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(sys.modules[__name__]))

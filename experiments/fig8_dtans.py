@@ -1,0 +1,52 @@
+"""dtANS paper, Fig. 8: as Fig. 7 (``fig7_dtans.py``, which documents the baselines, the
+matrices and why SELL is missing), with a cold L2 (a 2 x L2 buffer read before every timed
+call). The rows are fig7_dtans's cold timings when results/<this device>/fig7_dtans.json was
+measured with the same settings by the same commit on this GPU (run fig7_dtans first: then
+this takes seconds); otherwise the whole measurement runs here (about 5 minutes on an H200).
+
+    python experiments/fig8_dtans.py [--quick] [--plot-only]
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+
+import _dtans as D  # noqa: E402
+from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
+
+NAME = "fig8_dtans"
+NEEDS_GPU = True
+AWAITING_FIRST_GPU_RUN = True   # written without a GPU: goes when its first H200 results are committed
+CACHE = "cold"
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    """fig7_dtans's settings."""
+    return X.make_config(NAME, D.GPU_FULL, D.GPU_QUICK, quick, overrides)
+
+
+def measure(cfg: dict) -> dict:
+    res = D.gpu_results(cfg, NAME)
+    res["rows"] = [r for r in res["rows"] if r.get("cache", CACHE) == CACHE]
+    return res
+
+
+def plot(results: dict, fig_path: str) -> list[str]:
+    return D.plot_speed(results, fig_path, CACHE, "Fig. 8")
+
+
+def report(results: dict):
+    cols = [("matrix", "matrix", ""), ("dtype", "dtype", ""), ("nnz", "nnz", ""),
+            ("baseline", "fastest", ""), ("speedup", "speedup", ".2f"), ("size_ratio", "size", ".2f")]
+    print(P.format_table(sorted(D.pairs(results["rows"], CACHE), key=lambda r: (r["dtype"], r["nnz"])), cols))
+    for s in D.speed_summary(results["rows"], CACHE, results["config"]["dtypes"]):
+        print(f"{CACHE} {s['dtype']}: {s['faster']}/{s['matrices']} faster, best {s['best_speedup']:.2f}x "
+              f"({s['best_matrix']}); > 2^25 nnz: {s['large_faster']}/{s['large']} faster")
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(sys.modules[__name__]))

@@ -1,0 +1,60 @@
+"""dtANS paper, Table III: the share of matrices on which CSR-dtANS SpMV is faster than the
+fastest cuSPARSE format (CSR or COO; no SELL in CuPy, see fig7_dtans.py), cold L2, by total
+nonzeros (<= 2^20, <= 2^25, > 2^25) and average nonzeros per row (<= 10, > 10), for 64- and
+32-bit values, over all matrices and the local SuiteSparse and synthetic ones apart.
+
+Rows: the cells (success/total). The timings are fig7_dtans's (the same settings) when
+results/<this device>/fig7_dtans.json was measured by the same commit on this GPU, else they
+are measured here (about 5 minutes on an H200); extras ``summary`` (best speedup, and
+the > 2^25 column: the issue's goal is a majority faster in fp64 cold L2).
+
+    python experiments/table3_dtans.py [--quick] [--plot-only]
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+
+import _dtans as D  # noqa: E402
+from spmvlab import experiment as X  # noqa: E402
+from spmvlab import plotting as P  # noqa: E402
+
+NAME = "table3_dtans"
+NEEDS_GPU = True
+AWAITING_FIRST_GPU_RUN = True   # written without a GPU: goes when its first H200 results are committed
+CACHE = "cold"
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    """fig7_dtans's settings."""
+    return X.make_config(NAME, D.GPU_FULL, D.GPU_QUICK, quick, overrides)
+
+
+def measure(cfg: dict) -> dict:
+    res = D.gpu_results(cfg, NAME)
+    timing = res.pop("rows")
+    return dict(res, rows=D.speed_cells(timing, CACHE, cfg["dtypes"]),
+                summary=D.speed_summary(timing, CACHE, cfg["dtypes"]),
+                pairs=D.pairs(timing, CACHE))
+
+
+def plot(results: dict, fig_path: str) -> list[str]:
+    return D.plot_cells(results, fig_path, "dtANS paper Table III: CSR-dtANS SpMV faster than "
+                        "cuSPARSE CSR/COO, cold L2")
+
+
+def report(results: dict):
+    print(P.format_table([r for r in results["rows"] if r["source"] in ("all", "suitesparse")],
+                         [("dtype", "dtype", ""), ("source", "source", ""),
+                          ("nnz_per_row", "nnz/row", ""), ("nnz", "nnz", ""),
+                          ("success", "faster", ""), ("total", "of", ""), ("rate", "rate", ".2f")]))
+    for s in results.get("summary") or []:
+        print(f"{s['dtype']}: best {s['best_speedup']:.2f}x ({s['best_matrix']}); > 2^25 nnz: "
+              f"{s['large_faster']}/{s['large']} faster")
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(sys.modules[__name__]))
