@@ -85,3 +85,51 @@ def cpu_info() -> dict:
         threads = None
     return dict(model=name, logical_cpus=os.cpu_count(), numba_threads=threads,
                 machine=platform.machine())
+
+
+#: the ablation of the paper's Fig. 10 as EC-CSR encode options (``fig10_ec``): delta
+#: indexing only (every row one 1-grained block: no extraction, no clipping, no reordering),
+#: + hierarchical block extraction, + load balancing (block clipping and reordering: the
+#: format's defaults)
+ABLATION = {
+    "ec_index_only": dict(max_granularity=1, clip=0, reorder=False),
+    "ec_extraction": dict(max_granularity=None, clip=0, reorder=False),
+    "ec_balanced": dict(max_granularity=None, clip=None, reorder=True),
+}
+
+
+def encode_variants(A, variants: dict, dtype=np.float32, times: dict | None = None) -> dict:
+    """{name: ECCSRMatrix} of canonical ``A`` under each option dict of ``variants``
+    (``spmvlab.encoders.ec_csr.encode`` options), byte for byte ``encode(A, dtype, **opts)``:
+    the extraction (the costly part) runs once per distinct (delta_bits, warp_size,
+    vector_size, max_granularity) and is shared by variants differing only in ``clip`` and
+    ``reorder``. ``times`` (a dict) gets the seconds of each name (a shared extraction counted
+    where it first ran)."""
+    import time
+    from reference._common import canonical_csr, resolve_dtype
+    from reference.block_extraction import assemble_sets, check_options, max_gap_for
+    from spmvlab.encoders import ec_csr as E
+    dt = resolve_dtype(A, dtype)
+    csr = canonical_csr(A, dt)
+    leftovers, out = {}, {}
+    for name, o in variants.items():
+        t0 = time.perf_counter()
+        opts = check_options(o.get("delta_bits", 8), o.get("warp_size", 32), o.get("vector_size", 4),
+                             o.get("clip"), o.get("reorder", True), o.get("max_granularity"))
+        key = (opts["delta_bits"], opts["warp_size"], opts["vector_size"], opts["max_granularity"])
+        if key not in leftovers:
+            leftovers[key] = E.extract_leftovers(
+                csr.indptr, csr.indices, csr.shape[1], unit=opts["warp_size"] * opts["vector_size"],
+                max_gap=max_gap_for(opts["delta_bits"]), max_granularity=opts["max_granularity"])
+        out[name] = E.store_sets(csr, assemble_sets(leftovers[key], opts), opts, dt)
+        if times is not None:
+            times[name] = time.perf_counter() - t0
+    return out
+
+
+def with_values(M, dtype):
+    """``M`` (an EC-CSR matrix) with its values cast to ``dtype``: the encoding of the same
+    matrix in ``dtype`` when its values are exact there (the blocks depend on the pattern only)."""
+    import dataclasses
+    dt = np.dtype(dtype)
+    return M if M.values.dtype == dt else dataclasses.replace(M, values=M.values.astype(dt))
