@@ -132,4 +132,4 @@ def with_values(M, dtype):
     matrix in ``dtype`` when its values are exact there (the blocks depend on the pattern only)."""
     import dataclasses
     dt = np.dtype(dtype)
-    return M if M.values.dtype == dt else dataclasses.replace(M, values=M.values.astype(dt))
+    return M if M.values.dtype == dt else dataclasses.replace(M, values=M.values.astype(dt), checksum=None)

@@ -89,7 +89,7 @@ def encode_with_padding(A, delta_bits: int, cfg: dict):
 def _as(M, dtype: str):
     """``M`` with its values in ``dtype`` (same indices: the encoding of the same blocks)."""
     return M if M.values.dtype == np.dtype(dtype) else dataclasses.replace(
-        M, values=M.values.astype(dtype))
+        M, values=M.values.astype(dtype), checksum=None)
 
 
 def measure(cfg: dict) -> dict:
