@@ -1,7 +1,7 @@
 """EC-SpMV paper, Fig. 8: the one-off preprocessing time per matrix, split into hierarchical
 block extraction and EC-CSR format conversion, on this machine's CPU.
 
-For every shape (default: the Llama2 shapes of ``ec_common.LLAMA2_SHAPES``) and sparsity, a
+For every shape (by default the Llama2 shapes of ``ec_common.LLAMA2_SHAPES``) and sparsity, a
 ``datasets.uniform`` matrix (seeded, float16 values) is encoded by the fast encoder
 (``spmvlab.encoders.ec_csr.encode_stages``: numba, parallel similarity counts) with the default
 options (EC-CSR-8: delta_bits 8, warp_size 32, vector_size 4, dynamic clipping, reordering);
