@@ -146,5 +146,14 @@ def at_paper_threshold(results: dict) -> list[dict]:
     return out
 
 
+def beyond(results: dict) -> list[dict]:
+    """Per group and sparsity: the fraction of deltas above 15 (``over_15``: steps EC-CSR-4
+    cannot store, each costing a padding zero in a 1-grained row) and above 255
+    (``over_255``, EC-CSR-8's)."""
+    return [dict(group=r["group"], source=r["source"], sparsity=r["sparsity"],
+                 over_15=1 - r["frac_le"]["15"], over_255=1 - r["frac_le"]["255"])
+            for r in results["rows"] if "15" in r["frac_le"] and "255" in r["frac_le"]]
+
+
 if __name__ == "__main__":
     sys.exit(X.main(sys.modules[__name__]))
