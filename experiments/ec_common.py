@@ -52,7 +52,10 @@ def weight_names(names) -> list[str]:
     from spmvlab import datasets
     try:
         return list(datasets.weights_names())
-    except Exception:
+    except Exception as exc:          # no data directory: the synthetic matrices only
+        import sys
+        print(f"real weights unavailable ({exc}); set SPMVLAB_DATA to the data directory",
+              file=sys.stderr)
         return []
 
 
