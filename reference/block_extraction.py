@@ -292,18 +292,20 @@ def pad_gaps(block: Block, max_gap: int) -> Block:
     cols, kind = block.cols, block.kind
     if cols.size < 2:
         return block
-    gaps = np.diff(cols)
-    n_zero = (gaps - 1) // max_gap
+    n_zero = (np.diff(cols) - 1) // max_gap          # zeros before column k + 1
     if not n_zero.any():
         return block
-    out_cols, out_kind = [cols[:1]], [kind[:1]]
-    for k in range(1, cols.size):
-        z = int(n_zero[k - 1])
-        out_cols.append(cols[k - 1] + max_gap * np.arange(1, z + 1, dtype=np.int64))
-        out_kind.append(np.full(z, GAP, np.int8))
-        out_cols.append(cols[k:k + 1])
-        out_kind.append(kind[k:k + 1])
-    return Block(block.rows, np.concatenate(out_cols), np.concatenate(out_kind))
+    # column k moves right by the zeros inserted before it; the z zeros of gap k sit at
+    # previous + max_gap * (1 .. z), right after column k
+    shift = np.concatenate(([0], np.cumsum(n_zero)))
+    out_cols = np.empty(cols.size + int(shift[-1]), dtype=np.int64)
+    out_kind = np.full(out_cols.size, GAP, np.int8)
+    at = np.arange(cols.size) + shift
+    out_cols[at], out_kind[at] = cols, kind
+    gap_of = np.repeat(np.arange(n_zero.size), n_zero)      # the gap each zero fills
+    step = np.arange(gap_of.size) - shift[gap_of] + 1        # 1 .. z within its gap
+    out_cols[at[gap_of] + step] = cols[gap_of] + max_gap * step
+    return Block(block.rows, out_cols, out_kind)
 
 
 def pad_to_multiple(block: Block, multiple: int) -> Block:

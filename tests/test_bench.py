@@ -311,8 +311,9 @@ def test_plot_committed_results(name, rname, device, tmp_path):
 
 
 # how each committed run differs from config() with no overrides
-_RUN_FLAGS = {"fig2_macko": dict(weights=["mpnet_L00_attn_q", "mpnet_L00_ffn_down",
-                                          "mpnet_L00_ffn_up", "mpnet_L11_attn_q"])}  # found by measure()
+_MPNET = ["mpnet_L00_attn_q", "mpnet_L00_ffn_down", "mpnet_L00_ffn_up", "mpnet_L11_attn_q"]
+_RUN_FLAGS = {name: dict(weights=_MPNET)     # found by measure()
+              for name in ("fig2_macko", "fig5_ec", "fig9_ec", "table2_ec", "census_ec")}
 _OLDER_KEYS = {"baseline_csr": {"tol"}}    # tolerances now live in spmvlab.check
 # config keys added after a committed run, at a value that does not change what that run did
 # (public_sparsities: the runs before it ran the public benchmark at every sparsity, which
@@ -350,6 +351,7 @@ def test_cpu_measure_repeats_the_committed_rows():
     """appc_macko measures on the CPU: measure(config()) gives the committed rows exactly."""
     mod = X.load_experiment("appc_macko")
     assert X._jsonable(mod.measure(mod.config())["rows"]) == X.load_results("appc_macko", "cpu")["rows"]
+
 
 
 def test_every_experiment_has_committed_results():

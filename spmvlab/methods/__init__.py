@@ -91,14 +91,15 @@ def generalsparse_method(strategy="default", name: str | None = None, optimize: 
 
 
 def format_method(fmt: str, name: str | None = None, config: Mapping | None = None,
-                  options: Mapping | None = None) -> MethodSpec:
+                  options: Mapping | None = None, encoded: Callable | None = None) -> MethodSpec:
     """A format's kernel with config fields ``config`` and encode ``options``, named ``name``
-    (default: the format's name)."""
+    (default: the format's name). ``encoded(problem) -> matrix``: the problem's matrix already
+    encoded (``options`` then only describe it), see :class:`.ours.FormatMethod`."""
     from .ours import FormatMethod
     info = formats.get(fmt)
     cfg, opts = dict(config or {}), dict(options or {})
     kinds = tuple(k for k in ("spmv", "spmm") if k in info.capabilities)
-    return MethodSpec(name or fmt, lambda p: FormatMethod(p, fmt, name or fmt, cfg, opts), kinds,
+    return MethodSpec(name or fmt, lambda p: FormatMethod(p, fmt, name or fmt, cfg, opts, encoded), kinds,
                       f"{fmt} kernel, config {cfg or 'default'}, options {opts or 'default'}")
 
 

@@ -21,12 +21,16 @@ __all__ = ["FormatMethod", "NumbaDense"]
 
 class FormatMethod(Method):
     """A registered format's kernel. ``config``: keyword arguments of its config class;
-    ``options``: encode options (the registry's defaults for the rest)."""
+    ``options``: encode options (the registry's defaults for the rest). ``encoded``: optional
+    ``encoded(problem) -> matrix`` giving the problem's matrix already encoded (in the
+    problem's dtype, e.g. one encoding shared by several problems of the same pattern); the
+    check still compares the kernel's product with the problem's own exact one."""
 
     events = "numba"
 
     def __init__(self, p: Problem, fmt: str, name: str | None = None,
-                 config: Mapping | None = None, options: Mapping | None = None):
+                 config: Mapping | None = None, options: Mapping | None = None,
+                 encoded=None):
         from .._cuda import cuda
         from ..kernels._common import to_dev
         info = formats.get(fmt)
@@ -38,7 +42,16 @@ class FormatMethod(Method):
         self.info = info
         self.config = info.make_config(**dict(config or {}))
         self.options = info.check_options(dict(options or {}))
-        M = info.encode(p.A, dtype=p.dtype, fast=True, **self.options)
+        if encoded is None:
+            M = info.encode(p.A, dtype=p.dtype, fast=True, **self.options)
+        else:
+            M = encoded(p)
+            if not isinstance(M, info.matrix_class()) or M.dtype != p.dtype or tuple(M.shape) != p.shape:
+                raise OptionError(problem(f"method {self.name}: encoded(problem)",
+                                          f"a {info.matrix_class().__name__} of shape {p.shape} "
+                                          f"and dtype {p.dtype}",
+                                          f"{type(M).__name__} {getattr(M, 'shape', '?')} "
+                                          f"{getattr(M, 'dtype', '?')}"))
         self.format_bytes = int(M.nbytes)
         K = info.kernel_module()
         self._D = K.to_device(M)
