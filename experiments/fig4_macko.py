@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
@@ -25,6 +26,8 @@ METHODS = ["cublas", "macko", "cusparse"]
 #: the H100 run (results/h100/fig4_macko.json, 50 % only) timed no cuSPARSE
 H100_METHODS = ["cublas", "macko"]
 SPLIT_KEYS = ("shapes", "sparsities")
+#: settings that do not change what a row measures (parts may differ in them)
+UNCOMPARED_KEYS = ("budget_s",)
 #: the paper's sparsities (Sec. 5.1: 0 % to 95 %)
 SPARSITIES = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
 
@@ -33,7 +36,7 @@ def config(quick: bool = False, **overrides) -> dict:
     from spmvlab import datasets
     shapes = [list(s) for s in datasets.LLM_SHAPES]
     full = dict(shapes=shapes, sparsities=SPARSITIES, dtype="float16", methods=METHODS,
-                reps=40, warmup=5, seed=0)
+                reps=40, warmup=5, seed=0, budget_s=None)
     return X.make_config(NAME, full, dict(shapes=shapes[:4], sparsities=[0.5], reps=20), quick,
                          overrides)
 
@@ -41,6 +44,10 @@ def config(quick: bool = False, **overrides) -> dict:
 def cli(p):
     p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
     p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
+    p.add_argument("--budget-s", type=float,
+                   help="seconds after which no new (shape, sparsity) is begun; the run saves what "
+                        "it measured and lists the rest under 'not_measured' (measure them later "
+                        "with --merge)")
 
 
 def measure(cfg: dict) -> dict:
@@ -48,12 +55,31 @@ def measure(cfg: dict) -> dict:
     rows = []
     jobs = [dict(shape=list(sh), sparsity=s, dtype=cfg["dtype"], seed=cfg["seed"])
             for s in cfg["sparsities"] for sh in cfg["shapes"]]
+    budget = cfg.get("budget_s")
+    t0 = time.perf_counter()
     built = X.problems(jobs, dense="cublas" in cfg["methods"])   # the next ones built meanwhile
+    done = 0
     for job, p in X.progress(built, total=len(jobs), desc=NAME):
         rows += methods.measure_problem(p, cfg["methods"], reps=cfg["reps"], warmup=cfg["warmup"],
                                         extra=dict(sparsity=job["sparsity"]))
         del p
+        done += 1
+        if budget is not None and time.perf_counter() - t0 > budget:
+            break
+    built.close()
+    if done < len(jobs):
+        print(f"{NAME}: time budget of {budget:g} s used up; {len(jobs) - done} of {len(jobs)} "
+              "(shape, sparsity) pairs not measured (measure them later with --merge)",
+              file=sys.stderr)
     return dict(rows=rows)
+
+
+def not_measured(results: dict) -> list[dict]:
+    """The (shape, sparsity) pairs of the config without a MACKO row (a run cut by its time
+    budget, or parts still to come)."""
+    have = {(tuple(r["shape"]), r["sparsity"]) for r in results["rows"] if r["method"] == "macko"}
+    return [dict(shape=list(sh), sparsity=s) for s in results["config"]["sparsities"]
+            for sh in results["config"]["shapes"] if (tuple(sh), s) not in have]
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
@@ -113,6 +139,10 @@ def report(results: dict):
             ("tb_s", "TB/s", ".2f"), ("speedup_vs_cublas", "x cuBLAS", ".2f"),
             ("speedup_vs_cusparse", "x cuSPARSE", ".2f")]
     P.print_table(results["rows"], cols, where=lambda r: r["method"] == "macko")
+    missing = not_measured(results)
+    if missing:
+        print(f"not measured yet: {len(missing)} (shape, sparsity) pairs, e.g. "
+              + ", ".join(f"{r['shape'][0]}x{r['shape'][1]} at {r['sparsity']:g}" for r in missing[:4]))
 
 
 if __name__ == "__main__":

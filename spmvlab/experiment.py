@@ -404,7 +404,8 @@ def _part(meta: dict, config: dict) -> dict:
 def merge_results(module, old: dict, rows: list, config: dict, meta: dict) -> tuple[list, dict, list]:
     """``old`` (a saved results file) plus a new run (``rows``, ``config``, ``meta``): the two
     configs must agree except in the module's ``SPLIT_KEYS`` (lists, united in the order of
-    ``module.config()``); a new row replaces the saved row it re-measures (same
+    ``module.config()``) and its ``UNCOMPARED_KEYS`` (settings that do not change what a row
+    measures, such as a time budget; the new run's value is kept); a new row replaces the saved row it re-measures (same
     :data:`ROW_IDENTITY`). Every row gets ``part``, the index of its run in the returned
     ``parts`` (each run's git hash, device, date and config)."""
     split = tuple(getattr(module, "SPLIT_KEYS", ()))
@@ -412,7 +413,8 @@ def merge_results(module, old: dict, rows: list, config: dict, meta: dict) -> tu
         raise OptionError(problem("--merge", f"an experiment with SPLIT_KEYS ({module.NAME} has none)",
                                   module.NAME, "re-run the whole configuration instead"))
     a, b = old["config"], config
-    differ = sorted(k for k in set(a) | set(b) if k not in split and a.get(k) != b.get(k))
+    free = split + tuple(getattr(module, "UNCOMPARED_KEYS", ()))
+    differ = sorted(k for k in set(a) | set(b) if k not in free and a.get(k) != b.get(k))
     if differ:
         raise OptionError(problem("--merge", f"the saved run's config apart from {', '.join(split)}",
                                   f"different {', '.join(differ)}",

@@ -318,7 +318,7 @@ _OLDER_KEYS = {"baseline_csr": {"tol"}}    # tolerances now live in spmvlab.chec
 # config keys added after a committed run, at a value that does not change what that run did
 # (public_sparsities: the runs before it ran the public benchmark at every sparsity, which
 # their rows show)
-_NEWER_KEYS = {"fig7_macko": {"public_macko", "public_sparsities"},
+_NEWER_KEYS = {"fig4_macko": {"budget_s"}, "fig7_macko": {"public_macko", "public_sparsities"},
                "fig1_macko": {"public_macko", "public_sparsities"}}
 
 
@@ -463,6 +463,26 @@ def _split_module():
     return mod
 
 
+def test_fig4_time_budget_and_not_measured(monkeypatch):
+    """fig4: no (shape, sparsity) is begun after budget_s; what was measured is returned and
+    not_measured() names the rest (from the rows, so it stays right across merged parts)."""
+    exp = X.load_experiment("fig4_macko")
+    seen = []
+    monkeypatch.setattr(methods, "measure_problem", lambda p, names, **kw: seen.append(p.shape) or [
+        dict(method=n, shape=list(p.shape), sparsity=kw["extra"]["sparsity"]) for n in names])
+    monkeypatch.setattr(X, "problems", lambda jobs, **kw: ((j, types.SimpleNamespace(
+        shape=tuple(j["shape"]))) for j in jobs))
+    cfg = exp.config(shapes=[[4, 8], [8, 4]], sparsities=[0.5, 0.9], budget_s=0.0)
+    res = dict(config=cfg, **exp.measure(cfg))
+    assert seen == [(4, 8)] and {r["method"] for r in res["rows"]} == set(cfg["methods"])
+    assert exp.not_measured(res) == [dict(shape=[8, 4], sparsity=0.5), dict(shape=[4, 8], sparsity=0.9),
+                                     dict(shape=[8, 4], sparsity=0.9)]
+    seen.clear()
+    cfg = exp.config(shapes=[[4, 8], [8, 4]], sparsities=[0.5, 0.9])
+    res = dict(config=cfg, **exp.measure(cfg))
+    assert len(seen) == 4 and exp.not_measured(res) == []
+
+
 def test_merge_measures_a_sweep_in_parts(tmp_path):
     mod = _split_module()
     out, fig = str(tmp_path / "r.json"), str(tmp_path / "f.png")
@@ -481,5 +501,8 @@ def test_merge_measures_a_sweep_in_parts(tmp_path):
     # other settings must match the saved run's
     with pytest.raises(OptionError, match="--merge.*different reps"):
         X.main(mod, ["--reps", "9", "--merge", "--out", out, "--fig", fig])
+    mod.UNCOMPARED_KEYS = ("reps",)        # ... unless the module says they change no row
+    assert X.main(mod, ["--reps", "9", "--shapes", "8x4", "--merge", "--out", out, "--fig", fig]) == 0
+    assert X.load_results(out)["config"]["reps"] == 9
     with pytest.raises(OptionError, match="has none"):
         X.main(_demo_module([]), ["--merge", "--out", out, "--fig", fig])
