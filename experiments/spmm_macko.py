@@ -7,10 +7,12 @@ tile copied into shared memory when it fits, and ``macko[spmm_smem=False]``, gat
 from global memory) and CSR SpMM (register tiles: each decoded entry is multiplied by N
 columns of X at once, ``spmvlab/kernels/_spmm.py``), cuBLAS GEMM fp16 (CuPy, GemmEx with fp32 compute) and, for
 N = 1, the same kernels' SpMV beside it (``spmv_*`` rows) to compare SpMM's cost with SpMV's.
+``fp32_methods`` at ``fp32_ks`` add float32 rows (CSR SpMM and its SpMV, cuBLAS) on the same
+matrices; the plot draws the fp16 rows.
 cuSPARSE SpMM is 10-100x slower than cuBLAS at these shapes (``../shared/GPU_NOTES.md``):
 it is measured at N = 8 only.
 
-    python experiments/spmm_macko.py [--quick] [--plot-only]
+    python experiments/spmm_macko.py [--quick] [--plot-only] [--shapes ...] [--sparsities ...] [--ks ...] [--merge]
 """
 from __future__ import annotations
 
@@ -25,14 +27,18 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "spmm_macko"
 NEEDS_GPU = True
+SPLIT_KEYS = ("shapes", "sparsities", "ks")   # measure in parts with --merge
 METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]", "csr_vector"]
+#: float32 rows (the same matrices' values in float32): CSR SpMM at ``fp32_ks`` beside its own
+#: SpMV and cuBLAS, for the CSR goal of issue 8 (SpMM at N = 8 within 1.5x of SpMV)
+FP32_METHODS = ["cublas", "csr_vector"]
 STYLE = {"macko": dict(color="tab:red", marker="o"), "csr_vector": dict(color="tab:green", marker="^"),
          "macko[spmm_smem=False]": dict(color="tab:orange", marker="v", ls=":"),
          "macko[spmm_smem_threads=512]": dict(color="tab:purple", marker="x", ls="--"),
          "cusparse": dict(color="tab:blue", marker="s")}
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.5, 0.7, 0.9],
             ks=[1, 2, 4, 8, 16, 32, 64], dtype="float16", methods=METHODS, cusparse_k=[8],
-            reps=50, warmup=5, seed=0)
+            reps=50, warmup=5, seed=0, fp32_methods=FP32_METHODS, fp32_ks=[8])
 QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.5], ks=[1, 8, 32], reps=20)
 
 
@@ -42,6 +48,8 @@ def config(quick: bool = False, **overrides) -> dict:
 
 def cli(p):
     p.add_argument("--ks", type=X.floats, help="right-hand-side counts, e.g. 1,8,64")
+    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
+    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
 
 
 def measure(cfg: dict) -> dict:
@@ -61,13 +69,24 @@ def measure(cfg: dict) -> dict:
                 for r in spmv:
                     r["method"] = "spmv_" + r["method"]
                 rows += spmv
+        f32 = cfg.get("fp32_methods") or []
+        for k in (int(v) for v in (cfg.get("fp32_ks") or []) if f32):
+            rows += methods.measure(A, "float32", f32, k=k, reps=cfg["reps"], warmup=cfg["warmup"],
+                                    extra=dict(sparsity=sparsity))
+        if f32 and cfg.get("fp32_ks"):
+            spmv = methods.measure(A, "float32", [m for m in f32 if m != "cublas"], reps=cfg["reps"],
+                                   warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
+            for r in spmv:
+                r["method"] = "spmv_" + r["method"]
+            rows += spmv
     return dict(rows=rows)
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
     plt = P.pyplot()
     cfg = results["config"]
-    rows = [r for r in results["rows"] if "median_us" in r and r["kind"] == "spmm"]
+    rows = [r for r in results["rows"] if "median_us" in r and r["kind"] == "spmm"
+            and r["dtype"] == cfg["dtype"]]
     shapes = [tuple(s) for s in cfg["shapes"]]
     fig, axes = plt.subplots(len(shapes), len(cfg["sparsities"]),
                              figsize=(4.2 * len(cfg["sparsities"]), 3.4 * len(shapes)), squeeze=False)
@@ -96,7 +115,7 @@ def plot(results: dict, fig_path: str) -> list[str]:
 
 
 def report(results: dict):
-    cols = [("shape", "shape", ""), ("sparsity", "sparsity", ".2f"), ("k", "N", ""),
+    cols = [("shape", "shape", ""), ("sparsity", "sparsity", ".2f"), ("dtype", "dtype", ""), ("k", "N", ""),
             ("method", "method", ""), ("median_us", "median us", ".1f"), ("tb_s", "TB/s", ".2f"),
             ("speedup_vs_cublas", "x cuBLAS", ".2f"), ("check_passed", "ok", "")]
     P.print_table(results["rows"], cols)
