@@ -319,7 +319,8 @@ _OLDER_KEYS = {"baseline_csr": {"tol"}}    # tolerances now live in spmvlab.chec
 # (public_sparsities: the runs before it ran the public benchmark at every sparsity, which
 # their rows show)
 _NEWER_KEYS = {"fig7_macko": {"public_macko", "public_sparsities"},
-               "fig1_macko": {"public_macko", "public_sparsities"}}
+               "fig1_macko": {"public_macko", "public_sparsities"},
+               "tune_macko": {"split_methods"}}   # several warps per row, after those runs
 
 
 def _run_flags(name, device):
