@@ -56,10 +56,20 @@ FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.3, 0.5, 0.7, 0
             + list(VARIANTS)[6:],
             reps=60, warmup=10, seed=0, split_methods=["macko_w2", "macko_w4"])
 QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.5, 0.9], reps=30)
+#: the warps-per-row comparison (W = 1, 2, 4 beside cuBLAS), saved as tune_macko_split:
+#: ``python experiments/tune_macko.py --methods cublas,macko_t256_p1_r40
+#: --split-methods macko_w2,macko_w4``
+SPLIT_RUN = dict(methods=["cublas", "macko_t256_p1_r40"], split_methods=["macko_w2", "macko_w4"])
+RUNS = [{}, SPLIT_RUN]
 
 
 def config(quick: bool = False, **overrides) -> dict:
     return X.make_config(NAME, FULL, QUICK, quick, overrides)
+
+
+def results_name(cfg: dict) -> str:
+    """``tune_macko_split`` for :data:`SPLIT_RUN`'s methods, else ``tune_macko``."""
+    return NAME + "_split" if list(cfg["methods"]) == SPLIT_RUN["methods"] else NAME
 
 
 def cli(p):
