@@ -318,8 +318,10 @@ _OLDER_KEYS = {"baseline_csr": {"tol"}}    # tolerances now live in spmvlab.chec
 # config keys added after a committed run, at a value that does not change what that run did
 # (public_sparsities: the runs before it ran the public benchmark at every sparsity, which
 # their rows show)
-_NEWER_KEYS = {"spmm_macko": {"fp32_methods", "fp32_ks"}, "fig4_macko": {"budget_s"}, "fig7_macko": {"public_macko", "public_sparsities"},
-               "fig1_macko": {"public_macko", "public_sparsities"}}
+_NEWER_KEYS = {"spmm_macko": {"fp32_methods", "fp32_ks"}, "fig4_macko": {"budget_s"},
+               "fig7_macko": {"public_macko", "public_sparsities"},
+               "fig1_macko": {"public_macko", "public_sparsities"},
+               "tune_macko": {"split_methods"}}   # several warps per row, after those runs
 
 
 def _run_flags(name, device):

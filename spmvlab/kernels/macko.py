@@ -25,6 +25,23 @@ What makes it fast (measured with Nsight Compute on the H100, see paper_repro.md
   finite the warp recomputes the row on the careful path, which skips stored zeros: NaN/Inf
   propagate exactly as in CSR, at no cost for finite results.
 
+Several warps per row (``MackoConfig.warps_per_row`` W = 2 or 4, SpMV only): a matrix with
+few rows (4096 rows give 31 warps per SM of an H200, where 40 registers allow 48) has too
+few warps to hide the loads' latency. Each row's chunks (256 entries from ``row_ptr[r]``
+rounded down to 8) are cut into W contiguous pieces of whole chunks
+(``reference.macko.piece_starts``: piece w takes chunks [w n / W, (w + 1) n / W) of the row's
+n), so every piece but the first starts on a chunk boundary. Warp w of the row's group walks
+its piece exactly as above, starting from the column before the piece, which is the one
+thing stored: the *split columns*, int32 [rows, W - 1] (``reference.macko.split_columns``),
+computed from the encoded matrix when the kernel first needs them (cached on the
+``DeviceMacko`` per W) and counted in the bytes a product moves
+(:func:`extra_nbytes`, ``DeviceMacko.layout_nbytes``). The W warps of a row sit in one
+block; lane 0 of each puts its piece's float32 sum in shared memory and, after a block
+barrier, lane 0 of the group's first warp adds the W sums in piece order and writes y[r].
+The careful (non-finite) path is taken per piece: a warp whose piece sum is not finite
+redoes its own piece skipping stored zeros (a finite fast sum equals the careful one, so
+this gives the whole row's CSR semantics). The W = 1 kernel is unchanged (same SASS).
+
 SpMM (Y = M @ X, X of shape (cols, k)): one warp per row again; each chunk is decoded into
 shared memory (256 columns and values per warp), then lane ``l`` owns output columns
 ``j0 + l`` and ``j0 + 32 + l`` and walks the 256 decoded entries, reading rows of X
@@ -41,9 +58,9 @@ import math
 
 import numpy as np
 
-from reference._common import OptionError, problem
+from reference._common import OptionError, accumulator_dtype, problem
 from reference.codec import packing
-from reference.macko import DELTA_BITS, MackoMatrix
+from reference.macko import DELTA_BITS, SPLIT_CHUNK, MackoMatrix
 
 from .. import codec
 from .. import formats
@@ -56,11 +73,14 @@ from ._common import (
 from ._intrinsics import vload4, vload8
 from ._spmm import TILE_COLS, accumulator_np, fill_parts, launch_tiles, ptx_cases, tile_parts
 
-__all__ = ["MackoConfig", "DeviceMacko", "to_device", "device_check", "spmv", "spmm", "ptx_targets"]
+__all__ = ["MackoConfig", "DeviceMacko", "to_device", "device_check", "spmv", "spmm", "ptx_targets",
+           "extra_nbytes", "WARPS_PER_ROW"]
 
 KERNEL_DTYPES = formats.get("macko").kernel_dtypes
 CHUNK = 8 * WARP          # stored entries a warp handles per chunk
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+WARPS_PER_ROW = (1, 2, 4)   # warps sharing one row in the SpMV kernel
+assert CHUNK == SPLIT_CHUNK
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +92,10 @@ class MackoConfig:
                        (0, 1 or 2)
     max_registers      register cap per thread for the SpMV kernel (None: the compiler's
                        choice); fewer registers let more warps share an SM
+    warps_per_row      SpMV: warps sharing one row (1, 2 or 4; threads_per_block / 32 a
+                       multiple of it): each walks a contiguous piece of whole chunks, from
+                       the stored column before it (4 * rows * (W - 1) extra bytes, counted
+                       in the effective bandwidth; see the module docstring). SpMM ignores it
     spmm_tile          SpMM: columns of X per pass (kernels/_spmm.py), one of 1, 2, 4, 8,
                        16, 32; N <= spmm_tile decodes the matrix once
     spmm_smem          SpMM: copy X's column tile into shared memory when its K rows fit
@@ -98,9 +122,19 @@ class MackoConfig:
     spmm_smem: bool = True
     spmm_smem_threads: int = 1024
     spmm_smem_fp32: bool = False
+    warps_per_row: int = 1
 
     def __post_init__(self):
         check_threads_per_block("MackoConfig", self.threads_per_block)
+        W = self.warps_per_row
+        if not isinstance(W, (int, np.integer)) or isinstance(W, bool) or W not in WARPS_PER_ROW:
+            raise OptionError(problem("MackoConfig.warps_per_row", f"one of {WARPS_PER_ROW}",
+                                      repr(W)))
+        if (self.threads_per_block // WARP) % W:
+            raise OptionError(problem(
+                "MackoConfig.threads_per_block", f"a multiple of {WARP * W} (warps_per_row={W}: "
+                f"the {W} warps of a row share one block)", self.threads_per_block,
+                f"use threads_per_block={max(WARP * W, self.threads_per_block // (WARP * W) * WARP * W)}"))
         if self.prefetch not in (0, 1, 2) or isinstance(self.prefetch, bool):
             raise OptionError(problem("MackoConfig.prefetch", "0, 1 or 2", repr(self.prefetch)))
         if self.spmm_tile not in TILE_COLS:
@@ -120,7 +154,10 @@ class MackoConfig:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DeviceMacko:
-    """A :class:`MackoMatrix` on the device; ``codes`` are the packed bytes."""
+    """A :class:`MackoMatrix` on the device; ``codes`` are the packed bytes. ``nbytes`` is
+    the encoded matrix's; ``host`` the encoded matrix it was uploaded from, from which the
+    split columns of the several-warps-per-row layout are derived on first use and kept in
+    ``derived`` (W -> device array); :meth:`layout_nbytes` counts them."""
 
     row_ptr: object
     codes: object
@@ -129,6 +166,36 @@ class DeviceMacko:
     dtype: np.dtype
     delta_bits: int
     nbytes: int
+    host: MackoMatrix | None = dataclasses.field(default=None, repr=False)
+    derived: dict = dataclasses.field(default_factory=dict, repr=False)
+
+    def split_columns(self, warps: int):
+        """The split columns for ``warps`` warps per row on the device, int32
+        [rows * (warps - 1)] row-major (a one-entry dummy when empty), made once per W from
+        the encoded matrix (``spmvlab.encoders.macko.split_columns``, the compiled
+        ``reference.macko.split_columns``)."""
+        if warps not in self.derived:
+            if self.host is None:
+                raise OptionError(problem("DeviceMacko.host", "the encoded matrix (to_device "
+                                          "keeps it)", None, "make it with kernels.macko.to_device"))
+            from ..encoders.macko import split_columns
+            a = split_columns(self.host, warps).reshape(-1)
+            self.derived[warps] = to_dev(a if a.size else np.full(1, -1, np.int32))
+        return self.derived[warps]
+
+    def layout_nbytes(self, warps: int = 1) -> int:
+        """Bytes a product with ``warps`` warps per row reads: the matrix plus, for
+        ``warps > 1``, its split columns (4 bytes per row and extra warp)."""
+        return int(self.nbytes) + 4 * int(self.shape[0]) * (int(warps) - 1)
+
+
+def extra_nbytes(D: DeviceMacko, config: MackoConfig = MackoConfig(), kind: str = "spmv") -> int:
+    """Bytes a ``kind`` product with ``config`` reads beyond the encoded matrix (its
+    ``nbytes``): the split columns of ``warps_per_row > 1`` for SpMV, else 0.
+    ``spmvlab.methods.ours.FormatMethod`` adds them to ``format_bytes``."""
+    if kind != "spmv":
+        return 0
+    return D.layout_nbytes(config.warps_per_row) - int(D.nbytes)
 
 
 def to_device(M: MackoMatrix, check: str = "auto") -> DeviceMacko:
@@ -148,7 +215,8 @@ def _upload(M: MackoMatrix) -> DeviceMacko:
         vals = np.zeros(8, vals.dtype)
         codes = np.zeros(M.delta_bits, np.uint8)
     return DeviceMacko(row_ptr=to_dev(M.row_ptr), codes=to_dev(codes), values=to_dev(vals),
-                       shape=M.shape, dtype=M.dtype, delta_bits=M.delta_bits, nbytes=M.nbytes)
+                       shape=M.shape, dtype=M.dtype, delta_bits=M.delta_bits, nbytes=M.nbytes,
+                       host=M)
 
 
 def _words(D: DeviceMacko):
@@ -263,13 +331,14 @@ def _parts(dtype_name: str, delta_bits: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
+def _row_dot(dtype_name: str, delta_bits: int, prefetch: int):
+    """``row_dot(values, words, x, start, end, last, lane, careful, running)``: this lane's
+    share of the row's [start, end) products, summed over the warp; ``running`` is the
+    column before ``start`` plus 1 (0 at a row's start)."""
     acc = acc_type(dtype_name)
     P = _parts(dtype_name, delta_bits)
     load_values, load_word, chunk_columns = P["load_values"], P["load_word"], P["chunk_columns"]
     masked_dot, full_dot = P["masked_dot"], P["full_dot"]
-    wpb = cfg.threads_per_block // WARP
-    prefetch = cfg.prefetch
     int32 = np.int32
 
     @inline_device
@@ -283,11 +352,10 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
         return s, int32(running + total)
 
     @inline_device
-    def row_dot(values, words, x, start, end, last, lane, careful):
+    def row_dot(values, words, x, start, end, last, lane, careful, running):
         """This lane's share of row [start, end); with ``prefetch`` the next chunk's loads
         are in flight while the current chunk is computed."""
         base = int32(start & -8)
-        running = int32(0)
         s = acc(0)
         p = int32(base + lane * 8)
         pl = min(p, last)
@@ -319,6 +387,15 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
                 w_1 = w_n
         return warp_sum(s)
 
+    return row_dot
+
+
+@functools.lru_cache(maxsize=None)
+def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
+    row_dot = _row_dot(dtype_name, delta_bits, cfg.prefetch)
+    wpb = cfg.threads_per_block // WARP
+    int32 = np.int32
+
     @cuda.jit(**jit_options(max_registers=cfg.max_registers))
     def macko_spmv(row_ptr, words, values, x, y):
         """Warp w of block b computes y[b * warps_per_block + w]; see the module docstring."""
@@ -331,7 +408,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
         last = int32(values.shape[0] - 8)     # last aligned load position (clamp)
         careful = False
         while True:   # one copy of the row loop: a second pass only for non-finite rows
-            s = row_dot(values, words, x, start, end, last, lane, careful)
+            s = row_dot(values, words, x, start, end, last, lane, careful, int32(0))
             if careful or not (math.isinf(s) or math.isnan(s)):   # warp-uniform
                 break
             careful = True                    # redo the row skipping stored zeros
@@ -339,6 +416,63 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
             y[r] = s
 
     return macko_spmv
+
+
+@functools.lru_cache(maxsize=None)
+def _spmv_split_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
+    """SpMV with ``cfg.warps_per_row`` (2 or 4) warps per row (module docstring)."""
+    row_dot = _row_dot(dtype_name, delta_bits, cfg.prefetch)
+    W = cfg.warps_per_row
+    if W not in (2, 4):
+        raise OptionError(problem("warps_per_row of the split kernel", "2 or 4", W))
+    shift = W.bit_length() - 1                # W = 2**shift
+    wpb = cfg.threads_per_block // WARP
+    rpb = wpb // W                            # rows per block
+    accnp = np.dtype(accumulator_dtype(np.dtype(dtype_name)))
+    acc = acc_type(dtype_name)
+    int32 = np.int32
+
+    @cuda.jit(**jit_options(max_registers=cfg.max_registers))
+    def macko_spmv_split(row_ptr, words, values, splits, x, y):
+        """Warps [g W, g W + W) of block b compute y[b * rows_per_block + g]: warp w of the
+        group walks piece w of the row (no early return: every thread reaches the barrier)."""
+        part = cuda.shared.array(wpb, accnp)
+        lane = int32(cuda.threadIdx.x % WARP)
+        warp = int32(cuda.threadIdx.x // WARP)
+        piece = int32(warp & (W - 1))
+        r = cuda.blockIdx.x * rpb + (warp >> shift)
+        s = acc(0)
+        if r < y.shape[0]:
+            start = int32(row_ptr[r])
+            end = int32(row_ptr[r + 1])
+            last = int32(values.shape[0] - 8)
+            base = int32(start & -8)
+            n = int32(0)                      # the row's chunks
+            if end > start:
+                n = int32((end - base + (CHUNK - 1)) // CHUNK)
+            lo = int32(base + CHUNK * ((piece * n) >> shift))
+            hi = int32(base + CHUNK * (((piece + 1) * n) >> shift))
+            lo = min(max(lo, start), end)
+            hi = min(max(hi, start), end)
+            running = int32(0)
+            if piece > 0:
+                running = int32(splits[r * (W - 1) + piece - 1] + 1)
+            careful = False
+            while True:   # a second pass only for a piece whose sum is not finite
+                s = row_dot(values, words, x, lo, hi, last, lane, careful, running)
+                if careful or not (math.isinf(s) or math.isnan(s)):   # warp-uniform
+                    break
+                careful = True
+        if lane == 0:
+            part[warp] = s
+        cuda.syncthreads()
+        if lane == 0 and piece == 0 and r < y.shape[0]:
+            t = part[warp]
+            for i in range(1, W):
+                t += part[warp + i]
+            y[r] = t
+
+    return macko_spmv_split
 
 
 def _row_tile(dtype_name: str, delta_bits: int, T: dict):
@@ -553,8 +687,16 @@ def device_check(D: DeviceMacko) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
-    """y = D @ x. ``D`` a :class:`MackoMatrix` or :class:`DeviceMacko`; ``x`` host or device."""
+    """y = D @ x. ``D`` a :class:`MackoMatrix` or :class:`DeviceMacko`; ``x`` host or device.
+    With ``config.warps_per_row`` W > 1 the split columns for W are made (once per
+    ``DeviceMacko``) and W warps share each row."""
     D = to_device(D)
+    W = config.warps_per_row
+    if W > 1:
+        wpb = config.threads_per_block // WARP
+        return launch_spmv(D, x, out, lambda: _spmv_split_kernel(D.dtype.name, D.delta_bits, config),
+                           (D.row_ptr, _words(D), D.values, D.split_columns(W)),
+                           config.threads_per_block, wpb // W)
     return launch_spmv(D, x, out, lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config),
                        (D.row_ptr, _words(D), D.values), config.threads_per_block,
                        config.threads_per_block // WARP)
@@ -577,7 +719,8 @@ def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
 
 
 def ptx_targets():
-    """SpMV (with and without prefetch) and SpMM for every (dtype, delta_bits); the check
+    """SpMV (with and without prefetch), the several-warps-per-row SpMV (W = 2 for every
+    delta_bits, W = 4 for 4-bit codes) and SpMM for every (dtype, delta_bits); the check
     for every delta_bits."""
     out = []
     for dt in KERNEL_DTYPES:
@@ -589,6 +732,13 @@ def ptx_targets():
                 out.append(PTXTarget(f"macko.spmv[{dt},b{b},prefetch={pf}]",
                                      functools.partial(_spmv_kernel, dt, b, MackoConfig(prefetch=pf)),
                                      head + f"{array_sig(dt)}, {array_sig(dt)})", wide))
+            for W in (2, 4) if b == 4 else (2,):
+                out.append(PTXTarget(f"macko.spmv_split[{dt},b{b},warps={W}]",
+                                     functools.partial(_spmv_split_kernel, dt, b,
+                                                       MackoConfig(warps_per_row=W)),
+                                     head + f"{array_sig('int32')}, {array_sig(dt)}, "
+                                     f"{array_sig(dt)})",
+                                     wide + (r"bar\.sync|barrier\.sync",)))
             for ct, g in ptx_cases(dt) if b == 4 else [(8, 16 // np.dtype(dt).itemsize)]:
                 out.append(PTXTarget(f"macko.spmm[{dt},b{b},tile{ct},g{g}]",
                                      functools.partial(_spmm_kernel, dt, b, MackoConfig(), ct, g),
