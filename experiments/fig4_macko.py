@@ -53,7 +53,7 @@ def cli(p):
 def measure(cfg: dict) -> dict:
     from spmvlab import methods
     rows = []
-    jobs = [dict(shape=list(sh), sparsity=s, dtype=cfg["dtype"], seed=cfg["seed"])
+    jobs = [dict(shape=list(sh), sparsity=s, dtype=cfg["dtype"], seed=cfg["seed"], encode=["macko"])
             for s in cfg["sparsities"] for sh in cfg["shapes"]]
     budget = cfg.get("budget_s")
     t0 = time.perf_counter()

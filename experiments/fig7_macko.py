@@ -67,7 +67,8 @@ def measure(cfg: dict) -> dict:
     from spmvlab import anchors, methods, runinfo
     cc = tuple(runinfo.device_info().get("compute_capability") or (9, 0))
     rows = []
-    jobs = [dict(shape=list(cfg["shape"]), sparsity=s, dtype=cfg["dtype"], seed=cfg["seed"])
+    jobs = [dict(shape=list(cfg["shape"]), sparsity=s, dtype=cfg["dtype"], seed=cfg["seed"],
+                 encode=["macko", "csr"])
             for s in cfg["sparsities"]]
     public = cfg.get("public_sparsities") or cfg["sparsities"]
     built = X.problems(jobs, dense="cublas" in cfg["methods"])   # the next ones built meanwhile

@@ -41,7 +41,7 @@ def measure(cfg: dict) -> dict:
     from spmvlab import methods
     layers = {tuple(int(v) for v in k.split("x")): n for k, n in cfg["layer_shapes"].items()}
     rows = []
-    jobs = [dict(shape=list(sh), sparsity=s, dtype=cfg["dtype"], seed=cfg["seed"])
+    jobs = [dict(shape=list(sh), sparsity=s, dtype=cfg["dtype"], seed=cfg["seed"], encode=["macko"])
             for s in cfg["sparsities"] for sh in layers]
     for job, p in X.progress(X.problems(jobs, dense=True), total=len(jobs), desc=NAME):
         rows += methods.measure_problem(p, ["cublas", "macko"], reps=cfg["reps"], warmup=cfg["warmup"],

@@ -254,7 +254,8 @@ def build_problem(spec: dict, dense: bool = False):
     """The :class:`~spmvlab.methods.base.Problem` of one job: ``datasets.uniform(shape,
     sparsity, dtype, seed)`` with X drawn by ``Problem.make`` (``k`` columns, SpMV when
     None; X's seed ``xseed``, default 1 as in ``methods.measure``), its float64 reference
-    product computed, and with ``dense`` its dense copy (for cuBLAS)."""
+    product computed, with ``dense`` its dense copy (for cuBLAS), and the matrix encoded in
+    each format named in ``spec["encode"]`` (default options; ``Problem.encoded``)."""
     from . import datasets
     from .methods.base import Problem
     A = datasets.uniform(tuple(spec["shape"]), spec["sparsity"], dtype=spec["dtype"],
@@ -263,6 +264,8 @@ def build_problem(spec: dict, dense: bool = False):
     p.reference()
     if dense:
         p.dense()
+    for fmt in spec.get("encode", ()):
+        p.encoded(fmt)
     return p
 
 

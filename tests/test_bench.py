@@ -6,6 +6,7 @@ figure paths per device, plotting every committed results file), the simulator r
 time.)
 """
 import argparse
+import dataclasses
 import io
 import json
 import os
@@ -222,7 +223,7 @@ def test_config_and_measure_are_separate(tmp_path, monkeypatch):
 def test_problems_are_the_same_from_worker_processes():
     """experiment.problems: built in spawned workers ahead of use, or here, the same problems
     in the same order (seeded), each with its reference product (and dense copy on request)."""
-    specs = [dict(shape=[7, 40], sparsity=s, dtype="float16", seed=3, k=k)
+    specs = [dict(shape=[7, 40], sparsity=s, dtype="float16", seed=3, k=k, encode=["macko"])
              for s, k in ((0.5, None), (0.9, 3), (0.0, None))]
     here = list(X.problems(specs, dense=True, workers=0))
     there = list(X.problems(specs, dense=True, workers=1, ahead=2))
@@ -232,6 +233,15 @@ def test_problems_are_the_same_from_worker_processes():
         assert "reference" in b._cache and np.array_equal(a.dense(), b.dense())
         assert a.dtype == np.float16 and a.k == (1 if a.X.ndim == 1 else a.X.shape[1])
     assert here[1][1].X.shape == (40, 3) and here[2][1].A.nnz == 7 * 40
+    # the encoding built in the worker is the one this process would build, and it is reused
+    from spmvlab import formats
+    for (_, a), (_, b) in zip(here, there):
+        key = [k for k in b._cache if isinstance(k, tuple) and k[:2] == ("encoded", "macko")]
+        assert len(key) == 1
+        M = formats.get("macko").encode(a.A, dtype=a.dtype, fast=True)
+        assert b.encoded("macko") is b._cache[key[0]] and b.encoded("macko").nbytes == M.nbytes
+        assert all(np.array_equal(getattr(M, f.name), getattr(b.encoded("macko"), f.name))
+                   for f in dataclasses.fields(M) if isinstance(getattr(M, f.name), np.ndarray))
 
 
 def test_quick_runs_go_to_quick_files(tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ A method timed by another program (a public kernel's own benchmark) overrides ``
 from __future__ import annotations
 
 import dataclasses
+from typing import Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -90,6 +91,19 @@ class Problem:
         if "dense" not in self._cache:
             self._cache["dense"] = np.ascontiguousarray(self.A.toarray().astype(self.dtype))
         return self._cache["dense"]
+
+    def encoded(self, fmt: str, options: Mapping | None = None):
+        """``A`` encoded in format ``fmt`` in this problem's dtype with the fast encoder and
+        ``options`` (the registry's defaults for the rest), built once per (format,
+        options) and kept: methods of one format share it, and
+        :func:`spmvlab.experiment.build_problem` can build it in a worker process."""
+        from .. import formats
+        info = formats.get(fmt)
+        opts = info.check_options(dict(options or {}))
+        key = ("encoded", fmt, tuple(sorted((k, repr(v)) for k, v in opts.items())))
+        if key not in self._cache:
+            self._cache[key] = info.encode(self.A, dtype=self.dtype, fast=True, **opts)
+        return self._cache[key]
 
     def reference(self) -> Reference:
         """The float64 product of the stored values (computed once)."""

@@ -46,7 +46,7 @@ class FormatMethod(Method):
         self.config = info.make_config(**dict(config or {}))
         self.options = info.check_options(dict(options or {}))
         if encoded is None:
-            M = info.encode(p.A, dtype=p.dtype, fast=True, **self.options)
+            M = p.encoded(fmt, self.options)     # built once per problem and options
         else:
             M = encoded(p)
             if not isinstance(M, info.matrix_class()) or M.dtype != p.dtype or tuple(M.shape) != p.shape:
