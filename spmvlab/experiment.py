@@ -271,7 +271,7 @@ def build_problem(spec: dict, dense: bool = False):
 
 def _default_workers() -> int:
     n = os.cpu_count() or 1
-    return 0 if n <= 2 else min(6, n // 2)
+    return 0 if n <= 2 else min(4, max(1, n // 4))
 
 
 def problems(specs: list, *, dense: bool = False, workers: int | None = None,
@@ -281,7 +281,9 @@ def problems(specs: list, *, dense: bool = False, workers: int | None = None,
     the next matrices (numpy, one core each) overlaps the GPU timing of the current one.
 
     ``workers=0`` builds each in this process when it is needed (the default on machines
-    of two cores or fewer; otherwise ``min(6, cores // 2)``). The workers are started with
+    of two cores or fewer; otherwise ``min(4, cores // 4)``: a problem of the largest fig4
+    layer at 0 % sparsity, with its dense copy and encodings, is several GB, and each one in
+    flight is held in memory twice while it is passed back). The workers are started with
     ``spawn`` and never touch the GPU. Every problem is the same whichever process built it
     (the generators are seeded)."""
     specs = list(specs)
