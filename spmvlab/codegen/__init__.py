@@ -70,7 +70,7 @@ from reference._common import (
 from reference.offsets import compress
 
 from . import _emit, _runtime
-from ._emit import PAD, ROW_START, Offset, Spec
+from ._emit import Offset, Spec
 
 __all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "upload", "spmm", "launcher",
            "cache_info", "clear_cache", "ptx_targets", "SUPPORTED_DTYPES"]
@@ -163,7 +163,13 @@ def _check_supported(s: GS.Strategy, red: GS.Reduction, dtype: np.dtype):
             "or one warp-group per block"))
 
 
-def generate(target, dtype=None) -> Generated:
+def _col_mode(compact: bool, col_bits: int, has_base: bool) -> str:
+    if not compact or col_bits == 32:
+        return "i32"
+    return "u16base" if has_base else "u16"
+
+
+def generate(target, dtype=None, col_bits: int = 16) -> Generated:
     """The kernel for a :class:`~reference.generalsparse.Plan` (offsets compressed into
     expressions where ``reference.offsets.compress`` finds a pattern) or for a bare
     :class:`~reference.generalsparse.Strategy` with ``dtype`` (offsets loaded from memory;
@@ -179,6 +185,7 @@ def generate(target, dtype=None) -> Generated:
         s, red = p.strategy, p.reduction
         thread_off = _offset("thread_offset", p.thread_offset)
         warp_off = _offset("warp_offset", p.warp_offset) if s.interleave else None
+        col_mode = _col_mode(s.compact, p.col_bits, p.col_base is not None)
     elif isinstance(target, GS.Strategy):
         if dtype is None:
             raise DTypeError(problem("dtype", "the value dtype (float16 or float32)", None,
@@ -187,6 +194,9 @@ def generate(target, dtype=None) -> Generated:
         red = GS.select_reduction(s, 2)
         thread_off = _stored("thread_offset", np.int64)
         warp_off = _stored("warp_offset", np.int64) if s.interleave else None
+        if col_bits not in (16, 32):
+            raise OptionError(problem("col_bits", "16 or 32 (the plans this kernel will run)", col_bits))
+        col_mode = _col_mode(s.compact, col_bits, True)
     else:
         raise OptionError(problem("target", "a Plan or a Strategy", type(target).__name__,
                                   "pass reference.generalsparse.plan(A, strategy)"))
@@ -197,7 +207,8 @@ def generate(target, dtype=None) -> Generated:
                 groups_per_warp=s.groups_per_warp, group_warps=s.group_warps,
                 groups_per_block=s.groups_per_block, thread_cols=s.thread_cols, warp_cols=s.warp_cols,
                 block_cols=s.block_cols, interleave=s.interleave, vector_width=s.vector_width,
-                thread_offset=thread_off, warp_offset=warp_off)
+                thread_offset=thread_off, warp_offset=warp_off, compact=s.compact, col_mode=col_mode,
+                b_vector=s.b_vector, sort_out=s.compact and s.sort_rows)
     key = (s, dt.name, spec)
     with _CACHE_LOCK:
         g = _CACHE.get(key)
@@ -231,10 +242,14 @@ _UPLOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _host_arrays(p: GS.Plan, g: Generated) -> list:
-    flags = (p.row_start.astype(np.uint8) * ROW_START) | (p.pad.astype(np.uint8) * PAD)
-    rows = np.where(p.rows >= 0, p.row_order[np.maximum(p.rows, 0)], -1).astype(p.rows.dtype)
-    out = [flags, rows, np.asarray(p.cols), np.asarray(p.values)]
     sp = g.spec
+    arrays = p.device_arrays()
+    if sp.compact:                # a strategy-only kernel: the columns the way it reads them
+        if sp.col_mode == "i32":
+            arrays["cols"] = np.asarray(p.cols, dtype=np.int32)
+        elif sp.col_mode == "u16base" and "col_base" not in arrays:
+            arrays["col_base"] = np.zeros(p.n_blocks, dtype=np.int32)
+    out = [arrays[name] for name in _emit.sparse_args(sp)]
     tables = {}
     for off, arr in ((sp.thread_offset, p.thread_offset), (sp.warp_offset, p.warp_offset)):
         if off is None or not off.loads:
@@ -256,7 +271,8 @@ def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
                                   "pass reference.generalsparse.plan(A, strategy)"))
     g = generate(p) if generated is None else generated
     if g is not generate(p) and not (g.spec.thread_offset.raw and g.strategy == p.strategy
-                                     and g.spec.dtype == np.dtype(p.dtype).name):
+                                     and g.spec.dtype == np.dtype(p.dtype).name
+                                     and (g.spec.col_mode == "i32" or p.col_bits == 16)):
         raise OptionError(problem("generated", "generate(plan) or generate(plan.strategy, plan.dtype)",
                                   repr(g), "leave generated=None"))
     held = _UPLOADS.get(p)
@@ -268,6 +284,20 @@ def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
                    atomic=p.reduction.atomic, zero_init=p.zero_init, arrays=arrays)
     _UPLOADS[p] = d
     return d
+
+
+def _check_b_vector(d: DevicePlan, N: int):
+    g = d.generated.spec.b_vector
+    if N % g:
+        raise ShapeError(problem("B.shape[1]", f"a multiple of the strategy's b_vector ({g}): B is "
+                                 "read g values at a time", N, "plan a strategy with b_vector=1"))
+
+
+def _b_arg(d: DevicePlan, dB):
+    """B as the kernel takes it: flat (K * N, row-major) for vector loads, else 2-D."""
+    if d.generated.spec.b_vector == 1:
+        return dB
+    return dB.reshape(int(dB.shape[0]) * int(dB.shape[1]))
 
 
 def spmm(plan, B, out=None, generated: Generated | None = None):
@@ -282,6 +312,7 @@ def spmm(plan, B, out=None, generated: Generated | None = None):
     N = int(B.shape[1])
     if N < 1:
         raise ShapeError(problem("B.shape[1]", "at least 1 column", N))
+    _check_b_vector(d, N)
     if out is not None:
         check_out(out, (M, N), d.dtype)
     host = isinstance(B, np.ndarray)
@@ -297,7 +328,7 @@ def spmm(plan, B, out=None, generated: Generated | None = None):
         _runtime.zero2[g2, b2](target)
     grid = (d.grid_x, -(-N // d.block_cols))
     if grid[0] and M:
-        d.generated.kernel[grid, d.threads](*d.arrays, dB, target, np.int64(N))
+        d.generated.kernel[grid, d.threads](*d.arrays, _b_arg(d, dB), target, np.int64(N))
     if target is not dC and M:
         g2, b2 = _runtime.grid2((M, N))
         _runtime.narrow[g2, b2](target, dC)
@@ -320,6 +351,7 @@ def launcher(plan, dB, dC, generated: Generated | None = None):
         raise ShapeError(problem("dB", f"a ({K}, N) device array of {d.dtype}",
                                  f"{tuple(dB.shape)} {np.dtype(dB.dtype)}"))
     N = int(dB.shape[1])
+    _check_b_vector(d, N)
     if tuple(dC.shape) != (M, N) or np.dtype(dC.dtype) != d.dtype:
         raise ShapeError(problem("dC", f"a ({M}, {N}) device array of {d.dtype}",
                                  f"{tuple(dC.shape)} {np.dtype(dC.dtype)}"))
@@ -331,7 +363,7 @@ def launcher(plan, dB, dC, generated: Generated | None = None):
     narrow = target is not dC and M and N
     grid = (d.grid_x, -(-N // d.block_cols))
     kernel = d.generated.kernel[grid, d.threads] if grid[0] and M and N else None
-    args = (*d.arrays, dB, target, np.int64(N))
+    args = (*d.arrays, _b_arg(d, dB), target, np.int64(N))
     zero_k = _runtime.zero2[g2, b2]
     narrow_k = _runtime.narrow[g2, b2]
 
