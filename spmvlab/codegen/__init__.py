@@ -394,6 +394,23 @@ def _ptx_matrices():
     return [A.tocsr()]
 
 
+def _sig(g: Generated, p, dt: str) -> str:
+    """The numba signature text of a generated kernel's arguments (``p`` None: the
+    strategy-only kernel, int64 offsets and int32 per-row arrays)."""
+    from ..kernels._common import array_sig
+    sp = g.spec
+    types = dict(flags="uint8", values=dt, col_base="int32", tg_row="int32", tg_len="int32",
+                 row_order="int32")
+    types["cols"] = {"i32": "int32"}.get(sp.col_mode, "uint16") if sp.compact else \
+        (str(p.cols.dtype) if p is not None else "int32")
+    types["rows"] = types["row_ptr"] = str(p.rows.dtype) if p is not None else "int32"
+    acc = "float32" if sp.atomic else dt
+    args = [array_sig(types[n]) for n in _emit.sparse_args(sp)]
+    args += [array_sig(t) for _, t in sp.pattern_arrays]
+    args += [array_sig(dt, 1 if sp.b_vector > 1 else 2), array_sig(acc, 2), "int64"]
+    return f"void({', '.join(args)})"
+
+
 def ptx_targets():
     """A fixed sample of generated kernels (float16 and float32): the first strategy of
     ``strategies(A, N)`` (N = 64, then 1) for each combination of thread reduction, warp
@@ -422,6 +439,27 @@ def ptx_targets():
                     label = (f"codegen[{dt}] {red.thread}/{red.warp}{'/atomic' if red.atomic else ''}"
                              f" tc{s.thread_cols}{' ilv' if s.interleave else ''} <{s.label}>")
                     out.append(PTXTarget(label, (lambda g=g: g.kernel), f"void({', '.join(sig_args)})"))
+    # compact storage with vector loads: the shortlist's compact strategies (N = 64 and 8,
+    # both dtypes; 16-bit columns as they are), and strategy-only kernels (u16 + base, int32)
+    from ..tune.search import default_shortlist
+    A = _ptx_matrices()[0]
+    for dt in ("float16", "float32"):
+        for N in (64, 8):
+            for s in default_shortlist(N, dt):
+                if not s.compact:
+                    continue
+                p = GS.plan(A, s, dtype=dt, lossy=True)
+                g = generate(p)
+                out.append(PTXTarget(f"codegen[{dt}] compact N{N} <{s.label}>", (lambda g=g: g.kernel),
+                                     _sig(g, p, dt)))
+        s = next(s for s in default_shortlist(64, dt) if s.compact)
+        bitmap = dataclasses.replace(s, block=GS.Division("multi", True), warp=GS.Division("multi", False),
+                                     thread=GS.Division("multi", True), block_size=4 * s.groups_per_warp,
+                                     warps_per_block=1, sort_rows=False)
+        for strat, bits in ((s, 16), (bitmap, 32), (dataclasses.replace(s, sort_rows=True), 16)):
+            g = generate(strat, dt, col_bits=bits)
+            out.append(PTXTarget(f"codegen[{dt}] compact strategy-only {g.spec.col_mode} <{strat.label}>",
+                                 (lambda g=g: g.kernel), _sig(g, None, dt)))
     # one strategy-only kernel per dtype (offsets loaded)
     for dt in ("float16", "float32"):
         g = generate(GS.Strategy(), dt)
