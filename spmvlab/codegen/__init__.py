@@ -21,10 +21,25 @@ thread-group id (no load), a Stored pattern (or a residual/cycle table) is read 
 array passed to the kernel. Interleaved layouts also need each warp-group's first slot,
 compressed the same way from ``plan.warp_offset``.
 
-Data the kernel reads (:class:`DevicePlan`, uploaded once per plan): ``flags`` (uint8 per
-slot: bit 0 row start, bit 1 padding), ``rows`` (the slot's row of C, sort order already
-undone; -1 none), ``cols``, ``values`` (storage order), the pattern arrays, B (K x N,
-row-major) and C. Accumulation is float32 for float16 and float32 values.
+Data the kernel reads (:class:`DevicePlan`, uploaded once per plan; ``Plan.device_arrays``):
+``flags`` (uint8 per slot: bit 0 row start, bit 1 padding), ``rows`` (the slot's row of C,
+sort order already undone; -1 none), ``cols``, ``values`` (storage order), the pattern
+arrays, B (K x N, row-major) and C. Accumulation is float32 for float16 and float32 values.
+
+Compact storage (``Strategy.compact``): ``values``, ``cols`` as uint16 (``col_mode`` "u16":
+every column fits; "u16base": plus the block's ``col_base``) or int32 ("i32", where a block
+spans more than 16 bits), ``row_ptr``, ``tg_row``, ``tg_len`` (and ``row_order`` with sorted
+rows). A thread walks only its real slots (padding is never read): ``vector_width`` slots
+of values and columns per vector load (aligned: every thread-group range starts at a
+multiple of it). THREAD_BITMAP threads find the next row start in ``row_ptr``. A kernel
+built from a bare compact strategy (``generate(strategy, dtype, col_bits=16)``) reads
+"u16base" columns (any 16-bit plan of the strategy; a zero base where the plan has none);
+with ``col_bits=32`` int32 columns (any plan).
+
+Vector loads of B (``Strategy.b_vector`` g > 1): B is passed flat and each thread reads its
+``thread_cols`` columns of a row of B in loads of g values (``vload{g}``, 16 bytes for 8
+float16 or 4 float32); N must be a multiple of g (``spmm``/``launcher`` raise
+``ShapeError`` otherwise), so a group is wholly inside or beyond N.
 
 Supported
 ---------
@@ -48,8 +63,8 @@ Not supported (``generate`` raises :class:`UnsupportedStrategy`, naming the part
 
 Not done yet (correct, but slower than the paper's kernel)
 ----------------------------------------------------------
-* vector loads: ``vector_width`` pads and places the slots, but the kernel reads the sparse
-  arrays and B one element at a time;
+* vector loads of the sparse arrays only with compact storage: in the plain layout
+  ``vector_width`` pads and places the slots, but the kernel reads them one at a time;
 * no reuse of B through shared memory; C is zeroed and (float16 with atomics) converted by
   two small fixed kernels around the generated one.
 """
@@ -444,19 +459,21 @@ def ptx_targets():
     from ..tune.search import default_shortlist
     A = _ptx_matrices()[0]
     for dt in ("float16", "float32"):
-        for N in (64, 8):
+        for N in ((64, 8) if dt == "float16" else (64,)):
             for s in default_shortlist(N, dt):
                 if not s.compact:
                     continue
                 p = GS.plan(A, s, dtype=dt, lossy=True)
                 g = generate(p)
                 out.append(PTXTarget(f"codegen[{dt}] compact N{N} <{s.label}>", (lambda g=g: g.kernel),
-                                     _sig(g, p, dt)))
+                                     _sig(g, p, dt), expects=(r"ld\.global(\.nc)?\.v4\.",)))
         s = next(s for s in default_shortlist(64, dt) if s.compact)
         bitmap = dataclasses.replace(s, block=GS.Division("multi", True), warp=GS.Division("multi", False),
                                      thread=GS.Division("multi", True), block_size=4 * s.groups_per_warp,
                                      warps_per_block=1, sort_rows=False)
-        for strat, bits in ((s, 16), (bitmap, 32), (dataclasses.replace(s, sort_rows=True), 16)):
+        variants = ((s, 16), (bitmap, 32)) + (((dataclasses.replace(s, sort_rows=True), 16),)
+                                              if dt == "float16" else ())
+        for strat, bits in variants:
             g = generate(strat, dt, col_bits=bits)
             out.append(PTXTarget(f"codegen[{dt}] compact strategy-only {g.spec.col_mode} <{strat.label}>",
                                  (lambda g=g: g.kernel), _sig(g, None, dt)))
