@@ -83,7 +83,6 @@ def _random_pruned(shape, sparsity: float, seed: int = 0):
 def big_part(ns, rows: list, t_start: float) -> int:
     """The compact strategies on the weight shapes beside cuBLAS and cuSPARSE; returns the
     number of failed GeneralSparse builds/checks."""
-    import numpy as np
     from spmvlab import methods, tune
     from spmvlab.methods.generalsparse import GeneralSparse
     n_bad = 0
