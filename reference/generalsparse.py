@@ -97,13 +97,38 @@ Choices the paper leaves open
   the parent's division; ``sort_rows`` only for multi-row blocks of unequal rows;
   ``pad_empty_rows`` only where A has empty rows and blocks are not split; ``interleave``
   and ``vector_width`` 4 only for split thread divisions with at least 2 (4) slots per
-  thread-group on average.
+  thread-group on average; every strategy without ``pad_empty_rows`` once more with
+  ``compact`` storage, ``b_vector`` = gcd(N, thread_cols) (at most 16 bytes) and, where
+  interleaved, ``vector_width`` = 16 bytes of values (8 float16, 4 float32).
+
+Compact storage (our format adjustment, in the spirit of the paper's Fig. 8)
+---------------------------------------------------------------------------
+The plain layout stores per slot a flag byte, a row and a column index (4 bytes each) beside
+the value: ~11 bytes per float16 nonzero, more than the 2 bytes per *weight* of a dense fp16
+GEMM at 70 % sparsity. ``Strategy(compact=True)`` stores instead (:meth:`Plan.device_arrays`):
+
+* the column as a uint16 offset from the first column of its block (``col_base``, one int32
+  per block), or as it is where every column fits 16 bits (K <= 65536: no base at all);
+  where some block spans more than 65536 columns the plan falls back to int32 columns
+  (``Plan.col_bits`` says which);
+* no per-slot row or flag: ``row_ptr`` (the logical position where each row begins, M + 1
+  entries), and per thread-group the row of its first real slot (``tg_row``) and its number
+  of real slots (``tg_len``). Padding slots only ever end a thread-group (``pad_empty_rows``
+  is refused with compact storage), so a worker reads its real slots and never a padding
+  flag; a multi-row worker finds its next row start in ``row_ptr``.
+
+:func:`decode_compact` rebuilds the per-slot arrays from these alone and :func:`execute`
+computes compact plans through it. ``Plan.bytes_per_nnz`` counts every byte the kernel
+reads (values, columns, bases, row and thread-group arrays, offsets); for float16 with long
+rows it approaches 4 bytes per nonzero (2 value + 2 column): 1.2 bytes per weight at 70 %
+sparsity, 0.4 at 90 %.
 
 Plain NumPy/SciPy; no numba.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -116,7 +141,7 @@ __all__ = [
     "WARP", "ROWS", "Division", "Strategy", "Reduction", "Plan", "Partials", "Execution",
     "THREAD_TOTAL", "THREAD_BITMAP", "WARP_TOTAL", "WARP_BITMAP", "WARP_SEGMENT",
     "BLOCK_TOTAL", "BLOCK_BITMAP", "BLOCK_SEGMENT", "ALGORITHMS",
-    "plan", "strategies", "select_reduction", "spmm", "execute",
+    "plan", "strategies", "select_reduction", "spmm", "execute", "decode_compact", "SPAN16",
     "tree_sum", "bitmap_reduce", "segment_reduce", "thread_reduce",
 ]
 
@@ -184,6 +209,12 @@ class Strategy:
     block_cols           columns per block: warp_cols times the warps of a warp-group
                          (a power of two dividing warps_per_block)
     sort_rows, pad_empty_rows, interleave, vector_width   the format adjustments
+    compact              compact storage (see "Compact storage" in the module docstring):
+                         16-bit columns where they fit, rows from per-row and
+                         per-thread-group offsets instead of per-slot rows and flags
+    b_vector             values of B a thread loads at once (1, 2, 4 or 8, dividing
+                         thread_cols; at most 16 bytes, checked by :func:`plan`); N must be
+                         a multiple of it
 
     The defaults give one block of one warp per row, the row split among the warp's 32
     lanes (a CSR-vector kernel).
@@ -201,6 +232,8 @@ class Strategy:
     pad_empty_rows: bool = False
     interleave: bool = False
     vector_width: int = 1
+    compact: bool = False
+    b_vector: int = 1
 
     def __post_init__(self):
         for level in ("block", "warp", "thread"):
@@ -209,11 +242,11 @@ class Strategy:
                                           type(getattr(self, level)).__name__,
                                           f"pass {level}=Division(rows='single', split=True)"))
         for name in ("block_size", "warps_per_block", "thread_cols", "warp_cols", "block_cols",
-                     "vector_width"):
+                     "vector_width", "b_vector"):
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise OptionError(problem(f"Strategy.{name}", "an integer >= 1", repr(v)))
-        for name in ("sort_rows", "pad_empty_rows", "interleave"):
+        for name in ("sort_rows", "pad_empty_rows", "interleave", "compact"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(problem(f"Strategy.{name}", "True or False", repr(getattr(self, name))))
         b = self.block
@@ -226,6 +259,14 @@ class Strategy:
         self._check_choice("warps_per_block", _POW2)
         self._check_choice("thread_cols", (1, 2, 4, 8))
         self._check_choice("vector_width", (1, 2, 4, 8))
+        self._check_choice("b_vector", (1, 2, 4, 8))
+        if self.thread_cols % self.b_vector:
+            raise OptionError(problem("Strategy.b_vector", f"a divisor of thread_cols ({self.thread_cols})",
+                                      self.b_vector, "pass b_vector=1, or more columns per thread"))
+        if self.compact and self.pad_empty_rows:
+            raise OptionError(problem("Strategy.pad_empty_rows", "False with compact storage (padding "
+                                      "slots may only end a thread-group there)", True,
+                                      "pass pad_empty_rows=False (the kernel zeroes C first)"))
         g, h = self.warp_cols // self.thread_cols, self.block_cols // self.warp_cols
         if self.warp_cols % self.thread_cols or g not in _POW2:
             raise OptionError(problem("Strategy.warp_cols", f"thread_cols ({self.thread_cols}) times "
@@ -271,6 +312,10 @@ class Strategy:
                                ("ilv", self.interleave)) if on]
         if self.vector_width > 1:
             adj.append(f"v{self.vector_width}")
+        if self.compact:
+            adj.append("cmp")
+        if self.b_vector > 1:
+            adj.append(f"bv{self.b_vector}")
         return (f"B:{self.block.label}({self.block_size}) W:{self.warp.label} T:{self.thread.label}"
                 f" | cols {self.thread_cols}/{self.warp_cols}/{self.block_cols} x{self.warps_per_block}w"
                 + (f" | {' '.join(adj)}" if adj else ""))
@@ -330,6 +375,16 @@ class Plan:
     source         [n_slots] (storage order) index of the nonzero in canonical CSR, -1 padding
     reduction      the :class:`Reduction` the rules select
     zero_init      the kernel must zero C first (empty rows that no worker writes, or atomics)
+
+    Compact storage (``strategy.compact``; else these are None and ``col_bits`` 32):
+    col_bits       16: columns stored as ``col_offset`` (uint16) from ``col_base``; 32: ``cols``
+    col_base       [n_blocks] int32 first column of each block's span; None where every
+                   column fits 16 bits as it is (K <= 65536)
+    col_offset     [n_slots] uint16 (storage order) column - col_base of its block (padding 0)
+    row_ptr        [M + 1] logical position of each adjusted row's first slot (an empty row:
+                   the next row's; the last entry: n_slots)
+    tg_row         [thread-groups] int32 adjusted row of the group's first real slot, -1: none
+    tg_len         [thread-groups] int32 real slots of the group (its padding follows them)
     """
 
     strategy: Strategy
@@ -348,12 +403,55 @@ class Plan:
     source: np.ndarray
     reduction: Reduction
     zero_init: bool
+    col_bits: int = 32
+    col_base: np.ndarray | None = None
+    col_offset: np.ndarray | None = None
+    row_ptr: np.ndarray | None = None
+    tg_row: np.ndarray | None = None
+    tg_len: np.ndarray | None = None
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
             if isinstance(v, np.ndarray):
                 v.setflags(write=False)
+
+    def device_arrays(self) -> dict:
+        """The per-slot, per-row and per-thread-group arrays the generated kernel reads
+        (name -> array, in kernel-argument order; offset tables not included, the code
+        optimizer may replace them by expressions). Not compact: ``flags`` (uint8, bit 0 row
+        start, bit 1 padding), ``rows`` (row of C, sort undone), ``cols``, ``values``.
+        Compact: ``values``, ``cols`` (uint16 offsets, or int32), ``col_base`` (where
+        needed), ``row_ptr``, ``tg_row``, ``tg_len``, ``row_order`` (sort_rows only)."""
+        if not self.strategy.compact:
+            flags = (self.row_start.astype(np.uint8) * 1) | (self.pad.astype(np.uint8) * 2)
+            rows = np.where(self.rows >= 0, self.row_order[np.maximum(self.rows, 0)], -1).astype(self.rows.dtype)
+            return dict(flags=flags, rows=rows, cols=np.asarray(self.cols), values=np.asarray(self.values))
+        out = dict(values=np.asarray(self.values))
+        if self.col_bits == 16:
+            out["cols"] = np.asarray(self.col_offset)
+            if self.col_base is not None:
+                out["col_base"] = np.asarray(self.col_base)
+        else:
+            out["cols"] = np.asarray(self.cols, dtype=np.int32)
+        out.update(row_ptr=np.asarray(self.row_ptr), tg_row=np.asarray(self.tg_row),
+                   tg_len=np.asarray(self.tg_len))
+        if self.strategy.sort_rows:
+            out["row_order"] = np.asarray(self.row_order, dtype=np.int32)
+        return out
+
+    @property
+    def stored_bytes(self) -> int:
+        """Every byte the kernel reads for A: :meth:`device_arrays` plus the thread-group
+        offsets (and the warp-group offsets where interleaved) as stored arrays (an upper
+        bound: the code optimizer may compute them instead)."""
+        total = sum(int(a.nbytes) for a in self.device_arrays().values()) + int(self.thread_offset.nbytes)
+        return total + (int(self.warp_offset.nbytes) if self.strategy.interleave else 0)
+
+    @property
+    def bytes_per_nnz(self) -> float:
+        """:attr:`stored_bytes` per nonzero of A (NaN for an empty A)."""
+        return self.stored_bytes / self.nnz if self.nnz else float("nan")
 
     @property
     def n_blocks(self) -> int:
@@ -581,18 +679,98 @@ def plan(A, strategy: Strategy, dtype=None, lossy: bool = False) -> Plan:
         return out
 
     t_count, g_count = s.groups_per_warp, s.groups_per_block
+    if s.b_vector * np.dtype(dt).itemsize > 16:
+        raise OptionError(problem("Strategy.b_vector", f"at most {16 // np.dtype(dt).itemsize} for "
+                                  f"{np.dtype(dt).name} (16-byte loads)", s.b_vector))
     red = select_reduction(s, int(np.diff(sl.offsets).max(initial=0)))
     written = np.zeros(csr.shape[0], dtype=bool)
     written[lay.row_order[sl.row[sl.row >= 0]]] = True
+    block_offset = sl.offsets[::t_count * g_count]
+    cols = _sentinel(np.asarray(csr.indices, dtype=idx), 0)[sl.source]
+    extra = (_compact_arrays(sl, np.diff(thread), block_offset, cols, csr.shape, idx)
+             if s.compact else {})
+    if "col_offset" in extra:
+        extra["col_offset"] = stored(extra["col_offset"], np.uint16)
     return Plan(
         strategy=s, shape=tuple(int(v) for v in csr.shape), dtype=dt, row_order=lay.row_order.astype(idx),
-        block_offset=sl.offsets[::t_count * g_count].astype(idx),
+        block_offset=block_offset.astype(idx),
         warp_offset=sl.offsets[::t_count].astype(idx), thread_offset=sl.offsets.astype(idx),
         storage=storage.astype(idx), rows=stored(sl.row, idx), row_start=stored(sl.start, bool),
-        cols=stored(_sentinel(np.asarray(csr.indices, dtype=idx), 0)[sl.source], idx),
+        cols=stored(cols, idx),
         values=stored(_sentinel(csr.data.astype(dt), 0)[sl.source], dt),
         pad=stored(sl.source < 0, bool), source=stored(sl.source, idx), reduction=red,
-        zero_init=bool(red.atomic or not written.all()))
+        zero_init=bool(red.atomic or not written.all()), **extra)
+
+
+#: the widest span of columns a 16-bit offset covers
+SPAN16 = 1 << 16
+
+
+def _compact_arrays(sl: _Slots, length: np.ndarray, block_offset: np.ndarray, cols: np.ndarray,
+                    shape: tuple, idx) -> dict:
+    """The compact storage of a plan (logical order; ``col_offset`` still logical): the
+    row offsets, the thread-group rows and real lengths, the column offsets and bases."""
+    n, m, k = int(sl.offsets[-1]), int(shape[0]), int(shape[1])
+    real = sl.source >= 0
+    row_ptr = np.full(m + 1, n, dtype=np.int64)
+    at = np.flatnonzero(sl.start)
+    row_ptr[sl.row[at]] = at
+    row_ptr = np.minimum.accumulate(row_ptr[::-1])[::-1]          # empty rows: the next row's start
+    first = np.minimum(sl.offsets[:-1], max(n - 1, 0))
+    tg_row = np.where(length > 0, sl.row[first] if n else -1, -1)
+    out = dict(row_ptr=row_ptr.astype(idx), tg_row=tg_row.astype(np.int32),
+               tg_len=length.astype(np.int32))
+    if k <= SPAN16:
+        return dict(out, col_bits=16, col_base=None, col_offset=cols.astype(np.uint16))
+    block = np.searchsorted(block_offset, np.arange(n), side="right") - 1
+    lo = np.full(block_offset.size - 1, k, dtype=np.int64)
+    hi = np.full(block_offset.size - 1, -1, dtype=np.int64)
+    np.minimum.at(lo, block[real], cols[real])
+    np.maximum.at(hi, block[real], cols[real])
+    used = hi >= 0
+    if np.any(hi[used] - lo[used] >= SPAN16):
+        return dict(out, col_bits=32)
+    base = np.where(used, lo, 0)
+    offset = np.where(real, cols - base[block], 0)
+    return dict(out, col_bits=16, col_base=base.astype(np.int32), col_offset=offset.astype(np.uint16))
+
+
+def decode_compact(p: Plan) -> dict:
+    """The per-slot arrays ``rows``, ``row_start``, ``pad`` and ``cols`` (storage order)
+    recovered from a compact plan's stored arrays alone (``row_ptr``, ``tg_row``, ``tg_len``,
+    ``col_base``/``col_offset`` or ``cols``, the thread offsets and the storage order): what the
+    generated kernel sees. Equal to the plan's own arrays (a test checks it)."""
+    if not p.strategy.compact:
+        raise OptionError(problem("plan.strategy.compact", "True", False, "plan a compact strategy"))
+    n = p.n_slots
+    j = np.arange(n)
+    off = np.asarray(p.thread_offset, dtype=np.int64)
+    tg_len = np.asarray(p.tg_len, dtype=np.int64)
+    group = np.searchsorted(off, j, side="right") - 1
+    real = j - off[group] < tg_len[group]
+    row_ptr = np.asarray(p.row_ptr, dtype=np.int64)
+    row = np.searchsorted(row_ptr, j, side="right") - 1
+    last = off[:-1] + tg_len - 1                                  # each group's last real slot
+    last_row = np.where(tg_len > 0, np.searchsorted(row_ptr, np.maximum(last, 0), side="right") - 1, -1)
+    row = np.where(real, row, last_row[group])
+    start = real & (row_ptr[np.maximum(row, 0)] == j)
+    storage = np.asarray(p.storage, dtype=np.int64)
+    if p.col_bits == 16:
+        cols = np.asarray(p.col_offset, dtype=np.int64)[storage]
+        if p.col_base is not None:
+            block = np.searchsorted(np.asarray(p.block_offset, dtype=np.int64), j, side="right") - 1
+            cols = cols + np.asarray(p.col_base, dtype=np.int64)[block]
+    else:
+        cols = np.asarray(p.cols, dtype=np.int64)[storage]
+    cols = np.where(real, cols, 0)
+
+    def stored(logical, dtype_):
+        out = np.zeros(n, dtype=dtype_)
+        out[storage] = logical
+        return out
+
+    return dict(rows=stored(row, p.rows.dtype), row_start=stored(start, bool), pad=stored(~real, bool),
+                cols=stored(cols, p.cols.dtype))
 
 
 # ======================================================================================
@@ -828,13 +1006,20 @@ def execute(p: Plan, B) -> Execution:
     acc = accumulator_dtype(p.dtype)
     n_cols = B.shape[1]
     out = _Output(p, n_cols, acc)
-    real = ~p.logical("pad")
+    if p.strategy.compact:        # what the compact arrays say, not the plan's full ones
+        view = decode_compact(p)
+
+        def logical(name):
+            return (view[name] if name in view else getattr(p, name))[p.storage]
+    else:
+        logical = p.logical
+    real = ~logical("pad")
     products = np.zeros((p.n_slots, n_cols), dtype=acc)
     with np.errstate(invalid="ignore", over="ignore"):
-        products[real] = (p.logical("values")[real].astype(acc)[:, None]
-                          * np.asarray(B)[p.logical("cols")[real]].astype(acc))
+        products[real] = (logical("values")[real].astype(acc)[:, None]
+                          * np.asarray(B)[logical("cols")[real]].astype(acc))
     red, s = p.reduction, p.strategy
-    parts = thread_reduce(products, p.logical("rows"), p.logical("row_start"), p.thread_offset,
+    parts = thread_reduce(products, logical("rows"), logical("row_start"), p.thread_offset,
                           red.thread, out)
     parts = _combine(parts, s.groups_per_warp, red.warp, "warp", out)
     parts = _combine(parts, s.groups_per_block, red.block, "block", out)
@@ -904,7 +1089,8 @@ def strategies(A, N: int, dtype=None, lossy: bool = False) -> list:
     docstring says (every one of them :func:`plan` accepts for A)."""
     if not isinstance(N, (int, np.integer)) or isinstance(N, bool) or N < 1:
         raise ShapeError(problem("N", "the number of columns of B, an integer >= 1", repr(N)))
-    csr = canonical_csr(A, resolve_dtype(A, dtype), lossy)
+    dt = resolve_dtype(A, dtype)
+    csr = canonical_csr(A, dt, lossy)
     lengths = np.diff(csr.indptr)
     layouts = {}
     out = []
@@ -929,6 +1115,10 @@ def strategies(A, N: int, dtype=None, lossy: bool = False) -> list:
                         if key not in layouts:
                             layouts[key] = _layout(csr.indptr, sort_rows, pad).rowptr
                         out += _lower_levels(layouts[key], block, size, w, dense, sort_rows, pad)
+    cap = 16 // np.dtype(dt).itemsize               # values of 16 bytes
+    out += [dataclasses.replace(s, compact=True, b_vector=min(math.gcd(int(N), s.thread_cols), cap),
+                                vector_width=max(s.vector_width, cap) if s.interleave else s.vector_width)
+            for s in out if not s.pad_empty_rows]
     return out
 
 

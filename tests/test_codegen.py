@@ -212,3 +212,118 @@ def test_ptx_targets_listed():
     assert any("float16" in s for s in labels) and any("float32" in s for s in labels)
     assert any("WARP_SEGMENT" in s for s in labels) and any("atomic" in s for s in labels)
     assert "spmvlab.codegen" in __import__("spmvlab.ptxcheck", fromlist=["x"]).EXTRA_MODULES
+
+
+# --------------------------------------------------------------------------------------
+# compact storage and vector loads (Strategy.compact, vector_width, b_vector)
+# --------------------------------------------------------------------------------------
+
+COMPACT_DTYPES = {1: np.float32, 3: np.float16, 8: np.float16, 16: np.float32}
+
+
+def _compact_sample():
+    """(N, strategy) cases on 13x37: one compact strategy of ``strategies`` per (reductions,
+    atomic, sort, interleave, vector loads of A, vector loads of B) and N, plus the compact
+    strategies of the default shortlist."""
+    from spmvlab import tune
+    A = MATRICES["13x37"]()
+    cases, seen = [], set()
+    for N, dt in COMPACT_DTYPES.items():
+        short = [s for s in tune.default_shortlist(N, dt) if s.compact]
+        cases += [(N, s) for s in short[:1 if N < 8 else 2]]
+        for s in GS.strategies(A, N, dtype=dt):
+            if not s.compact or not tune.supported(s) or s.block.split and s.block_size < 8:
+                continue                  # (tiny split blocks: many blocks, slow on the simulator)
+            r = GS.plan(A, s, dtype=dt, lossy=True).reduction
+            keys = {(r.thread, r.warp, r.atomic), ("opts", s.sort_rows, s.interleave, s.vector_width > 1,
+                                                   s.b_vector > 1)}
+            if keys <= seen:
+                continue
+            seen |= keys
+            cases.append((N, s))
+    return cases
+
+
+COMPACT = _compact_sample()
+
+
+def test_compact_sample_covers_the_options():
+    assert any(s.b_vector == 8 for _, s in COMPACT) and any(s.b_vector == 4 for _, s in COMPACT)
+    assert any(s.vector_width == 8 and s.interleave for _, s in COMPACT)
+    assert any(s.sort_rows for _, s in COMPACT) and any(s.block.split for _, s in COMPACT)
+    algs = {GS.select_reduction(s, 2).thread for _, s in COMPACT}
+    assert {GS.THREAD_TOTAL, GS.THREAD_BITMAP} <= algs
+    assert 12 <= len(COMPACT) <= 30, len(COMPACT)
+
+
+@pytest.mark.parametrize("N,s", COMPACT, ids=[f"N{n}-{s.label}" for n, s in COMPACT])
+def test_compact_kernel_equals_reference(N, s):
+    A = MATRICES["13x37"]()
+    dtype = COMPACT_DTYPES[N]
+    p, B, C = _run(A, s, dtype, N)
+    g = codegen.generate(p)
+    assert "flags" not in g.args and "rows" not in g.args and g.spec.col_mode == "u16"
+    assert (f"vload{s.b_vector}(B, kb" in g.source) == (s.b_vector > 1)
+    assert (f"vload{s.vector_width}(values, p0)" in g.source) == (s.vector_width > 1)
+    csr = canonical_csr(A, dtype, lossy=True)
+    assert_close(C, csr, B, dtype, f"compact kernel ({s.label})")
+    R = GS.spmm(p, B)
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    np.testing.assert_allclose(C.astype(np.float64), R.astype(np.float64), rtol=tol, atol=tol)
+
+
+def _wide(seed=4):
+    """6 x 70000 (columns past 16 bits): in blocks of 2 rows every span fits, in 4 not."""
+    A = sp.lil_matrix((6, 70000), dtype=np.float32)
+    A[0, [3, 60000]] = [1.0, 2.0]
+    A[1, [40, 41]] = [3.0, -1.0]
+    A[2, 65000] = -2.0
+    A[3, [69999, 65010, 65011]] = [4.0, 5.0, 0.5]
+    A[4, 10] = 0.5
+    return A.tocsr()
+
+
+@pytest.mark.parametrize("block_size,mode", [(2, "u16base"), (4, "i32")])
+def test_compact_wide_columns(block_size, mode):
+    M = D("multi", False)
+    s = GS.Strategy(block=M, warp=M, thread=D("multi", True), block_size=block_size, thread_cols=4,
+                    warp_cols=8, block_cols=8, compact=True, b_vector=4, vector_width=2)
+    p, B, C = _run(_wide(), s, np.float32, 8)
+    assert codegen.generate(p).spec.col_mode == mode
+    assert_close(C, canonical_csr(_wide(), np.float32), B, np.float32, f"wide columns ({mode})")
+
+
+def test_compact_strategy_only_kernels_and_errors():
+    A = MATRICES["13x37"]()
+    s = GS.Strategy(thread=D("single", True), thread_cols=4, warp_cols=16, block_cols=16, compact=True,
+                    b_vector=2, interleave=True, vector_width=4)
+    p = GS.plan(A, s, dtype=np.float32)
+    B = np.random.default_rng(6).standard_normal((A.shape[1], 6)).astype(np.float32)
+    for bits, mode in ((16, "u16base"), (32, "i32")):
+        g = codegen.generate(s, np.float32, col_bits=bits)
+        assert g.spec.col_mode == mode and "int(thread_offset[tg])" in g.source
+        C = codegen.spmm(p, B, generated=g)
+        assert_close(C, canonical_csr(A, np.float32), B, np.float32, f"strategy-only compact {mode}")
+    with pytest.raises(OptionError, match="col_bits"):
+        codegen.generate(s, np.float32, col_bits=8)
+    from reference._common import ShapeError
+    with pytest.raises(ShapeError, match="b_vector"):
+        codegen.spmm(p, np.ascontiguousarray(B[:, :5]))    # N = 5 is no multiple of 2
+
+
+def test_compact_padding_never_multiplies_B():
+    """Vector-width and interleave padding (column 0) is never read as a nonzero."""
+    A = _matrix(21, 10, 16, 0.3, long_row=3).tolil()
+    A[:, 0] = 0
+    A[6, 0] = 2.0
+    A = A.tocsr()
+    A.eliminate_zeros()
+    s = GS.Strategy(block=D("multi", True), block_size=32, warp=D("multi", False), thread=D("multi", True),
+                    thread_cols=2, warp_cols=4, block_cols=4, interleave=True, vector_width=4,
+                    compact=True, b_vector=2)
+    B = np.random.default_rng(2).standard_normal((16, 4)).astype(np.float32)
+    B[0] = np.inf
+    p, _, C = _run(A, s, np.float32, 4, B=B)
+    assert p.pad.any()
+    assert_close(C, canonical_csr(A, np.float32), B, np.float32, "compact padding with inf in B")
+    assert np.isfinite(np.delete(C, 6, axis=0)).all() and np.isinf(C[6]).all()

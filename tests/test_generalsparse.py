@@ -108,6 +108,26 @@ def check_plan(p: G.Plan, csr: sp.csr_matrix):
     empty_unpadded = np.any(np.diff(csr.indptr) == 0) and not s.pad_empty_rows
     assert p.zero_init == (s.block.split or bool(empty_unpadded))
     assert p.reduction == G.select_reduction(s, int(lengths.max(initial=0)))
+    check_compact(p, csr)
+
+
+def check_compact(p: G.Plan, csr: sp.csr_matrix):
+    """Compact storage: its arrays alone give back every per-slot array; columns are 16-bit
+    exactly when every block's span fits; the bytes counted are the arrays the kernel reads."""
+    s = p.strategy
+    if not s.compact:
+        assert p.col_bits == 32 and p.row_ptr is None and p.col_offset is None
+        assert set(p.device_arrays()) == {"flags", "rows", "cols", "values"}
+        return
+    d = G.decode_compact(p)
+    for name in ("rows", "row_start", "pad", "cols"):
+        assert np.array_equal(d[name], getattr(p, name)), name
+    arrays = p.device_arrays()
+    assert "rows" not in arrays and "flags" not in arrays
+    if csr.shape[1] <= G.SPAN16:
+        assert p.col_bits == 16 and p.col_base is None and arrays["cols"].dtype == np.uint16
+    assert p.stored_bytes == sum(a.nbytes for a in arrays.values()) + p.thread_offset.nbytes + \
+        (p.warp_offset.nbytes if s.interleave else 0)
 
 
 def check_columns(p: G.Plan, n_cols: int):
@@ -195,6 +215,57 @@ def test_dense_division_covers_every_column_once(case):
     A, dtype, n, _ = case
     for s in G.strategies(A, n, dtype=dtype, lossy=True)[::7]:
         check_columns(G.plan(A, s, dtype=dtype, lossy=True), n)
+
+
+def test_compact_strategies_are_listed_and_smaller():
+    A = build_case(seed=7, n_rows=20, n_cols=30, density=0.5, dtype=np.float16, empty_rows=True).A
+    listed = G.strategies(A, 8, dtype=np.float16, lossy=True)
+    compact = [s for s in listed if s.compact]
+    assert compact and all(not s.pad_empty_rows and s.b_vector == min(8, s.thread_cols) for s in compact)
+    assert any(s.interleave and s.vector_width == 8 for s in compact)
+    for s in compact[::5]:
+        full = G.plan(A, dataclasses.replace(s, compact=False, b_vector=1), dtype=np.float16, lossy=True)
+        small = G.plan(A, s, dtype=np.float16, lossy=True)
+        if small.nnz and not s.interleave and s.vector_width == 1:     # same slots, fewer bytes
+            assert small.n_slots == full.n_slots       # (tiny thread-groups: per-group bytes may dominate)
+            arrays = small.device_arrays()
+            assert arrays["values"].itemsize + arrays["cols"].itemsize == 4     # 2 value + 2 column
+            assert arrays["tg_len"].size == small.thread_offset.size - 1 and arrays["row_ptr"].size == 21
+    with pytest.raises(OptionError, match="pad_empty_rows"):
+        G.Strategy(compact=True, pad_empty_rows=True)
+    with pytest.raises(OptionError, match="b_vector"):
+        G.Strategy(thread_cols=2, warp_cols=2, block_cols=2, b_vector=4)
+    with pytest.raises(OptionError, match="b_vector"):
+        G.plan(A, G.Strategy(thread_cols=8, warp_cols=8, block_cols=8, b_vector=8), dtype=np.float32, lossy=True)
+
+
+def _wide_matrix():
+    """70000 columns: in blocks of 2 rows every span fits 16 bits, in blocks of 4 the first
+    (columns 3 to 69999) does not; row 5 is empty."""
+    A = sp.lil_matrix((6, 70000), dtype=np.float32)
+    A[0, [3, 60000]] = [1.0, 2.0]
+    A[1, [40, 41]] = [3.0, -1.0]
+    A[2, 65000] = -2.0
+    A[3, [69999, 65010]] = [4.0, 5.0]
+    A[4, 10] = 0.5
+    return A.tocsr()
+
+
+@pytest.mark.parametrize("block_size,bits", [(2, 16), (4, 32)])
+def test_compact_columns_wide_matrix(block_size, bits):
+    """Row-blocks of 2 rows: every block's span fits (a base per block); of 4: one does not,
+    so the plan falls back to int32 columns. Both multiply exactly."""
+    A = _wide_matrix()
+    M = G.Division("multi", False)
+    s = G.Strategy(block=M, warp=M, thread=G.Division("multi", True), block_size=block_size,
+                   thread_cols=2, warp_cols=2, block_cols=2, compact=True, b_vector=2)
+    p = G.plan(A, s, dtype=np.float32)
+    assert p.col_bits == bits and (p.col_base is not None) == (bits == 16)
+    if bits == 16:
+        assert list(p.col_base) == [3, 65000, 10]
+    check_plan(p, canonical_csr(A, np.float32))
+    B = _b(1, A.shape[1], 2, np.float32)
+    np.testing.assert_allclose(G.spmm(p, B), A @ B, rtol=1e-6)
 
 
 def test_gallery_reaches_every_algorithm():

@@ -21,10 +21,25 @@ thread-group id (no load), a Stored pattern (or a residual/cycle table) is read 
 array passed to the kernel. Interleaved layouts also need each warp-group's first slot,
 compressed the same way from ``plan.warp_offset``.
 
-Data the kernel reads (:class:`DevicePlan`, uploaded once per plan): ``flags`` (uint8 per
-slot: bit 0 row start, bit 1 padding), ``rows`` (the slot's row of C, sort order already
-undone; -1 none), ``cols``, ``values`` (storage order), the pattern arrays, B (K x N,
-row-major) and C. Accumulation is float32 for float16 and float32 values.
+Data the kernel reads (:class:`DevicePlan`, uploaded once per plan; ``Plan.device_arrays``):
+``flags`` (uint8 per slot: bit 0 row start, bit 1 padding), ``rows`` (the slot's row of C,
+sort order already undone; -1 none), ``cols``, ``values`` (storage order), the pattern
+arrays, B (K x N, row-major) and C. Accumulation is float32 for float16 and float32 values.
+
+Compact storage (``Strategy.compact``): ``values``, ``cols`` as uint16 (``col_mode`` "u16":
+every column fits; "u16base": plus the block's ``col_base``) or int32 ("i32", where a block
+spans more than 16 bits), ``row_ptr``, ``tg_row``, ``tg_len`` (and ``row_order`` with sorted
+rows). A thread walks only its real slots (padding is never read): ``vector_width`` slots
+of values and columns per vector load (aligned: every thread-group range starts at a
+multiple of it). THREAD_BITMAP threads find the next row start in ``row_ptr``. A kernel
+built from a bare compact strategy (``generate(strategy, dtype, col_bits=16)``) reads
+"u16base" columns (any 16-bit plan of the strategy; a zero base where the plan has none);
+with ``col_bits=32`` int32 columns (any plan).
+
+Vector loads of B (``Strategy.b_vector`` g > 1): B is passed flat and each thread reads its
+``thread_cols`` columns of a row of B in loads of g values (``vload{g}``, 16 bytes for 8
+float16 or 4 float32); N must be a multiple of g (``spmm``/``launcher`` raise
+``ShapeError`` otherwise), so a group is wholly inside or beyond N.
 
 Supported
 ---------
@@ -48,8 +63,8 @@ Not supported (``generate`` raises :class:`UnsupportedStrategy`, naming the part
 
 Not done yet (correct, but slower than the paper's kernel)
 ----------------------------------------------------------
-* vector loads: ``vector_width`` pads and places the slots, but the kernel reads the sparse
-  arrays and B one element at a time;
+* vector loads of the sparse arrays only with compact storage: in the plain layout
+  ``vector_width`` pads and places the slots, but the kernel reads them one at a time;
 * no reuse of B through shared memory; C is zeroed and (float16 with atomics) converted by
   two small fixed kernels around the generated one.
 """
@@ -70,7 +85,7 @@ from reference._common import (
 from reference.offsets import compress
 
 from . import _emit, _runtime
-from ._emit import PAD, ROW_START, Offset, Spec
+from ._emit import Offset, Spec
 
 __all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "upload", "spmm", "launcher",
            "cache_info", "clear_cache", "ptx_targets", "SUPPORTED_DTYPES"]
@@ -163,7 +178,13 @@ def _check_supported(s: GS.Strategy, red: GS.Reduction, dtype: np.dtype):
             "or one warp-group per block"))
 
 
-def generate(target, dtype=None) -> Generated:
+def _col_mode(compact: bool, col_bits: int, has_base: bool) -> str:
+    if not compact or col_bits == 32:
+        return "i32"
+    return "u16base" if has_base else "u16"
+
+
+def generate(target, dtype=None, col_bits: int = 16) -> Generated:
     """The kernel for a :class:`~reference.generalsparse.Plan` (offsets compressed into
     expressions where ``reference.offsets.compress`` finds a pattern) or for a bare
     :class:`~reference.generalsparse.Strategy` with ``dtype`` (offsets loaded from memory;
@@ -179,6 +200,7 @@ def generate(target, dtype=None) -> Generated:
         s, red = p.strategy, p.reduction
         thread_off = _offset("thread_offset", p.thread_offset)
         warp_off = _offset("warp_offset", p.warp_offset) if s.interleave else None
+        col_mode = _col_mode(s.compact, p.col_bits, p.col_base is not None)
     elif isinstance(target, GS.Strategy):
         if dtype is None:
             raise DTypeError(problem("dtype", "the value dtype (float16 or float32)", None,
@@ -187,6 +209,9 @@ def generate(target, dtype=None) -> Generated:
         red = GS.select_reduction(s, 2)
         thread_off = _stored("thread_offset", np.int64)
         warp_off = _stored("warp_offset", np.int64) if s.interleave else None
+        if col_bits not in (16, 32):
+            raise OptionError(problem("col_bits", "16 or 32 (the plans this kernel will run)", col_bits))
+        col_mode = _col_mode(s.compact, col_bits, True)
     else:
         raise OptionError(problem("target", "a Plan or a Strategy", type(target).__name__,
                                   "pass reference.generalsparse.plan(A, strategy)"))
@@ -197,7 +222,8 @@ def generate(target, dtype=None) -> Generated:
                 groups_per_warp=s.groups_per_warp, group_warps=s.group_warps,
                 groups_per_block=s.groups_per_block, thread_cols=s.thread_cols, warp_cols=s.warp_cols,
                 block_cols=s.block_cols, interleave=s.interleave, vector_width=s.vector_width,
-                thread_offset=thread_off, warp_offset=warp_off)
+                thread_offset=thread_off, warp_offset=warp_off, compact=s.compact, col_mode=col_mode,
+                b_vector=s.b_vector, sort_out=s.compact and s.sort_rows)
     key = (s, dt.name, spec)
     with _CACHE_LOCK:
         g = _CACHE.get(key)
@@ -231,10 +257,14 @@ _UPLOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _host_arrays(p: GS.Plan, g: Generated) -> list:
-    flags = (p.row_start.astype(np.uint8) * ROW_START) | (p.pad.astype(np.uint8) * PAD)
-    rows = np.where(p.rows >= 0, p.row_order[np.maximum(p.rows, 0)], -1).astype(p.rows.dtype)
-    out = [flags, rows, np.asarray(p.cols), np.asarray(p.values)]
     sp = g.spec
+    arrays = p.device_arrays()
+    if sp.compact:                # a strategy-only kernel: the columns the way it reads them
+        if sp.col_mode == "i32":
+            arrays["cols"] = np.asarray(p.cols, dtype=np.int32)
+        elif sp.col_mode == "u16base" and "col_base" not in arrays:
+            arrays["col_base"] = np.zeros(p.n_blocks, dtype=np.int32)
+    out = [arrays[name] for name in _emit.sparse_args(sp)]
     tables = {}
     for off, arr in ((sp.thread_offset, p.thread_offset), (sp.warp_offset, p.warp_offset)):
         if off is None or not off.loads:
@@ -256,7 +286,8 @@ def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
                                   "pass reference.generalsparse.plan(A, strategy)"))
     g = generate(p) if generated is None else generated
     if g is not generate(p) and not (g.spec.thread_offset.raw and g.strategy == p.strategy
-                                     and g.spec.dtype == np.dtype(p.dtype).name):
+                                     and g.spec.dtype == np.dtype(p.dtype).name
+                                     and (g.spec.col_mode == "i32" or p.col_bits == 16)):
         raise OptionError(problem("generated", "generate(plan) or generate(plan.strategy, plan.dtype)",
                                   repr(g), "leave generated=None"))
     held = _UPLOADS.get(p)
@@ -268,6 +299,20 @@ def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
                    atomic=p.reduction.atomic, zero_init=p.zero_init, arrays=arrays)
     _UPLOADS[p] = d
     return d
+
+
+def _check_b_vector(d: DevicePlan, N: int):
+    g = d.generated.spec.b_vector
+    if N % g:
+        raise ShapeError(problem("B.shape[1]", f"a multiple of the strategy's b_vector ({g}): B is "
+                                 "read g values at a time", N, "plan a strategy with b_vector=1"))
+
+
+def _b_arg(d: DevicePlan, dB):
+    """B as the kernel takes it: flat (K * N, row-major) for vector loads, else 2-D."""
+    if d.generated.spec.b_vector == 1:
+        return dB
+    return dB.reshape(int(dB.shape[0]) * int(dB.shape[1]))
 
 
 def spmm(plan, B, out=None, generated: Generated | None = None):
@@ -282,6 +327,7 @@ def spmm(plan, B, out=None, generated: Generated | None = None):
     N = int(B.shape[1])
     if N < 1:
         raise ShapeError(problem("B.shape[1]", "at least 1 column", N))
+    _check_b_vector(d, N)
     if out is not None:
         check_out(out, (M, N), d.dtype)
     host = isinstance(B, np.ndarray)
@@ -297,7 +343,7 @@ def spmm(plan, B, out=None, generated: Generated | None = None):
         _runtime.zero2[g2, b2](target)
     grid = (d.grid_x, -(-N // d.block_cols))
     if grid[0] and M:
-        d.generated.kernel[grid, d.threads](*d.arrays, dB, target, np.int64(N))
+        d.generated.kernel[grid, d.threads](*d.arrays, _b_arg(d, dB), target, np.int64(N))
     if target is not dC and M:
         g2, b2 = _runtime.grid2((M, N))
         _runtime.narrow[g2, b2](target, dC)
@@ -320,6 +366,7 @@ def launcher(plan, dB, dC, generated: Generated | None = None):
         raise ShapeError(problem("dB", f"a ({K}, N) device array of {d.dtype}",
                                  f"{tuple(dB.shape)} {np.dtype(dB.dtype)}"))
     N = int(dB.shape[1])
+    _check_b_vector(d, N)
     if tuple(dC.shape) != (M, N) or np.dtype(dC.dtype) != d.dtype:
         raise ShapeError(problem("dC", f"a ({M}, {N}) device array of {d.dtype}",
                                  f"{tuple(dC.shape)} {np.dtype(dC.dtype)}"))
@@ -331,7 +378,7 @@ def launcher(plan, dB, dC, generated: Generated | None = None):
     narrow = target is not dC and M and N
     grid = (d.grid_x, -(-N // d.block_cols))
     kernel = d.generated.kernel[grid, d.threads] if grid[0] and M and N else None
-    args = (*d.arrays, dB, target, np.int64(N))
+    args = (*d.arrays, _b_arg(d, dB), target, np.int64(N))
     zero_k = _runtime.zero2[g2, b2]
     narrow_k = _runtime.narrow[g2, b2]
 
@@ -362,6 +409,23 @@ def _ptx_matrices():
     return [A.tocsr()]
 
 
+def _sig(g: Generated, p, dt: str) -> str:
+    """The numba signature text of a generated kernel's arguments (``p`` None: the
+    strategy-only kernel, int64 offsets and int32 per-row arrays)."""
+    from ..kernels._common import array_sig
+    sp = g.spec
+    types = dict(flags="uint8", values=dt, col_base="int32", tg_row="int32", tg_len="int32",
+                 row_order="int32")
+    types["cols"] = {"i32": "int32"}.get(sp.col_mode, "uint16") if sp.compact else \
+        (str(p.cols.dtype) if p is not None else "int32")
+    types["rows"] = types["row_ptr"] = str(p.rows.dtype) if p is not None else "int32"
+    acc = "float32" if sp.atomic else dt
+    args = [array_sig(types[n]) for n in _emit.sparse_args(sp)]
+    args += [array_sig(t) for _, t in sp.pattern_arrays]
+    args += [array_sig(dt, 1 if sp.b_vector > 1 else 2), array_sig(acc, 2), "int64"]
+    return f"void({', '.join(args)})"
+
+
 def ptx_targets():
     """A fixed sample of generated kernels (float16 and float32): the first strategy of
     ``strategies(A, N)`` (N = 64, then 1) for each combination of thread reduction, warp
@@ -390,6 +454,29 @@ def ptx_targets():
                     label = (f"codegen[{dt}] {red.thread}/{red.warp}{'/atomic' if red.atomic else ''}"
                              f" tc{s.thread_cols}{' ilv' if s.interleave else ''} <{s.label}>")
                     out.append(PTXTarget(label, (lambda g=g: g.kernel), f"void({', '.join(sig_args)})"))
+    # compact storage with vector loads: the shortlist's compact strategies (N = 64 and 8,
+    # both dtypes; 16-bit columns as they are), and strategy-only kernels (u16 + base, int32)
+    from ..tune.search import default_shortlist
+    A = _ptx_matrices()[0]
+    for dt in ("float16", "float32"):
+        for N in ((64, 8) if dt == "float16" else (64,)):
+            for s in default_shortlist(N, dt):
+                if not s.compact:
+                    continue
+                p = GS.plan(A, s, dtype=dt, lossy=True)
+                g = generate(p)
+                out.append(PTXTarget(f"codegen[{dt}] compact N{N} <{s.label}>", (lambda g=g: g.kernel),
+                                     _sig(g, p, dt), expects=(r"ld\.global(\.nc)?\.v4\.",)))
+        s = next(s for s in default_shortlist(64, dt) if s.compact)
+        bitmap = dataclasses.replace(s, block=GS.Division("multi", True), warp=GS.Division("multi", False),
+                                     thread=GS.Division("multi", True), block_size=4 * s.groups_per_warp,
+                                     warps_per_block=1, sort_rows=False)
+        variants = ((s, 16), (bitmap, 32)) + (((dataclasses.replace(s, sort_rows=True), 16),)
+                                              if dt == "float16" else ())
+        for strat, bits in variants:
+            g = generate(strat, dt, col_bits=bits)
+            out.append(PTXTarget(f"codegen[{dt}] compact strategy-only {g.spec.col_mode} <{strat.label}>",
+                                 (lambda g=g: g.kernel), _sig(g, None, dt)))
     # one strategy-only kernel per dtype (offsets loaded)
     for dt in ("float16", "float32"):
         g = generate(GS.Strategy(), dt)

@@ -71,6 +71,10 @@ class Spec:
     vector_width: int
     thread_offset: Offset
     warp_offset: Offset | None  # only read where interleaved
+    compact: bool = False      # compact storage (reference Plan.device_arrays)
+    col_mode: str = "i32"      # compact columns: "u16" (as they are), "u16base" (+ col_base), "i32"
+    b_vector: int = 1          # values of B per load (B passed flat, N a multiple of it)
+    sort_out: bool = False     # compact with sorted rows: row_order maps rows to C
 
     @property
     def pattern_arrays(self) -> tuple:
@@ -193,9 +197,8 @@ def _emit_thread(w: _Writer, sp: Spec):
     w(f"if (f & {PAD}) == 0:   # padding contributes an exact zero")
     w.indent()
     w(f"v = {acc}(values[p])")
-    w("k = cols[p]")
-    for j in _cols(sp):
-        w(f"if ok{j}:\n    a{j} += v * {acc}(B[k, col0 + {j}])")
+    w("k = np.int64(cols[p])")
+    _emit_fma(w, sp)
     w.dedent()
     w.dedent()
     w("# the thread-group's partials: lead (before its first row start), tail (from its last)")
@@ -213,6 +216,132 @@ def _emit_thread(w: _Writer, sp: Spec):
         w(f"tl{j} = {acc}(0.0)")
         w(f"ld{j} = a{j}")
     w.dedent()
+
+
+def _emit_fma(w: _Writer, sp: Spec):
+    """``a{j} += v * B[k, col0 + j]`` for the thread's columns: one element at a time, or
+    (``b_vector`` g > 1, B flat) one g-wide vector load per group of g columns (N is a
+    multiple of g, so a group lies wholly inside or wholly beyond N)."""
+    acc = f"np.{sp.acc}"
+    g = sp.b_vector
+    if g == 1:
+        for j in _cols(sp):
+            w(f"if ok{j}:\n    a{j} += v * {acc}(B[k, col0 + {j}])")
+        return
+    w("kb = k * n_cols + col0")
+    for i in range(sp.thread_cols // g):
+        w(f"if ok{i * g}:")
+        w.indent()
+        w(f"xs = vload{g}(B, kb + {i * g})")
+        for q in range(g):
+            w(f"a{i * g + q} += v * {acc}(xs[{q}])")
+        w.dedent()
+
+
+def _emit_compact_start(w: _Writer, sp: Spec, s: str):
+    """THREAD_BITMAP over compact rows: at slot ``s`` == ``nxt`` a row (or several, the
+    empty ones skipped) begins: hand over the sum as the reference does."""
+    acc = f"np.{sp.acc}"
+    w(f"if {s} == nxt:")
+    w.indent()
+    w("if started:   # the row that began in this range ends here: complete")
+    w.indent()
+    w(f"orow = {'np.int64(row_order[cur])' if sp.sort_out else 'cur'}")
+    _emit_write(w, sp, "orow", "a", False)
+    w.dedent()
+    w("else:         # the slots so far end a row that began before this range")
+    w.indent()
+    for j in _cols(sp):
+        w(f"ld{j} = a{j}")
+    w("lead_row = cur")
+    w.dedent()
+    for j in _cols(sp):
+        w(f"a{j} = {acc}(0.0)")
+    w("started = True")
+    w("cur += 1")
+    w("nxt = np.int64(row_ptr[cur + 1])")
+    w(f"while nxt <= {s}:   # empty rows in between")
+    w.indent()
+    w("cur += 1")
+    w("nxt = np.int64(row_ptr[cur + 1])")
+    w.dedent()
+    w.dedent()
+
+
+def _emit_thread_compact(w: _Writer, sp: Spec):
+    """The thread body over compact storage: the group's real slots [lo, lo + tg_len) (its
+    padding never read), its first row from ``tg_row``, later row starts from ``row_ptr``,
+    ``vector_width`` slots of values and columns per load."""
+    acc = f"np.{sp.acc}"
+    bitmap = sp.thread_alg == "THREAD_BITMAP"
+    T, V = sp.groups_per_warp, sp.vector_width
+    w(f"# ---- thread level ({sp.thread_alg or 'at most one slot'}, compact storage): the real slots")
+    w(f"lo = {sp.thread_offset.at('tg')}")
+    w("end = lo + np.int64(tg_len[tg])")
+    w("cur = np.int64(tg_row[tg])   # row of the group's first real slot (-1: none)")
+    if sp.interleave:
+        w(f"base = {sp.warp_offset.at('wg')}   # the warp-group's first slot")
+    if sp.col_mode == "u16base":
+        w("cb = np.int64(col_base[cuda.blockIdx.x])   # the block's first column")
+    for j in _cols(sp):
+        w(f"a{j} = {acc}(0.0)")
+        w(f"ld{j} = {acc}(0.0)")
+    w("lead_row = np.int64(-1)")
+    w("started = False")
+    if bitmap:
+        w("nxt = end   # the next row start")
+    w("if cur >= 0:")
+    w.indent()
+    w("started = np.int64(row_ptr[cur]) == lo")
+    if bitmap:
+        w("nxt = np.int64(row_ptr[cur + 1])")
+    w.dedent()
+    col = "np.int64({})" + (" + cb" if sp.col_mode == "u16base" else "")
+    w(f"for s0 in range(lo, end, {V}):")
+    w.indent()
+    if sp.interleave:
+        w(f"p0 = base + ((s0 - lo) // {V}) * {T * V} + t * {V}   # interleaved storage")
+    else:
+        w("p0 = s0")
+    if V == 1:
+        if bitmap:
+            _emit_compact_start(w, sp, "s0")
+        w(f"v = {acc}(values[p0])")
+        w(f"k = {col.format('cols[p0]')}")
+        _emit_fma(w, sp)
+    else:
+        w(f"vs = vload{V}(values, p0)")
+        w(f"ks = vload{V}(cols, p0)")
+        for q in range(V):
+            if q:                       # slot 0 of a load is always real
+                w(f"if s0 + {q} < end:")
+                w.indent()
+            if bitmap:
+                _emit_compact_start(w, sp, f"s0 + {q}")
+            w(f"v = {acc}(vs[{q}])")
+            w(f"k = {col.format(f'ks[{q}]')}")
+            _emit_fma(w, sp)
+            if q:
+                w.dedent()
+    w.dedent()
+    w("# the thread-group's partials: lead (before its first row start), tail (from its last)")
+    w("if started:")
+    w.indent()
+    w("tail_row = cur")
+    for j in _cols(sp):
+        w(f"tl{j} = a{j}")
+    w.dedent()
+    w("else:")
+    w.indent()
+    w("tail_row = np.int64(-1)")
+    w("lead_row = cur")
+    for j in _cols(sp):
+        w(f"tl{j} = {acc}(0.0)")
+        w(f"ld{j} = a{j}")
+    w.dedent()
+    if sp.sort_out:
+        w("if lead_row >= 0:\n    lead_row = np.int64(row_order[lead_row])")
+        w("if tail_row >= 0:\n    tail_row = np.int64(row_order[tail_row])")
 
 
 def _emit_shuffles(w: _Writer, sp: Spec, names, delta: str, prefix: str = "n"):
@@ -370,8 +499,16 @@ def _emit_warp(w: _Writer, sp: Spec):
     raise AssertionError(f"unreachable: warp algorithm {alg}")
 
 
+def sparse_args(sp: Spec) -> list:
+    """The names of the plan arrays the kernel reads (``Plan.device_arrays`` keys)."""
+    if not sp.compact:
+        return ["flags", "rows", "cols", "values"]
+    return (["values", "cols"] + (["col_base"] if sp.col_mode == "u16base" else [])
+            + ["row_ptr", "tg_row", "tg_len"] + (["row_order"] if sp.sort_out else []))
+
+
 def kernel_args(sp: Spec) -> list:
-    return ["flags", "rows", "cols", "values", *[n for n, _ in sp.pattern_arrays], "B", "C", "n_cols"]
+    return [*sparse_args(sp), *[n for n, _ in sp.pattern_arrays], "B", "C", "n_cols"]
 
 
 def kernel_source(sp: Spec) -> str:
@@ -380,6 +517,8 @@ def kernel_source(sp: Spec) -> str:
     w(f'"""Generated by spmvlab.codegen for {sp.label} ({sp.dtype})."""')
     w("import numpy as np")
     w("from numba import cuda")
+    if sp.compact and sp.vector_width > 1 or sp.b_vector > 1:
+        w("from spmvlab.kernels._intrinsics import vload2, vload4, vload8")
     w("")
     w("")
     w("@cuda.jit")
@@ -387,7 +526,7 @@ def kernel_source(sp: Spec) -> str:
     w.indent()
     _emit_docstring(w, sp)
     _emit_prologue(w, sp)
-    _emit_thread(w, sp)
+    (_emit_thread_compact if sp.compact else _emit_thread)(w, sp)
     _emit_warp(w, sp)
     w.dedent()
     return w.text()

@@ -7,7 +7,9 @@
     expressions by the code optimizer; False: every offset loaded from memory, the kernel of
     the bare strategy), uploaded once, then launched with preallocated buffers
     (``codegen.launcher``). ``format_bytes`` counts every array the kernel reads (flags,
-    rows, cols, values, offset tables).
+    rows, cols, values, offset tables; compact strategies: values, 16-bit or 32-bit columns,
+    column bases, row and thread-group arrays, offset tables); ``row_extra`` gets
+    ``bytes_per_nnz`` and, for compact strategies, ``col_bits``.
 ``strategy="default"``
     the first strategy of ``spmvlab.tune.default_shortlist(N)`` (one fixed kernel for every
     matrix: a warp-group per row, CSR-vector-like);
@@ -62,7 +64,7 @@ class GeneralSparse(Method):
         self.strategy = strategy
         self.plan = tune.plan_cached(p.A, strategy, p.dtype)
         self.generated = codegen.generate(self.plan) if optimize else \
-            codegen.generate(strategy, p.dtype)
+            codegen.generate(strategy, p.dtype, col_bits=self.plan.col_bits)
         self._D = codegen.upload(self.plan, self.generated)
         self.format_bytes = int(sum(int(a.nbytes) for a in self._D.arrays))
         self._X = to_dev(p.X)
@@ -73,6 +75,9 @@ class GeneralSparse(Method):
         self.row_extra.setdefault("strategy_key", tune.strategy_key(strategy))
         self.row_extra["reduction"] = "/".join(a for a in red.algorithms) + ("/atomic" if red.atomic else "")
         self.row_extra["offsets"] = self.generated.spec.thread_offset.expr
+        nnz = self.plan.nnz
+        self.row_extra["bytes_per_nnz"] = round(self.format_bytes / nnz, 3) if nnz else None
+        self.row_extra["col_bits"] = self.plan.col_bits if strategy.compact else None
         self.impl = (f"codegen {'optimized' if optimize else 'offsets loaded'}: {strategy.label}")
 
     def run(self):

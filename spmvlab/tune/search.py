@@ -27,11 +27,22 @@ N >= 8 (:func:`sparse_signature`):
 3. ``row/tg``     one row per thread-group, a block of 4 warps (THREAD_TOTAL; CSR-scalar);
 4. ``nnz/tg``     nonzero-balanced: blocks of 4 nonzeros per thread-group, rows cut anywhere
                   (THREAD_BITMAP + WARP_SEGMENT, block ends added atomically);
-5-6.              1 and 4 with one column per thread (a thread-group of min(N', 32) lanes).
+5-6.              1 and 4 with one column per thread (a thread-group of min(N', 32) lanes);
+7. ``row/warp cv``     1 with compact storage (16-bit columns where they fit, no per-slot
+                       rows or flags), interleaved slots read ``V`` at a time (V = 16 bytes of
+                       values: 8 for float16, 4 for float32), ``min(N', V)`` columns per thread
+                       and B read with vector loads of ``gcd(N, columns per thread)`` values;
+8. ``row/wg x4 cv``    2 the same way (four rows per block of four warps);
+9. ``row/wg x4 cv16``  8 with warps of 16 columns (blocks along ``grid.y`` take N / 16
+                       column groups: A read N / 16 times, a block's slice of B 8x smaller,
+                       so more of it stays in L1); only for N' > 16.
+
+The shortlist depends on the dtype (float16 by default) through 7-9.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 import zlib
 
@@ -48,7 +59,8 @@ __all__ = ["SHORTLIST_NAMES", "default_shortlist", "supported", "sparse_signatur
            "candidates", "SearchResult", "best_strategy", "search_analysis", "plan_cached",
            "gpu_timer"]
 
-SHORTLIST_NAMES = ("row/warp", "row/wg x4", "row/tg", "nnz/tg", "row/warp tc1", "nnz/tg tc1")
+SHORTLIST_NAMES = ("row/warp", "row/wg x4", "row/tg", "nnz/tg", "row/warp tc1", "nnz/tg tc1",
+                   "row/warp cv", "row/wg x4 cv", "row/wg x4 cv16")
 _BLOCK_ALGS = (GS.BLOCK_TOTAL, GS.BLOCK_BITMAP, GS.BLOCK_SEGMENT)
 
 
@@ -64,12 +76,38 @@ def _dense(N: int, thread_cols: int | None = None) -> dict:
     return dict(thread_cols=tc, warp_cols=w, block_cols=w)
 
 
-def default_shortlist(N: int) -> list:
-    """The six strategies of the module docstring, in that order (valid for every matrix)."""
+def _compact_variant(N: int, dtype, name: str) -> GS.Strategy | None:
+    S, M, SS = GS.Division("single", False), GS.Division("multi", False), GS.Division("single", True)
+    v = 16 // np.dtype(dtype).itemsize
+    top = _pow2(N)
+    tc = min(v, top)
+    if name.endswith("cv16"):
+        if top <= 16:
+            return None
+        w = 16
+    else:
+        w = min(top, GS.WARP * tc)
+    t = GS.WARP // (w // tc)
+    thread = SS if t > 1 else S
+    dense = dict(thread_cols=tc, warp_cols=w, block_cols=w, compact=True, b_vector=math.gcd(int(N), tc),
+                 interleave=t > 1, vector_width=v)
+    if name.startswith("row/warp"):
+        return GS.Strategy(block=S, warp=S, thread=thread, block_size=1, warps_per_block=1, **dense)
+    return GS.Strategy(block=M, warp=S, thread=thread, block_size=4, warps_per_block=4, **dense)
+
+
+def default_shortlist(N: int, dtype="float16") -> list:
+    """The strategies of the module docstring, in that order (valid for every matrix; the
+    compact ones for ``dtype``, float16 or float32)."""
     S, M = GS.Division("single", False), GS.Division("multi", False)
     SS, MS = GS.Division("single", True), GS.Division("multi", True)
     out = []
     for name in SHORTLIST_NAMES:
+        if " cv" in name:
+            s = _compact_variant(N, dtype, name)
+            if s is not None and s not in out:
+                out.append(s)
+            continue
         dense = _dense(N, 1 if name.endswith("tc1") else None)
         t = GS.WARP // (dense["warp_cols"] // dense["thread_cols"])      # thread-groups per warp
         if name.startswith("row/warp"):
@@ -99,7 +137,7 @@ def sparse_signature(s: GS.Strategy) -> GS.Strategy:
     """The strategy with what ``plan`` does not depend on (columns per thread, warp and
     block) set to canonical values: equal signatures give the same plan arrays."""
     return dataclasses.replace(s, thread_cols=1, warp_cols=s.group_lanes,
-                               block_cols=s.group_lanes * s.group_warps)
+                               block_cols=s.group_lanes * s.group_warps, b_vector=1)
 
 
 def proxy(A, max_nnz: int = 2_000_000, run: int = 256) -> sp.csr_matrix:
@@ -218,7 +256,7 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
     dt = resolve_dtype(A, dtype)
     P = proxy(canonical_csr(A, dt, True), max_nnz)
     if model is None and where is None:
-        ranked, source, predicted = default_shortlist(N), "shortlist", {}
+        ranked, source, predicted = default_shortlist(N, dt), "shortlist", {}
         n_cand = len(ranked)
     elif model is None:
         cands = [s for s in candidates(P, N, dtype=dt) if where(s)]
