@@ -144,3 +144,50 @@ def test_unsupported_dtype_and_config():
         K.ECCSRConfig(spmm_rows_per_pass=16)
     with pytest.raises(OptionError, match="spmm_tile"):
         K.ECCSRConfig(spmm_tile=64)
+
+
+def test_index32_and_unrolled_steps_give_the_int64_result():
+    """Per-lane column counts from 1 to 13 iterations (warp_size 2, vector_size 4: unit 8),
+    so unroll 2 and 4 run their main loop and every tail (0-3 iterations left), in long and
+    short parts of 1-, 2- and 4-grained blocks and the 8-row block walked in slices: the
+    uint32 path gives the int64 path's numbers bit for bit (each row gets at most a few
+    atomics, each a sum of the same products in the same order) and both match CSR."""
+    rng = np.random.default_rng(5)
+    A = np.zeros((16, 240), np.float32)
+    A[:8, :96] = rng.standard_normal((8, 96))          # an 8-grained block
+    A[8:12, 16:80] = rng.standard_normal((4, 64))      # a 4-grained one
+    A[12:14, 100:140] = rng.standard_normal((2, 40))   # 2-grained (+ short parts)
+    for r, n in zip(range(14, 16), (9, 213)):          # 1-grained: short only, long + short
+        A[r, rng.choice(240, n, replace=False)] = rng.standard_normal(n)
+    A = np.where(A != 0, np.copysign(0.25 + np.abs(A), A), 0).astype(np.float32)  # no subnormals
+    for dtype, bits in ((np.float16, 8), (np.float32, 4)):
+        M = R.encode(A, dtype=dtype, warp_size=2, vector_size=4, delta_bits=bits, clip=0)
+        assert {8, 4, 2, 1} <= {s["granularity"] for s in M.sets()}
+        x = rng.standard_normal(240).astype(dtype)
+        base = K.spmv(M, x, config=K.ECCSRConfig(threads_per_block=32, index32=False))
+        assert_close(base, M.to_csr(), x, dtype, "int64 path")
+        for unroll in (1, 2, 4):
+            for rpp in (8, 4):
+                cfg = K.ECCSRConfig(threads_per_block=32, unroll=unroll, rows_per_pass=rpp)
+                y = K.spmv(M, x, out=garbage_like((16,), dtype), config=cfg)
+                np.testing.assert_array_equal(y, base, err_msg=f"{dtype} unroll={unroll}")
+
+
+def test_index32_falls_back_and_options_are_checked():
+    M = R.encode(np.eye(4, dtype=np.float32) + 1)
+    D = K.to_device(M)
+    assert D.fits32
+    D64 = K.DeviceECCSR(**{**{f.name: getattr(D, f.name) for f in
+                              __import__("dataclasses").fields(D)}, "fits32": False})
+    cfg = K.ECCSRConfig(unroll=4)
+    assert K._spmv_kernel_for(D, cfg) is K._spmv_kernel32(*K._kernel_key(D), cfg)
+    assert K._spmv_kernel_for(D64, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg)
+    np.testing.assert_allclose(K.spmv(D64, np.ones(4, np.float32), config=cfg), [5.0] * 4)
+    with pytest.raises(OptionError, match="unroll"):
+        K.ECCSRConfig(unroll=3)
+    with pytest.raises(OptionError, match="index32=True"):
+        K.ECCSRConfig(unroll=2, index32=False)
+    with pytest.raises(OptionError, match="max_registers"):
+        K.ECCSRConfig(max_registers=8)
+    with pytest.raises(OptionError, match="index32"):
+        K.ECCSRConfig(index32=1)

@@ -62,8 +62,55 @@ allows. With warp_size >= vector_size (the default 32 / 4) both are always the f
 (vector_size codes; 16 bytes of values, or vector_size x g values if fewer); warp_size 2
 with vector_size 4 can narrow the code loads to 2 codes.
 
-Not done yet (first version, untimed): the paper's double buffering of the next group's
-loads, 32-bit index arithmetic (positions are int64 here), and a tuned config.
+Cost model (SpMV; fp16, 4096 x 11008, uniform masks, default layout 32 / 4 / 8-bit deltas;
+SASS from ``tools/sass.py``, sm_90, ptxas 13.5; reasoned, not profiled)
+------------------------------------------------------------------------------------------
+Work. Blocks (= warps) at 50 / 70 / 80 / 90 % sparsity: 25560 / 19640 / 15902 / 8189. At
+50 %: g=4 long 5361 blocks (median 8 columns per lane = 2 loop iterations of vec 4), g=2
+long 12038 (16 per lane, 4 iterations), g=1 long 4096 (36 per lane), g=1 short 4065 (3 per
+lane, vec 1); at 90 % nearly all is g=1 long (4096 blocks, 32 per lane) plus 4073 short
+blocks: half the warps carry 8 % of the entries. One CUDA block of 256 threads = 8 matrix
+blocks; 3195 CUDA blocks at 50 %.
+
+Bytes. 61.2 / 39.3 / 27.6 / 14.8 MB (2.72 / 2.91 / 3.06 / 3.29 B per nonzero: values 2,
+deltas 0.55-1.0, base indices 4 B per lane per block = 0.15-0.23) against cuBLAS's 90.2 MB:
+at equal bandwidth the bound is 1.47 / 2.29 / 3.27 / 6.1x cuBLAS.
+
+Per lane and loop iteration (vec columns): one 32-bit code word (4 deltas; 128 B per warp,
+coalesced), one value load of vec x g values (g=1: 8 B, g=2: 16 B, g=4: 2 x 16 B;
+coalesced), and vec 2-byte gathers of x. A lane's columns are its own 1/32 of the block's
+columns, so a warp's gather touches ~32 different 128-B lines (L1 hits, uncoalesced):
+12.4M lane gathers (one per stored column) in 388K warp instructions at 50 %. Atomics: one
+float32 RED per block row, ~58K at 50 % (negligible).
+
+SASS of the first version (``index32=False``): per warp iteration g=4 118 instructions
+(7.4 per stored entry), g=2 103 (12.9), g=1 long 91 (22.8); 56 registers (4 CUDA blocks =
+32 warps per SM, 50 % occupancy); no spills. Most instructions were int64 position math and
+numba's negative-index wraparound (SHF.R.S32.HI + LOP3 + IADD3/IADD3.X per index).
+``index32`` (uint32 positions, unsigned indices): g=4 70 (4.4 per entry), g=2 52 (6.5),
+g=1 long 151 per 4 iterations (LLVM unrolls it; 9.4); 48 registers (40 warps per SM).
+``unroll=4``: 255 / 186 / 153 instructions per 4 iterations (4.0 / 5.8 / 9.6 per entry),
+the 4 code words, the values and the 16 gathers issued before the FMAs; 56 registers.
+
+What most likely limits it (1.42 TB/s measured at 50 %): memory-level parallelism. Per
+iteration a warp has one iteration's loads in flight (g=2: 32 x 20 B = 640 B), then a
+dependent chain code word (DRAM) -> x gather (L1) -> FMA, and each warp starts with 2-3
+dependent round trips (set_desc scan; block_indptr and base; first codes). 32 warps x at
+most 640 B = 20 KB per SM in flight, where ~4 TB/s at ~1 us loaded latency needs ~30 KB per
+SM all the time: latency-bound. ``unroll`` (4 iterations: 2.5 KB per warp) and the lower
+register count of ``index32`` attack this. Second: instruction issue, ~16M warp
+instructions at 50 % on the int64 path (~15 us of the 43 us at 4 per cycle per SM), about
+halved by ``index32``. Third, likely the limit once streaming is fixed: the x gathers; at
+L1's 4 tag lookups per cycle a 32-line gather costs ~8 cycles: ~12 us at 50 %, ~9 us at
+70 % for this shape, and roughly 30 us at 70 % on 12288 x 12288 (~32M stored columns,
+estimated), close to the 36 us that 2.3x cuBLAS allows there. The next step if the timing
+shows it: x in shared memory (a random 32-lane gather costs ~3.5 bank wavefronts) with a
+persistent grid so x is staged once per CUDA block. Also: the short 1-grained parts are
+stored last and are almost all setup latency, a tail of nearly idle SMs (half the warps at
+90 %).
+
+Not done yet: x in shared memory, the fp16 finish pass fused into the main kernel (one
+launch fewer, ~2 us), a tuned config.
 """
 from __future__ import annotations
 
@@ -80,7 +127,8 @@ from .. import formats
 from .._cuda import cuda, inline_device
 from ._common import (
     CHECK_THREADS, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_threads_per_block,
-    check_value_dtype, checked_to_device, finish, prepare, prepare_spmm, run_device_check, to_dev,
+    check_value_dtype, checked_to_device, finish, jit_options, prepare, prepare_spmm,
+    run_device_check, to_dev,
 )
 from ._intrinsics import vload1, vload2, vload4, vload8
 from ._spmm import TILE_COLS, group_for, tile_for
@@ -91,6 +139,9 @@ __all__ = ["ECCSRConfig", "DeviceECCSR", "to_device", "device_check", "launch_ch
 KERNEL_DTYPES = formats.get("ec_csr").kernel_dtypes
 _NF = 5                     # fields per set descriptor (reference.ec_csr.SET_FIELDS)
 ROWS_PER_PASS = (1, 2, 4, 8)
+UNROLLS = (1, 2, 4)
+#: arrays of at most this many entries can be indexed with uint32 positions (``index32``)
+_MAX32 = 2**31 - 1
 _VLOAD = {1: vload1, 2: vload2, 4: vload4, 8: vload8}
 _WORD = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 
@@ -107,16 +158,46 @@ class ECCSRConfig:
     spmm_rows_per_pass  SpMM: block rows per pass, 1, 2, 4 or 8 (a lane holds
                         ``spmm_rows_per_pass * spmm_tile`` accumulators)
 
-    Defaults are a first guess, not tuned on a GPU yet.
+    index32             SpMV: positions, columns and array indices as uint32, indexing
+                        without numba's negative-index wraparound (the module docstring's
+                        "Cost model"); used when every array of the matrix has fewer than
+                        2**31 entries, else the int64 path runs. Same products in the same
+                        order as the int64 path (False: the first version's kernel, for A/B).
+    unroll              SpMV with index32: 1, 2 or 4 iterations of a lane's column loop
+                        (vec columns each) done as one step: their code words and values are
+                        all loaded before any of their x gathers and FMAs, so a warp has up
+                        to ``unroll`` times the bytes in flight; the 0-3 iterations left over
+                        run as one step of 2 and/or 1 (group-uniform branches)
+    max_registers       SpMV: register cap per thread (None: the compiler's choice); with
+                        256 threads per block, 64 / 40 / 32 registers allow 32 / 48 / 64
+                        warps per SM
+
+    Defaults are a first guess, not tuned on a GPU yet (index32 on: a pure instruction cut).
     """
 
     threads_per_block: int = 256
     rows_per_pass: int = 8
     spmm_tile: int = 8
     spmm_rows_per_pass: int = 4
+    index32: bool = True
+    unroll: int = 1
+    max_registers: int | None = None
 
     def __post_init__(self):
         check_threads_per_block("ECCSRConfig", self.threads_per_block)
+        if not isinstance(self.index32, (bool, np.bool_)):
+            raise OptionError(problem("ECCSRConfig.index32", "True or False", repr(self.index32)))
+        if isinstance(self.unroll, bool) or self.unroll not in UNROLLS:
+            raise OptionError(problem("ECCSRConfig.unroll", f"one of {UNROLLS}", repr(self.unroll)))
+        if self.unroll > 1 and not self.index32:
+            raise OptionError(problem("ECCSRConfig.unroll", "1 when index32 is False (the "
+                                      "unrolled loop exists on the 32-bit path only)",
+                                      repr(self.unroll), "set index32=True"))
+        mr = self.max_registers
+        if mr is not None and (isinstance(mr, bool) or not isinstance(mr, (int, np.integer))
+                               or not 16 <= mr <= 255):
+            raise OptionError(problem("ECCSRConfig.max_registers", "None or an int in [16, 255]",
+                                      repr(mr)))
         for name in ("rows_per_pass", "spmm_rows_per_pass"):
             v = getattr(self, name)
             if isinstance(v, bool) or v not in ROWS_PER_PASS:
@@ -152,6 +233,7 @@ class DeviceECCSR:
     code_width: int
     load_width: int
     nbytes: int
+    fits32: bool = False
 
 
 def to_device(M: ECCSRMatrix, check: str = "auto") -> DeviceECCSR:
@@ -199,7 +281,16 @@ def _upload(M: ECCSRMatrix) -> DeviceECCSR:
         codes=to_dev(codes), values=to_dev(vals), scratch=scratch,
         set_desc_host=np.array(M.set_desc, copy=True), shape=M.shape, dtype=M.dtype,
         delta_bits=int(M.delta_bits), warp_size=int(M.warp_size), vector_size=int(M.vector_size),
-        n_blocks=M.n_blocks, n_row_entries=int(M.row_indices.size), code_width=cw, load_width=lw, nbytes=M.nbytes)
+        n_blocks=M.n_blocks, n_row_entries=int(M.row_indices.size), code_width=cw, load_width=lw, nbytes=M.nbytes,
+        fits32=_fits32(M, codes.size))
+
+
+def _fits32(M: ECCSRMatrix, n_code_bytes: int) -> bool:
+    """Whether every position the SpMV kernel computes (values, code entries, base and row
+    entries, rows and columns) stays below 2**31, so ``index32`` can use uint32."""
+    biggest = max(int(M.values.size), 2 * int(n_code_bytes), int(M.base_indices.size),
+                  int(M.row_indices.size), int(M.n_columns), *map(int, M.shape))
+    return biggest <= _MAX32
 
 
 def _code_words(D: DeviceECCSR):
@@ -322,14 +413,12 @@ def _block_geometry(C):
 
 
 @functools.lru_cache(maxsize=None)
-def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int, gmax: int):
-    """``block(...)``: one group's whole contribution of its block to y (see the module
-    docstring), specialised on granularity below ``gmax`` and on the vector width."""
+def _spmv_careful(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int):
+    """``careful(...)``: rows [rlo, rhi) of a block one at a time, stored zeros skipped (int64
+    positions); the SpMV fallback for a slice whose fast sums are not all finite."""
     acc = acc_type(dtype_name)
     C = _code_parts(delta_bits, ws, vs, cw)
-    short_code, long_codes, code, group_sum = (C["short_code"], C["long_codes"], C["code"],
-                                               C["group_sum"])
-    P = 16 // np.dtype(dtype_name).itemsize
+    short_code, group_sum = C["short_code"], C["group_sum"]
 
     @inline_device
     def careful(bytes_, values, x, rows, yacc, c0, nc, v0, g, vec, row0, col0, t, mask, rlo, rhi):
@@ -347,6 +436,20 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
             s = group_sum(s, mask)
             if t == 0:
                 cuda.atomic.add(yacc, rows[row0 + r], s)
+
+    return careful
+
+
+@functools.lru_cache(maxsize=None)
+def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int, gmax: int):
+    """``block(...)``: one group's whole contribution of its block to y (see the module
+    docstring), specialised on granularity below ``gmax`` and on the vector width."""
+    acc = acc_type(dtype_name)
+    C = _code_parts(delta_bits, ws, vs, cw)
+    short_code, long_codes, code, group_sum = (C["short_code"], C["long_codes"], C["code"],
+                                               C["group_sum"])
+    P = 16 // np.dtype(dtype_name).itemsize
+    careful = _spmv_careful(dtype_name, delta_bits, ws, vs, cw)
 
     def make_block(G: int, vec: int, sliced: bool):
         load_w = long_codes if vec > 1 else C["short_word"]
@@ -473,6 +576,292 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
             short_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
 
     return ec_csr_spmv
+
+
+# ---------------------------------------------------------------------------------------------
+# SpMV, 32-bit path (ECCSRConfig.index32): uint32 positions, unrolled column loop
+# ---------------------------------------------------------------------------------------------
+
+_U32 = np.uint32
+
+
+@functools.lru_cache(maxsize=None)
+def _code_parts32(delta_bits: int, ws: int, vs: int, cw: int):
+    """As :func:`_code_parts` with uint32 positions: ``long_codes(words, bytes_, p)``,
+    ``short_word(words, bytes_, p)`` (the code of entry p as a word), ``code(w, j)`` (uint32),
+    ``find_set(set_desc, blk)``. Every index is unsigned, so numba emits no wraparound."""
+    b = delta_bits
+    WT = np.uint64 if vs * b > 32 else np.uint32
+    cmask = (1 << b) - 1
+    wbits = cw * b
+    nw = vs // cw
+    U32 = _U32
+    cw_shift = int(cw).bit_length() - 1
+
+    if b == 8:
+        @inline_device
+        def short_code(bytes_, p):
+            return U32(bytes_[p])
+    else:
+        @inline_device
+        def short_code(bytes_, p):
+            return U32(U32(bytes_[U32(p >> U32(1))]) >> U32(U32(p & U32(1)) * U32(4))) & U32(15)
+
+    if wbits >= 8:
+        @inline_device
+        def long_codes(words, bytes_, p):
+            i = U32(p >> U32(cw_shift))
+            w = WT(words[i])
+            for k in range(1, nw):
+                w = WT(w | WT(WT(words[U32(i + U32(k))]) << WT(k * wbits)))
+            return w
+    else:                                        # 4-bit codes, one nibble at a time
+        @inline_device
+        def long_codes(words, bytes_, p):
+            w = WT(0)
+            for k in range(vs):
+                w = WT(w | WT(WT(short_code(bytes_, U32(p + U32(k)))) << WT(k * 4)))
+            return w
+
+    @inline_device
+    def short_word(words, bytes_, p):
+        return short_code(bytes_, p)
+
+    @inline_device
+    def code(w, j):
+        return U32(WT(w >> WT(j * b)) & WT(cmask))
+
+    @inline_device
+    def find_set(set_desc, blk):
+        n_sets = U32(set_desc.shape[0] // _NF)
+        s = U32(0)
+        while U32(s + U32(1)) < n_sets and U32(set_desc[U32(U32(s + U32(1)) * U32(_NF) + U32(2))]) <= blk:
+            s = U32(s + U32(1))
+        return U32(s * U32(_NF))
+
+    return dict(short_code=short_code, long_codes=long_codes, short_word=short_word, code=code,
+                find_set=find_set)
+
+
+def _block_geometry32(C):
+    """``geometry(set_desc, ptr, base, blk, t)``: (g, vec, first row entry, first code,
+    stored columns, first value, lane base column) of block ``blk`` for lane ``t``, uint32."""
+    find_set = C["find_set"]
+    U32 = _U32
+
+    @inline_device
+    def geometry(set_desc, ptr, base, blk, t, ws):
+        s = find_set(set_desc, blk)
+        g = U32(set_desc[s])
+        vec = U32(set_desc[U32(s + U32(1))])
+        first = U32(set_desc[U32(s + U32(2))])
+        row0 = U32(U32(set_desc[U32(s + U32(3))]) + U32(U32(blk - first) * g))
+        c0 = U32(ptr[blk])
+        nc = U32(U32(ptr[U32(blk + U32(1))]) - c0)
+        v0 = U32(U32(set_desc[U32(s + U32(4))]) + U32(U32(c0 - U32(ptr[first])) * g))
+        col0 = U32(base[U32(U32(blk * U32(ws)) + t)])
+        return g, vec, row0, c0, nc, v0, col0
+
+    return geometry
+
+
+@functools.lru_cache(maxsize=None)
+def _spmv_parts32(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
+                  gmax: int, unroll: int):
+    """:func:`_spmv_parts` on uint32 positions, the exact-G walkers unrolled ``unroll``
+    iterations: one step loads the code words and values of all its iterations first
+    (nested tuples), then decodes the columns, gathers x and does the FMAs in order (the
+    same products, summed in the same order, as the int64 path)."""
+    acc = acc_type(dtype_name)
+    C = _code_parts32(delta_bits, ws, vs, cw)
+    code = C["code"]
+    group_sum = _code_parts(delta_bits, ws, vs, cw)["group_sum"]
+    careful = _spmv_careful(dtype_name, delta_bits, ws, vs, cw)
+    P = 16 // np.dtype(dtype_name).itemsize
+    U32 = _U32
+
+    def make_block(G: int, vec: int, sliced: bool):
+        load_w = C["long_codes"] if vec > 1 else C["short_word"]
+        step = ws * vec
+
+        if sliced:
+            col_load = _tuple_loader(G, P)
+
+            @inline_device
+            def walk(words, bytes_, values, x, c0, nc, v0, g, r0, col0, t, accs):
+                """This lane's columns, rows [r0, r0 + G) of a block of g >= G rows."""
+                for k in range(G):
+                    accs[k] = acc(0)
+                col = col0
+                p = U32(c0 + U32(t * U32(vec)))
+                end = U32(c0 + nc)
+                while p < end:
+                    w = load_w(words, bytes_, p)
+                    for j in range(vec):
+                        col = U32(col + code(w, j))
+                        xv = acc(x[col])
+                        vals = col_load(values, U32(U32(v0 + U32(U32(U32(p - c0) + U32(j)) * g)) + r0))
+                        for k in range(G):
+                            accs[k] += acc(vals[k]) * xv
+                    p = U32(p + U32(step))
+            return _make_block_body(walk, G, vec, ws, group_sum, careful)
+
+        grp_load = _tuple_loader(vec * G, lw)
+
+        def make_loads(u):
+            """``loads(words, bytes_, values, p, c0, v0)``: the (code word, values) of ``u``
+            consecutive iterations from position p, as nested pairs."""
+            if u == 1:
+                @inline_device
+                def loads(words, bytes_, values, p, c0, v0):
+                    return (load_w(words, bytes_, p),
+                            grp_load(values, U32(v0 + U32(U32(p - c0) * U32(G)))))
+                return loads
+            half = make_loads(u // 2)
+            off = (u // 2) * step
+
+            @inline_device
+            def loads2(words, bytes_, values, p, c0, v0):
+                return (half(words, bytes_, values, p, c0, v0),
+                        half(words, bytes_, values, U32(p + U32(off)), c0, v0))
+            return loads2
+
+        def make_compute(u):
+            """``compute(L, x, col, accs) -> col``: the FMAs of loaded iterations ``L``."""
+            if u == 1:
+                @inline_device
+                def compute(L, x, col, accs):
+                    w = L[0]
+                    vals = L[1]
+                    for j in range(vec):
+                        col = U32(col + code(w, j))
+                        xv = acc(x[col])
+                        for k in range(G):
+                            accs[k] += acc(vals[j * G + k]) * xv
+                    return col
+                return compute
+            half = make_compute(u // 2)
+
+            @inline_device
+            def compute2(L, x, col, accs):
+                col = half(L[0], x, col, accs)
+                return half(L[1], x, col, accs)
+            return compute2
+
+        steps = []
+        u = unroll
+        while u >= 1:
+            steps.append((u, make_loads(u), make_compute(u)))
+            u //= 2
+        (U, loadU, compU), rest = steps[0], steps[1:]
+        rest2 = rest[0] if len(rest) >= 1 else None
+        rest1 = rest[1] if len(rest) >= 2 else None
+        lastU = (U - 1) * step
+
+        @inline_device
+        def tail(words, bytes_, values, x, c0, v0, p, end, col, accs):
+            """The 0 .. unroll-1 iterations left after the unrolled loop."""
+            if rest2 is not None:
+                u2, load2, comp2 = rest2
+                if U32(p + U32((u2 - 1) * step)) < end:
+                    L = load2(words, bytes_, values, p, c0, v0)
+                    col = comp2(L, x, col, accs)
+                    p = U32(p + U32(u2 * step))
+            if rest1 is not None:
+                u1, load1, comp1 = rest1
+                if p < end:
+                    L = load1(words, bytes_, values, p, c0, v0)
+                    col = comp1(L, x, col, accs)
+            return col
+
+        @inline_device
+        def walk(words, bytes_, values, x, c0, nc, v0, g, r0, col0, t, accs):
+            """This lane's columns of a block of exactly G rows, ``unroll`` iterations (of
+            vec columns) per step."""
+            for k in range(G):
+                accs[k] = acc(0)
+            col = col0
+            p = U32(c0 + U32(t * U32(vec)))
+            end = U32(c0 + nc)
+            while U32(p + U32(lastU)) < end:
+                L = loadU(words, bytes_, values, p, c0, v0)
+                col = compU(L, x, col, accs)
+                p = U32(p + U32(U * step))
+            tail(words, bytes_, values, x, c0, v0, p, end, col, accs)
+
+        return _make_block_body(walk, G, vec, ws, group_sum, careful)
+
+    def branch(G, exact, rest):
+        @inline_device
+        def pick(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs):
+            if g == U32(G):
+                exact(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+            else:
+                rest(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+        return pick
+
+    return _chains(make_block, branch, gmax, vs)
+
+
+def _make_block_body(walk, G: int, vec: int, ws: int, group_sum, careful):
+    """``block(...)``: walk slices of G rows, reduce each over the group, add the sums into
+    yacc (row k of the slice by lane k % ws, one atomic each), or redo a non-finite slice on
+    the careful (int64) path."""
+    U32 = _U32
+    i64 = np.int64
+
+    @inline_device
+    def block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs):
+        r0 = U32(0)
+        while r0 < g:
+            walk(words, bytes_, values, x, c0, nc, v0, g, r0, col0, t, accs)
+            ok = True
+            for k in range(G):
+                s = group_sum(accs[k], mask)
+                accs[k] = s
+                if math.isinf(s) or math.isnan(s):
+                    ok = False
+            if ok:                      # group-uniform: every lane holds the same sums
+                for k in range(G):
+                    if U32(k % ws) == t:
+                        cuda.atomic.add(yacc, rows[U32(U32(row0 + r0) + U32(k))], accs[k])
+            else:
+                careful(bytes_, values, x, rows, yacc, i64(c0), i64(nc), i64(v0), i64(g),
+                        i64(vec), i64(row0), i64(col0), i64(t), mask, i64(r0), i64(r0) + G)
+            r0 = U32(r0 + U32(G))
+
+    return block
+
+
+@functools.lru_cache(maxsize=None)
+def _spmv_kernel32(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
+                   cfg: ECCSRConfig):
+    """The SpMV kernel on uint32 positions (``ECCSRConfig.index32``; the caller checks
+    ``DeviceECCSR.fits32``), with ``cfg.unroll`` and ``cfg.max_registers``."""
+    gmax = cfg.rows_per_pass
+    short_block, long_block = _spmv_parts32(dtype_name, delta_bits, ws, vs, cw, lw, gmax,
+                                            cfg.unroll)
+    group_mask = _code_parts(delta_bits, ws, vs, cw)["group_mask"]
+    geometry = _block_geometry32(_code_parts32(delta_bits, ws, vs, cw))
+    U32 = _U32
+
+    @cuda.jit(**jit_options(max_registers=cfg.max_registers))
+    def ec_csr_spmv32(set_desc, ptr, rows, base, words, bytes_, values, x, yacc):
+        """As ``ec_csr_spmv``, every position a uint32."""
+        tid = U32(U32(U32(cuda.blockIdx.x) * U32(cuda.blockDim.x)) + U32(cuda.threadIdx.x))
+        blk = U32(tid // U32(ws))
+        t = U32(tid % U32(ws))
+        if blk >= U32(ptr.shape[0] - 1):
+            return
+        mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
+        g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
+        accs = cuda.local.array(gmax, np.float32)
+        if vs > 1 and vec > U32(1):
+            long_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+        else:
+            short_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+
+    return ec_csr_spmv32
 
 
 @functools.lru_cache(maxsize=None)
@@ -749,6 +1138,14 @@ def _kernel_key(D: DeviceECCSR):
     return (D.dtype.name, D.delta_bits, D.warp_size, D.vector_size, D.code_width, D.load_width)
 
 
+def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig):
+    """The SpMV kernel ``config`` asks for: the uint32 one when ``index32`` is set and the
+    matrix fits (``DeviceECCSR.fits32``), else the int64 one (which ignores ``unroll``)."""
+    if config.index32 and D.fits32:
+        return _spmv_kernel32(*_kernel_key(D), config)
+    return _spmv_kernel(*_kernel_key(D), config)
+
+
 def _matrix_args(D: DeviceECCSR) -> tuple:
     return (D.set_desc, D.block_indptr, D.row_indices, D.base_indices, _code_words(D), D.codes,
             D.values)
@@ -765,7 +1162,7 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
     if not f16:
         _flat(_zero_kernel(), n_rows, threads, y)
     if D.n_blocks:
-        kernel = _spmv_kernel(*_kernel_key(D), config)
+        kernel = _spmv_kernel_for(D, config)
         kernel[blocks_for(D.n_blocks, threads // D.warp_size), threads](*_matrix_args(D), x, yacc)
     if f16:
         _flat(_finish_kernel(), n_rows, threads, D.scratch, y)
@@ -807,7 +1204,8 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
 
 def ptx_targets():
     """SpMV for every (dtype, delta_bits) at the default layout (warp_size 32, vector_size 4)
-    and SpMM for one delta width per dtype; sub-warp groups (warp_size 2, vector_size 2) for
+    (the uint32 path; the int64 path for float16 8-bit codes; unroll 4 and unroll 2 with a
+    register cap once each) and SpMM for one delta width per dtype; sub-warp groups (warp_size 2, vector_size 2) for
     SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the zero/finish passes
     and the check kernel. (The delta width changes only the code loads, which SpMV and
     SpMM share, so not every pairing is compiled: each main kernel takes ~5 s.)"""
@@ -820,7 +1218,10 @@ def ptx_targets():
         for b in (4, 8):
             cases.append(("spmv", dt, b, 32, 4, 4, ECCSRConfig()))
         cases.append(("spmm", dt, 4 if dt == "float16" else 8, 32, 4, 4, ECCSRConfig()))
-    cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small)]
+    cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small),
+              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False)),
+              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(unroll=4)),
+              ("spmv", "float32", 4, 32, 4, 4, ECCSRConfig(unroll=2, max_registers=40))]
     for kind, dt, b, ws, vs, cw, cfg in cases:
         P = 16 // np.dtype(dt).itemsize
         bits = cw * b
@@ -828,8 +1229,11 @@ def ptx_targets():
         args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
         wide = (r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()
         if kind == "spmv":
-            out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}]",
-                                 functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg),
+            variant = ("" if cfg.index32 else ",int64") + (f",unroll{cfg.unroll}" if cfg.unroll > 1
+                                                           else "")
+            factory = _spmv_kernel32 if cfg.index32 else _spmv_kernel
+            out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
+                                 functools.partial(factory, dt, b, ws, vs, cw, P, cfg),
                                  args + f"{array_sig(dt)}, {array_sig('float32')})", wide))
         else:
             ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
