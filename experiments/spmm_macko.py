@@ -53,32 +53,38 @@ def cli(p):
 
 
 def measure(cfg: dict) -> dict:
-    from spmvlab import datasets, methods
+    """Per shape and sparsity one matrix (built, with its dense copy and MACKO and CSR
+    encodings, in a worker process while the previous one is timed); each N gets its own X
+    (``Problem.with_rhs``, seed 1 as ``methods.measure`` draws it) and shares the rest."""
+    from spmvlab import methods
     rows = []
-    jobs = [(tuple(s), sp) for s in cfg["shapes"] for sp in cfg["sparsities"]]
-    for shape, sparsity in X.progress(jobs, total=len(jobs), desc=NAME):
-        A = datasets.uniform(shape, sparsity, dtype=cfg["dtype"], seed=cfg["seed"])
+    jobs = [dict(shape=list(s), sparsity=sp, dtype=cfg["dtype"], seed=cfg["seed"], encode=["macko", "csr"])
+            for s in cfg["shapes"] for sp in cfg["sparsities"]]
+    for job, p1 in X.progress(X.problems(jobs, dense=True), total=len(jobs), desc=NAME):
+        sparsity = job["sparsity"]
         for k in (int(v) for v in cfg["ks"]):
             names = cfg["methods"] + (["cusparse"] if k in cfg["cusparse_k"] else [])
-            rows += methods.measure(A, cfg["dtype"], names, k=k, reps=cfg["reps"],
-                                    warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
+            rows += methods.measure_problem(p1.with_rhs(k), names, reps=cfg["reps"],
+                                            warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
             if k == 1:   # the same kernels' SpMV, for SpMM's cost relative to SpMV
-                spmv = methods.measure(A, cfg["dtype"], [m for m in cfg["methods"] if m != "cublas"],
-                                       reps=cfg["reps"], warmup=cfg["warmup"],
-                                       extra=dict(sparsity=sparsity))
+                spmv = methods.measure_problem(p1, [m for m in cfg["methods"] if m != "cublas"],
+                                               reps=cfg["reps"], warmup=cfg["warmup"],
+                                               extra=dict(sparsity=sparsity))
                 for r in spmv:
                     r["method"] = "spmv_" + r["method"]
                 rows += spmv
         f32 = cfg.get("fp32_methods") or []
-        for k in (int(v) for v in (cfg.get("fp32_ks") or []) if f32):
-            rows += methods.measure(A, "float32", f32, k=k, reps=cfg["reps"], warmup=cfg["warmup"],
-                                    extra=dict(sparsity=sparsity))
         if f32 and cfg.get("fp32_ks"):
-            spmv = methods.measure(A, "float32", [m for m in f32 if m != "cublas"], reps=cfg["reps"],
-                                   warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
+            q1 = methods.Problem.make(p1.A, "float32")
+            for k in (int(v) for v in cfg["fp32_ks"]):
+                rows += methods.measure_problem(q1.with_rhs(k), f32, reps=cfg["reps"],
+                                                warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
+            spmv = methods.measure_problem(q1, [m for m in f32 if m != "cublas"], reps=cfg["reps"],
+                                           warmup=cfg["warmup"], extra=dict(sparsity=sparsity))
             for r in spmv:
                 r["method"] = "spmv_" + r["method"]
             rows += spmv
+        del p1
     return dict(rows=rows)
 
 

@@ -220,6 +220,39 @@ def test_config_and_measure_are_separate(tmp_path, monkeypatch):
     assert [s[3]["sparsity"] for s in seen] == [0.5, 0.9]
 
 
+def test_with_rhs_shares_the_matrix_and_draws_x_as_make_does():
+    from spmvlab.methods.base import Problem
+    A = sp.random(30, 50, density=0.3, random_state=1, format="csr", dtype=np.float32)
+    p = Problem.make(A, "float16")
+    M, D = p.encoded("macko"), p.dense()
+    for k in (None, 1, 8):
+        q, ref = p.with_rhs(k), Problem.make(A, "float16", k=k)
+        assert np.array_equal(q.X, ref.X) and q.X.shape == ref.X.shape and q.X.dtype == np.float16
+        assert q.encoded("macko") is M and q.dense() is D and q.A is p.A
+        assert np.array_equal(q.reference().exact, ref.reference().exact)
+    assert "reference" not in p.with_rhs(4)._cache
+
+
+def test_spmm_experiment_builds_each_matrix_once(monkeypatch):
+    """spmm_macko: one problem per (shape, sparsity), each N its own X, fp32 rows on the same A."""
+    exp = X.load_experiment("spmm_macko")
+    seen = []
+    monkeypatch.setattr(methods, "measure_problem", lambda p, names, **kw: seen.append(
+        (p.dtype.name, p.k, p.kind, tuple(names))) or [dict(method=n, k=p.k, kind=p.kind) for n in names])
+    built = []
+    real = X.build_problem
+    monkeypatch.setattr(X, "build_problem", lambda spec, dense=False: built.append(spec) or real(spec, dense))
+    cfg = exp.config(shapes=[[8, 40]], sparsities=[0.5], ks=[1, 8], cusparse_k=[8], fp32_ks=[8])
+    monkeypatch.setattr(X, "_default_workers", lambda: 0)
+    res = exp.measure(cfg)
+    assert len(built) == 1
+    assert [(d, k, kind) for d, k, kind, _ in seen] == [
+        ("float16", 1, "spmm"), ("float16", 1, "spmv"), ("float16", 8, "spmm"),
+        ("float32", 8, "spmm"), ("float32", 1, "spmv")]
+    assert "cusparse" in seen[2][3] and "cusparse" not in seen[0][3]
+    assert sum(r["method"].startswith("spmv_") for r in res["rows"]) == len(seen[1][3]) + len(seen[4][3])
+
+
 def test_problems_are_the_same_from_worker_processes():
     """experiment.problems: built in spawned workers ahead of use, or here, the same problems
     in the same order (seeded), each with its reference product (and dense copy on request)."""

@@ -58,11 +58,17 @@ class Problem:
         dt = value_dtype(dtype)
         csr = canonical_csr(A, dt, lossy)
         if X is None:
-            rng = np.random.default_rng(seed)
-            n = csr.shape[1] * (1 if k is None else int(k))
-            v = rng.standard_normal(n) if dist == "normal" else rng.uniform(-1.0, 1.0, n)
-            X = v.astype(dt) if k is None else v.reshape(csr.shape[1], int(k)).astype(dt)
+            X = _draw_x(csr.shape[1], k, dt, seed, dist)
         return cls(A=csr, dtype=dt, X=np.ascontiguousarray(X, dtype=dt))
+
+    def with_rhs(self, k: int | None = None, seed: int = 1, dist: str = "normal") -> "Problem":
+        """The same matrix with a new X (drawn as :meth:`make` draws it), sharing this
+        problem's dense copy and encodings (``Problem.encoded``) instead of rebuilding them;
+        its reference product is its own."""
+        keep = {key: v for key, v in self._cache.items()
+                if key == "dense" or (isinstance(key, tuple) and key[0] == "encoded")}
+        return Problem(A=self.A, dtype=self.dtype, X=_draw_x(self.shape[1], k, self.dtype, seed, dist),
+                       _cache=keep)
 
     @property
     def kind(self) -> str:
@@ -110,6 +116,13 @@ class Problem:
         if "reference" not in self._cache:
             self._cache["reference"] = reference_product(self.A, self.X)
         return self._cache["reference"]
+
+
+def _draw_x(n_cols: int, k: int | None, dt: np.dtype, seed: int, dist: str) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    n = n_cols * (1 if k is None else int(k))
+    v = rng.standard_normal(n) if dist == "normal" else rng.uniform(-1.0, 1.0, n)
+    return np.ascontiguousarray(v.astype(dt) if k is None else v.reshape(n_cols, int(k)).astype(dt))
 
 
 class Method:
