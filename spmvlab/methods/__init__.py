@@ -6,6 +6,7 @@ Names (``resolve(name) -> MethodSpec``):
 ``cublas_sgemv``    cublasSgemv/Dgemv (float32/float64 SpMV), CuPy
 ``cusparse``        cuSPARSE CSR SpMV/SpMM (CuPy for float32/64, torch for float16)
 ``cusparse_coo``    cuSPARSE COO SpMV (CuPy, float32/64)
+``cusparse_sell``   cuSPARSE sliced ELL (slices of 32) SpMV through ctypes (float16/32/64)
 ``numba_dense``     spmvlab's numba dense GEMV
 ``generalsparse``   GeneralSparse's generated SpMM kernel, one fixed strategy (the first of
                     ``spmvlab.tune.default_shortlist(N)``)
@@ -61,13 +62,15 @@ class MethodSpec:
 
 
 def _vendor_specs() -> dict[str, MethodSpec]:
-    from . import ours, vendor
+    from . import cusparse_sell, ours, vendor
     return {
         "cublas": MethodSpec("cublas", vendor.Cublas, doc="cuBLAS GemmEx on the dense matrix"),
         "cublas_sgemv": MethodSpec("cublas_sgemv", vendor.CublasGemv, ("spmv",),
                                    "cublasSgemv/Dgemv (float32/float64)"),
         "cusparse": MethodSpec("cusparse", vendor.CusparseCSR, doc="cuSPARSE CSR"),
         "cusparse_coo": MethodSpec("cusparse_coo", vendor.CusparseCOO, ("spmv",), "cuSPARSE COO"),
+        "cusparse_sell": MethodSpec("cusparse_sell", cusparse_sell.CusparseSell, ("spmv",),
+                                    "cuSPARSE sliced ELL (32-row slices) through ctypes"),
         "numba_dense": MethodSpec("numba_dense", ours.NumbaDense, ("spmv",), "numba dense GEMV"),
         "generalsparse": generalsparse_method("default", "generalsparse"),
         "generalsparse_best": generalsparse_method("best", "generalsparse_best"),
