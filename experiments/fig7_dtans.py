@@ -4,11 +4,13 @@ its relative size, warm L2, 64- and 32-bit values. This run also times every mat
 (``experiments/_dtans.py``: ``reuse_rows``) when they run after it on the same device and
 commit, so one measurement serves all four.
 
-Baselines: cuSPARSE CSR and COO SpMV through CuPy (``spmvlab.methods``: ``cusparse``,
-``cusparse_coo``). The paper's third baseline, SELL (slices of 32), is not timed: CuPy does
-not bind cuSPARSE's generic sliced-ELL API (``cusparseCreateSlicedEll``; its
-``cupy_backends.cuda.libs.cusparse`` has ``createCoo``/``createCsr``/``createCsc`` and
-``spMV`` only), so "fastest cuSPARSE format" means the faster of CSR and COO here. Ours:
+Baselines: the paper's three cuSPARSE formats, the fastest per matrix: CSR and COO SpMV
+through CuPy (``spmvlab.methods``: ``cusparse``, ``cusparse_coo``) and SELL with slices of 32
+(``cusparse_sell``: CuPy binds no ``cusparseCreateSlicedEll``, so ``spmvlab.methods.cusparse_sell``
+calls the device's libcusparse through ctypes with ``CUSPARSE_SPMV_SELL_ALG1``; written without
+a GPU, its first run is pending). A baseline that cannot be built or fails its check on a
+matrix gets an ``error`` row and drops out of that matrix's choice; the figure titles name the
+baselines the rows hold. Ours:
 ``csr_dtans`` (``spmvlab.kernels.csr_dtans``, decode on the fly, encoded by the fast encoder
 on the host). Every method is checked on the GPU against the float64 product before it is
 timed (median of ``reps`` calls).

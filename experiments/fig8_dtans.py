@@ -1,5 +1,5 @@
 """dtANS paper, Fig. 8: as Fig. 7 (``fig7_dtans.py``, which documents the baselines, the
-matrices and why SELL is missing), with a cold L2 (a 2 x L2 buffer read before every timed
+matrices and the SELL baseline through ctypes), with a cold L2 (a 2 x L2 buffer read before every timed
 call). The rows are fig7_dtans's cold timings when results/<this device>/fig7_dtans.json was
 measured with the same settings by the same commit on this GPU (run fig7_dtans first: then
 this takes seconds); otherwise the whole measurement runs here (about 5 minutes on an H200).

@@ -529,7 +529,7 @@ _T1 = dict(results="table1_dtans", agg="list", sep="; ", item="{nnz_per_row}/row
            field="success", fmt="d")
 _CELL_ITEM = "{nnz_per_row}/row {nnz}: {success}/{total}"
 _SPEED_NOTE = ("RTX 5090 (1.8 TB/s, 96 MB L2) vs H200 (4.2 TB/s copy, 60 MB L2); baselines CSR "
-               "and COO only (CuPy binds no cuSPARSE SELL)")
+               "and COO (CuPy) and SELL (ctypes, first run pending): the fastest of those timed")
 
 
 def _dtans_speed(label, cache, dtype, paper):

@@ -1,5 +1,5 @@
 """dtANS paper, Table III: the share of matrices on which CSR-dtANS SpMV is faster than the
-fastest cuSPARSE format (CSR or COO; no SELL in CuPy, see fig7_dtans.py), cold L2, by total
+fastest cuSPARSE format (CSR, COO or SELL, those timed; see fig7_dtans.py), cold L2, by total
 nonzeros (<= 2^20, <= 2^25, > 2^25) and average nonzeros per row (<= 10, > 10), for 64- and
 32-bit values, over all matrices and the local SuiteSparse and synthetic ones apart.
 
@@ -38,12 +38,14 @@ def measure(cfg: dict) -> dict:
     timing = res.pop("rows")
     return dict(res, rows=D.speed_cells(timing, CACHE, cfg["dtypes"]),
                 summary=D.speed_summary(timing, CACHE, cfg["dtypes"]),
+                baselines=D.baselines_timed(timing),
                 pairs=D.pairs(timing, CACHE))
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
-    return D.plot_cells(results, fig_path, "dtANS paper Table III: CSR-dtANS SpMV faster than "
-                        "cuSPARSE CSR/COO, cold L2")
+    timed = results.get("baselines", ["cusparse", "cusparse_coo"])   # files before SELL: CSR/COO
+    return D.plot_cells(results, fig_path, f"dtANS paper Table III: CSR-dtANS SpMV faster than "
+                        f"the fastest of cuSPARSE {D.baselines_text(timed=timed)}, cold L2")
 
 
 def report(results: dict):

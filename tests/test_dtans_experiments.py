@@ -164,3 +164,20 @@ def test_measure_gpu_order_and_budget(monkeypatch):
     seen.clear()
     res = D.measure_gpu(dict(cfg, budget_s=1e-12), "t")
     assert seen == [] and len(res["skipped"]) == 3
+
+
+def test_sell_joins_the_baselines_when_timed():
+    rows = _fake_rows()
+    assert D.baselines_timed(rows) == ["cusparse", "cusparse_coo"]
+    assert D.baselines_text(rows) == "CSR / COO (no SELL timing in this run)"
+    rows.append(_row("big", "float64", "cusparse_sell", 6.0, 2 ** 26, 2 ** 21, 9 * 2 ** 26, "cold"))
+    rows.append(dict(_row("mid", "float64", "cusparse_sell", 1.0, 2 ** 22, 2 ** 17, 1, "cold"),
+                     check_passed=False))                          # a failed check never wins
+    assert D.baselines_text(rows) == "CSR / COO / SELL"
+    prs = {(p["matrix"], p["dtype"]): p for p in D.pairs(rows, "cold")}
+    big = prs[("big", "float64")]
+    assert big["baseline"] == "cusparse_sell" and big["speedup"] == pytest.approx(1.5)
+    assert big["size_ratio"] == pytest.approx(3 / 9)
+    assert prs[("mid", "float64")]["baseline"] == "cusparse"
+    assert prs[("big", "float32")]["baseline"] == "cusparse"        # no SELL row there
+    assert "cusparse_sell" in D.GPU_FULL["methods"]

@@ -144,7 +144,12 @@ def test_cusparse_sell_matches_exact_product(dtype):
     A = sp.random(1000, 700, density=0.01, random_state=5, format="lil")
     A[10, :] = 1.0                                   # one wide slice
     p = methods.Problem.make(A.tocsr(), dtype)
-    m = methods.build("cusparse_sell", p)
+    try:
+        m = methods.build("cusparse_sell", p)
+    except CS.CusparseError as exc:
+        if dtype == np.float16 and exc.status == 10:     # CUSPARSE_STATUS_NOT_SUPPORTED
+            pytest.skip(f"this cuSPARSE has no float16 SELL SpMV: {exc}")
+        raise
     chk = m.check()
     assert chk.passed, chk
     assert m.format_bytes == C.cusparse_bytes(p.A, dtype)["sell"]
