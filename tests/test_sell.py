@@ -156,3 +156,95 @@ def test_cusparse_sell_matches_exact_product(dtype):
     t = m.time(reps=3, warmup=1)
     assert t.median_us > 0
     m.close()
+
+
+# ---- the method's call sequence against a fake CuPy and a fake libcusparse (CPU) ----------------
+
+class _Dev:
+    """A 'device' array: a NumPy array with a fake device pointer."""
+    registry: dict = {}
+
+    def __init__(self, a):
+        self.a = np.array(a)
+        self.nbytes = self.a.nbytes
+        ptr = 0x1000 * (len(_Dev.registry) + 1)
+        _Dev.registry[ptr] = self
+        self.data = type("D", (), {"ptr": ptr})()
+
+    def __getitem__(self, key):
+        return _Dev(self.a[key])
+
+
+class _FakeCupy:
+    class cuda:
+        @staticmethod
+        def get_current_stream():
+            return type("S", (), {"ptr": 0})()
+    asarray = staticmethod(lambda a: _Dev(a))
+    zeros = staticmethod(lambda n, dtype: _Dev(np.zeros(n, dtype)))
+    empty = staticmethod(lambda n, dtype: _Dev(np.zeros(n, dtype)))
+    full = staticmethod(lambda n, v, dtype: _Dev(np.full(n, v, dtype)))
+    asnumpy = staticmethod(lambda d: d.a.copy())
+
+
+class _FakeLib:
+    """Checks every call's argument count against the ctypes signatures and runs a SELL SpMV
+    from the descriptor arguments it was given, so argument order mistakes fail here."""
+
+    def __init__(self):
+        self.calls, self.objs = [], {}
+
+    def _new(self, out, obj):
+        key = 0x9000 + len(self.objs)
+        self.objs[key] = obj
+        out._obj.value = key
+
+    def __getattr__(self, name):
+        import ctypes
+        if name not in CS._SIGNATURES:
+            raise AttributeError(name)
+
+        def fn(*args):
+            assert len(args) == len(CS._SIGNATURES[name]), name
+            self.calls.append(name)
+            val = lambda v: v.value if isinstance(v, ctypes.c_void_p) else v  # noqa: E731
+            if name == "cusparseCreate":
+                self._new(args[0], "handle")
+            elif name == "cusparseCreateSlicedEll":
+                rows, cols, nnz, size, slice_size, off, col, v = (val(a) for a in args[1:9])
+                assert args[9:] == (CS.CUSPARSE_INDEX_32I, CS.CUSPARSE_INDEX_32I,
+                                    CS.CUSPARSE_INDEX_BASE_ZERO, args[12])
+                self._new(args[0], ("sell", rows, cols, nnz, size, slice_size, off, col, v, args[12]))
+            elif name == "cusparseCreateDnVec":
+                self._new(args[0], ("vec", args[1], val(args[2]), args[3]))
+            elif name == "cusparseSpMV_bufferSize":
+                args[-1]._obj.value = 64
+            elif name == "cusparseSpMV":
+                A, x, y = (self.objs[val(a)] for a in (args[3], args[4], args[6]))
+                assert args[8] == CS.CUSPARSE_SPMV_SELL_ALG1 and args[0] is not None
+                _, rows, cols, nnz, size, ss, off, col, v, vt = A
+                M = S.SellMatrix(_Dev.registry[off].a, _Dev.registry[col].a, _Dev.registry[v].a,
+                                 (rows, cols), nnz, ss)
+                assert M.n_entries == size and A[9] == x[3] == y[3]
+                yd = _Dev.registry[y[2]]
+                yd.a[:rows] = S.spmv(M, _Dev.registry[x[2]].a)
+            return 0
+        return fn
+
+
+def test_call_sequence_against_a_fake_cusparse(monkeypatch):
+    lib = _FakeLib()
+    monkeypatch.setattr(CS, "_cupy", lambda what: _FakeCupy)
+    monkeypatch.setattr(CS, "load_cusparse", lambda: lib)
+    A = sp.random(70, 50, density=0.1, random_state=9, format="csr")
+    for dtype in (np.float64, np.float32):
+        p = methods.Problem.make(A, dtype)
+        m = methods.build("cusparse_sell", p)
+        assert m.format_bytes == C.cusparse_bytes(p.A, dtype)["sell"]
+        assert m.check().passed
+        m.close()
+    assert lib.calls[:7] == ["cusparseCreate", "cusparseSetStream", "cusparseCreateSlicedEll",
+                             "cusparseCreateDnVec", "cusparseCreateDnVec", "cusparseSpMV_bufferSize",
+                             "cusparseSpMV"]
+    assert lib.calls[7:11] == ["cusparseDestroyDnVec", "cusparseDestroyDnVec", "cusparseDestroySpMat",
+                               "cusparseDestroy"]
