@@ -9,6 +9,8 @@ vector width)) the generator supports (9x20: N = 3 only), in float32 and float16
 source holds its folded constants; a compressible offset array is not loaded; the cache;
 the typed errors for the parts not generated; padding never multiplies B.
 """
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -179,11 +181,16 @@ def test_strategy_only_kernel_loads_offsets_and_runs_any_plan():
 
 
 def test_unsupported_parts_raise_a_typed_error():
+    # block slots beyond the static shared memory: 32 warp-groups x 256 columns x 2 x 4 bytes
+    big = GS.Strategy(block=D("multi", False), block_size=32, warp=D("single", True), thread=D("single", False),
+                      warps_per_block=32, thread_cols=8, warp_cols=256, block_cols=256)
+    assert GS.select_reduction(big, 2).block == GS.BLOCK_BITMAP
+    assert codegen.shared_bytes(big, np.float32) > codegen.SHARED_LIMIT
+    with pytest.raises(UnsupportedStrategy, match=r"reduction\.block.*shared"):
+        codegen.generate(big, np.float32)
+    from spmvlab import tune
+    assert not tune.supported(big)
     A = MATRICES["13x37"]()
-    block_red = next(s for s in GS.strategies(A, 4)
-                     if s.groups_per_block > 1 and GS.plan(A, s, dtype=np.float32).reduction.block is not None)
-    with pytest.raises(UnsupportedStrategy, match=r"reduction\.block.*warp-groups"):
-        codegen.generate(GS.plan(A, block_red, dtype=np.float32))
     with pytest.raises(UnsupportedStrategy, match="dtype"):
         codegen.generate(GS.plan(A, GS.Strategy(), dtype=np.float64))
     assert issubclass(UnsupportedStrategy, OptionError)
@@ -211,6 +218,8 @@ def test_ptx_targets_listed():
     labels = [t.label for t in targets]
     assert any("float16" in s for s in labels) and any("float32" in s for s in labels)
     assert any("WARP_SEGMENT" in s for s in labels) and any("atomic" in s for s in labels)
+    for alg in ("BLOCK_TOTAL", "BLOCK_BITMAP", "BLOCK_SEGMENT"):
+        assert any(alg in s for s in labels), alg
     assert "spmvlab.codegen" in __import__("spmvlab.ptxcheck", fromlist=["x"]).EXTRA_MODULES
 
 
@@ -235,6 +244,8 @@ def _compact_sample():
             if not s.compact or not tune.supported(s) or s.block.split and s.block_size < 8:
                 continue                  # (tiny split blocks: many blocks, slow on the simulator)
             r = GS.plan(A, s, dtype=dt, lossy=True).reduction
+            if r.block is not None and s.groups_per_block > 1:
+                continue                  # block reductions: the block tests below
             keys = {(r.thread, r.warp, r.atomic), ("opts", s.sort_rows, s.interleave, s.vector_width > 1,
                                                    s.b_vector > 1)}
             if keys <= seen:
@@ -327,3 +338,109 @@ def test_compact_padding_never_multiplies_B():
     assert p.pad.any()
     assert_close(C, canonical_csr(A, np.float32), B, np.float32, "compact padding with inf in B")
     assert np.isfinite(np.delete(C, 6, axis=0)).all() and np.isinf(C[6]).all()
+
+
+# --------------------------------------------------------------------------------------
+# block reductions over several warp-groups (shared memory, one barrier)
+# --------------------------------------------------------------------------------------
+
+SS, MS = D("single", True), D("multi", True)
+
+
+def _block_matrix(seed=9):
+    """10 x 64, fp16-exact values: empty rows 1 and 6, a row of 64 nonzeros (3; it spans a
+    whole block in every strategy below but bitmap), rows of 1 to 12 nonzeros."""
+    rng = np.random.default_rng(seed)
+    lengths = [5, 0, 9, 64, 1, 12, 0, 3, 7, 2]
+    A = sp.lil_matrix((10, 64))
+    for r, n in enumerate(lengths):
+        cols = rng.choice(64, n, replace=False)
+        A[r, cols] = rng.integers(-8, 9, n) / 4 + 0.125
+    return A.tocsr()
+
+
+def _block_strategy(kind: str, g: int, N: int) -> GS.Strategy:
+    """A strategy with g warp-groups of one warp per block whose rules select a block
+    reduction: total (one row per block), bitmap (g rows per block, a warp-group per row
+    piece), segment (2g rows), and the nonzero-split variants (block ends atomic)."""
+    dense = dict(thread_cols=1, warp_cols=1, block_cols=1) if N == 1 else \
+        dict(thread_cols=2, warp_cols=8, block_cols=8)
+    T = GS.WARP // (dense["warp_cols"] // dense["thread_cols"])
+    common = dict(warps_per_block=g, **dense)
+    if kind == "total":
+        return GS.Strategy(block=D("single", False), warp=SS, thread=SS, block_size=1, **common)
+    if kind == "total/atomic":
+        return GS.Strategy(block=SS, warp=SS, thread=SS, block_size=g * 8, **common)
+    if kind == "bitmap":
+        return GS.Strategy(block=D("multi", False), warp=SS, thread=SS, block_size=g, **common)
+    if kind == "segment":
+        return GS.Strategy(block=D("multi", False), warp=MS, thread=MS, block_size=2 * g, **common)
+    if kind == "segment/atomic":
+        return GS.Strategy(block=MS, warp=MS, thread=MS, block_size=g * T * 2 if T < 32 else 4 * g,
+                           **common)
+    raise AssertionError(kind)
+
+
+BLOCK_KINDS = {"total": GS.BLOCK_TOTAL, "total/atomic": GS.BLOCK_TOTAL, "bitmap": GS.BLOCK_BITMAP,
+               "segment": GS.BLOCK_SEGMENT, "segment/atomic": GS.BLOCK_SEGMENT}
+# (kind, warp-groups, N, dtype): every kind with 2 and 4 warp-groups, N and dtype alternating
+BLOCK_CASES = [(kind, g, N, dt) for i, kind in enumerate(BLOCK_KINDS) for g in (2, 4)
+               for N, dt in [((1, np.float32), (8, np.float16))[(i + g // 2) % 2]]]
+
+
+def _row_spans(p: GS.Plan):
+    """Per row: how many warp-groups of one block hold its slots (the most over blocks)."""
+    rows = p.logical("rows")
+    wg = np.searchsorted(p.warp_offset, np.arange(p.n_slots), side="right") - 1
+    real = ~p.logical("pad") & (rows >= 0)
+    block = wg // p.strategy.groups_per_block
+    spans = np.zeros(p.shape[0], dtype=np.int64)
+    for r in np.unique(rows[real]):
+        at = real & (rows == r)
+        spans[r] = max(np.unique(wg[at & (block == b)]).size for b in np.unique(block[at]))
+    return spans
+
+
+@pytest.mark.parametrize("kind,g,N,dtype", BLOCK_CASES,
+                         ids=[f"{k}-g{g}-N{n}-{np.dtype(d).name}" for k, g, n, d in BLOCK_CASES])
+def test_block_reduction_kernel_equals_reference(kind, g, N, dtype):
+    A = _block_matrix()
+    s = _block_strategy(kind, g, N)
+    assert s.groups_per_block == g
+    p = GS.plan(A, s, dtype=dtype, lossy=True)
+    assert p.reduction.block == BLOCK_KINDS[kind] and p.reduction.atomic == kind.endswith("atomic")
+    spans = _row_spans(p)
+    assert spans.max() >= 2                      # rows spanning warp-groups
+    if kind != "bitmap":                         # (bitmap: g rows share the g warp-groups)
+        assert spans[3] == g                     # the long row spans a whole block
+    src = codegen.generate(p).source
+    assert src.count("cuda.syncthreads()") == 1 and "return" not in src
+    assert f"cuda.shared.array(({g}, {s.block_cols}), np.float32)" in src
+    _, B, C = _run(A, s, dtype, N)
+    csr = canonical_csr(A, dtype, lossy=True)
+    assert_close(C, csr, B, dtype, f"block reduction ({s.label})")
+    R = GS.spmm(p, B)
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    np.testing.assert_allclose(C.astype(np.float64), R.astype(np.float64), rtol=tol, atol=tol)
+    assert not C[[1, 6]].any()                   # the empty rows
+
+
+def test_block_reduction_compact_and_strategy_only():
+    """Compact storage and a kernel built from the bare strategy (offsets loaded) take the
+    same block reduction."""
+    A = _block_matrix()
+    s = dataclasses.replace(_block_strategy("segment/atomic", 2, 8), compact=True, b_vector=2)
+    p = GS.plan(A, s, dtype=np.float32)
+    B = np.random.default_rng(4).standard_normal((64, 8)).astype(np.float32)
+    for g in (codegen.generate(p), codegen.generate(s, np.float32, col_bits=16)):
+        assert g.spec.block_alg == GS.BLOCK_SEGMENT and "sh_tail" in g.source
+        C = codegen.spmm(p, B, generated=g)
+        assert_close(C, canonical_csr(A, np.float32), B, np.float32, f"compact block ({g.spec.col_mode})")
+
+
+def test_block_reductions_are_candidates():
+    from spmvlab import tune
+    A = MATRICES["13x37"]()
+    algs = {GS.plan(A, s, dtype=np.float32).reduction.block for s in tune.candidates(A, 4)
+            if s.groups_per_block > 1}
+    assert {GS.BLOCK_TOTAL, GS.BLOCK_BITMAP, GS.BLOCK_SEGMENT} <= algs

@@ -43,22 +43,33 @@ float16 or 4 float32); N must be a multiple of g (``spmm``/``launcher`` raise
 
 Supported
 ---------
-* every Division at the three levels, provided the block level needs no reduction
-  (or has one warp-group):
+* every Division at the three levels:
   thread reductions THREAD_TOTAL, THREAD_BITMAP (and None: at most one slot per
-  thread-group), warp reductions WARP_TOTAL, WARP_BITMAP, WARP_SEGMENT (and None);
-* blocks that split rows: the pieces a warp-group passes up are added atomically
+  thread-group), warp reductions WARP_TOTAL, WARP_BITMAP, WARP_SEGMENT (and None),
+  block reductions BLOCK_TOTAL, BLOCK_BITMAP, BLOCK_SEGMENT over the warp-groups of a
+  block (with one warp-group per block they are the identity and generated as such);
+* block reductions over g >= 2 warp-groups (``_emit._emit_warp_block``/``_emit_block``):
+  each warp-group reduces as above, but passes the pieces at its two ends (its *lead*, the
+  end of a row begun before it, found at thread-group 0; its *tail*, from its last row
+  start on, held by that thread-group) to shared slots, one per warp-group and block
+  column (rows complete inside a warp-group are stored at once); after a
+  ``cuda.syncthreads()`` that every thread reaches, thread-group 0 of warp-group 0 walks
+  the g slots in order: BLOCK_TOTAL sums them into the block's one row; BLOCK_BITMAP and
+  BLOCK_SEGMENT close a run of leads at each warp-group with a row start (rows spanning
+  warp-groups stored whole, the leads before the first start the block's lead, the run
+  after the last start its tail). The block's lead and tail are then written as the
+  reference's ``execute`` does (added atomically where blocks split rows). The slots take
+  ``shared_bytes(strategy, dtype)`` of static shared memory, at most ``SHARED_LIMIT``;
+* blocks that split rows: the pieces a block passes up are added atomically
   (``cuda.atomic.add``) to a zeroed float32 C (for float16 values a float32 buffer that
-  is rounded to float16 once at the end), rows complete inside a warp-group are stored;
+  is rounded to float16 once at the end), rows complete inside a block are stored;
 * warp-groups of several warps (``block_cols > warp_cols``), several warp-groups per block;
 * the adjustments sort_rows, pad_empty_rows, interleave and vector_width as layouts.
 
 Not supported (``generate`` raises :class:`UnsupportedStrategy`, naming the part)
 -------------------------------------------------------------------------------
-* BLOCK_TOTAL, BLOCK_BITMAP, BLOCK_SEGMENT over two or more warp-groups: the
-  shared-memory reductions of a block (strategies whose warp division splits rows and whose
-  blocks hold several warp-groups). With one warp-group per block they are the identity
-  and are generated as such;
+* block reductions whose shared slots exceed ``SHARED_LIMIT`` (more than 6144
+  warp-groups x block columns with a float32 accumulator; :func:`strategies` lists none);
 * value dtypes other than float16 and float32.
 
 Not done yet (correct, but slower than the paper's kernel)
@@ -88,10 +99,12 @@ from . import _emit, _runtime
 from ._emit import Offset, Spec
 
 __all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "upload", "spmm", "launcher",
-           "cache_info", "clear_cache", "ptx_targets", "SUPPORTED_DTYPES"]
+           "cache_info", "clear_cache", "ptx_targets", "SUPPORTED_DTYPES", "shared_bytes", "SHARED_LIMIT"]
 
 SUPPORTED_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 _BLOCK_ALGS = (GS.BLOCK_TOTAL, GS.BLOCK_BITMAP, GS.BLOCK_SEGMENT)
+#: the static shared memory a kernel may declare (bytes)
+SHARED_LIMIT = 48 * 1024
 
 
 class UnsupportedStrategy(OptionError):
@@ -171,11 +184,20 @@ def _check_supported(s: GS.Strategy, red: GS.Reduction, dtype: np.dtype):
         raise UnsupportedStrategy(problem("dtype", "float16 or float32 (what the generator emits)",
                                           dtype, "convert A and B to float32"))
     if red.block in _BLOCK_ALGS and s.groups_per_block > 1:
-        raise UnsupportedStrategy(problem(
-            "reduction.block", "None, or one warp-group per block (the generator has no block-level "
-            f"reduction over {s.groups_per_block} warp-groups yet)", red.block,
-            f"choose a strategy whose warp division does not split rows (warp={s.warp.label} here), "
-            "or one warp-group per block"))
+        need = shared_bytes(s, dtype)
+        if need > SHARED_LIMIT:
+            raise UnsupportedStrategy(problem(
+                "reduction.block", f"shared slots of at most {SHARED_LIMIT} bytes (2 x warp-groups x "
+                "block_cols accumulators)", f"{need} bytes for {s.groups_per_block} warp-groups x "
+                f"{s.block_cols} columns", "fewer warps per block or fewer columns per block"))
+
+
+def shared_bytes(s: GS.Strategy, dtype) -> int:
+    """Static shared memory of a block-reduction kernel: a lead and a tail slot per
+    warp-group and block column (accumulator type), and a row and flag per warp-group."""
+    acc = np.dtype(accumulator_dtype(np.dtype(dtype))).itemsize
+    g = s.groups_per_block
+    return 2 * g * s.block_cols * acc + g * (8 + 8 + 4)
 
 
 def _col_mode(compact: bool, col_bits: int, has_base: bool) -> str:
@@ -440,9 +462,8 @@ def ptx_targets():
                 for dt in ("float16", "float32"):
                     p = GS.plan(A, s, dtype=dt, lossy=True)
                     red = p.reduction
-                    if red.block is not None:
-                        continue
-                    key = (red.thread, red.warp, red.atomic, s.interleave, s.thread_cols > 1, dt)
+                    blk = red.block if s.groups_per_block > 1 else None
+                    key = (red.thread, red.warp, blk, red.atomic, s.interleave, s.thread_cols > 1, dt)
                     if key in seen:
                         continue
                     seen.add(key)
@@ -451,7 +472,8 @@ def ptx_targets():
                     sig_args = [array_sig("uint8"), array_sig(p.rows.dtype), array_sig(p.cols.dtype),
                                 array_sig(dt)] + [array_sig(t) for _, t in g.spec.pattern_arrays] + \
                                [array_sig(dt, 2), array_sig(acc, 2), "int64"]
-                    label = (f"codegen[{dt}] {red.thread}/{red.warp}{'/atomic' if red.atomic else ''}"
+                    label = (f"codegen[{dt}] {red.thread}/{red.warp}{'/' + blk if blk else ''}"
+                             f"{'/atomic' if red.atomic else ''}"
                              f" tc{s.thread_cols}{' ilv' if s.interleave else ''} <{s.label}>")
                     out.append(PTXTarget(label, (lambda g=g: g.kernel), f"void({', '.join(sig_args)})"))
     # compact storage with vector loads: the shortlist's compact strategies (N = 64 and 8,

@@ -57,7 +57,7 @@ class Spec:
     acc: str                   # accumulator dtype name
     thread_alg: str | None     # THREAD_TOTAL / THREAD_BITMAP / None (<= 1 slot per thread-group)
     warp_alg: str | None       # WARP_TOTAL / WARP_BITMAP / WARP_SEGMENT / None
-    block_alg: str | None      # only with one warp-group per block (the identity)
+    block_alg: str | None      # BLOCK_*: over the warp-groups of a block, in shared memory
     atomic: bool               # blocks split rows: the pieces passed to the top are added atomically
     warps_per_block: int
     group_lanes: int           # L: lanes of a thread-group (adjacent)
@@ -122,7 +122,7 @@ def _emit_docstring(w: _Writer, sp: Spec):
     w(f"    {sp.label}")
     w(f"values {sp.dtype}, accumulation {sp.acc}; reductions: thread {sp.thread_alg}, warp "
       f"{sp.warp_alg}, block {sp.block_alg or 'None'}"
-      f"{' (one warp-group: nothing to combine)' if sp.block_alg else ''}{' (block ends added atomically)' if sp.atomic else ''}.")
+      f"{_block_note(sp)}{' (block ends added atomically)' if sp.atomic else ''}.")
     w("")
     w("Who handles what:")
     w(f"* block (x, y): warp-groups x*{sp.groups_per_block} .. x*{sp.groups_per_block}+"
@@ -407,6 +407,259 @@ def _emit_tail_out(w: _Writer, sp: Spec, vals: str):
     w.dedent()
 
 
+def block_mode(sp: Spec) -> bool:
+    """A block reduction over two or more warp-groups: each warp-group passes its end pieces
+    (lead, tail) through shared memory instead of writing them."""
+    return sp.block_alg is not None and sp.groups_per_block > 1
+
+
+def _block_note(sp: Spec) -> str:
+    if sp.block_alg is None:
+        return ""
+    if sp.groups_per_block == 1:
+        return " (one warp-group: nothing to combine)"
+    return f" (over {sp.groups_per_block} warp-groups in shared memory)"
+
+
+def _emit_shared_decl(w: _Writer, sp: Spec):
+    """One slot per warp-group (and column of the block) for the lead and tail pieces."""
+    g, n = sp.groups_per_block, sp.block_cols
+    w(f"# ---- shared slots of the block reduction: one per warp-group ({g}) and column ({n})")
+    w(f"sh_lead = cuda.shared.array(({g}, {n}), np.{sp.acc})")
+    w(f"sh_tail = cuda.shared.array(({g}, {n}), np.{sp.acc})")
+    w(f"sh_lrow = cuda.shared.array({g}, np.int64)")
+    w(f"sh_trow = cuda.shared.array({g}, np.int64)")
+    w(f"sh_hs = cuda.shared.array({g}, np.int32)")
+    w(f"wgi = warp // {sp.group_warps}   # this warp's warp-group within the block")
+    w(f"bc0 = (warp % {sp.group_warps}) * {sp.warp_cols} + (lane % {sp.group_lanes}) * {sp.thread_cols}"
+      "   # first column within the block")
+
+
+def _emit_share_lead(w: _Writer, sp: Spec, anyhs: str, vals: str, row: str):
+    """At thread-group 0: the warp-group's start flag and lead (``vals``, ``row``); its tail
+    slot emptied where no thread-group holds a row start (else the tail holder fills it)."""
+    acc = f"np.{sp.acc}"
+    w("if t == 0:   # the warp-group's lead (and an empty tail where it holds no row start)")
+    w.indent()
+    w(f"sh_hs[wgi] = {anyhs}")
+    w(f"sh_lrow[wgi] = {row}")
+    for j in _cols(sp):
+        w(f"sh_lead[wgi, bc0 + {j}] = {vals}{j}")
+    w(f"if {anyhs} == 0:")
+    w.indent()
+    w("sh_trow[wgi] = np.int64(-1)")
+    for j in _cols(sp):
+        w(f"sh_tail[wgi, bc0 + {j}] = {acc}(0.0)")
+    w.dedent()
+    w.dedent()
+
+
+def _emit_share_tail(w: _Writer, sp: Spec, vals: str):
+    """The thread-group holding the warp-group's last row start (none later) passes its
+    row's piece up instead of writing it."""
+    w("if hs != 0 and later == 0:   # the warp-group's tail: the row may go on in the next warp-group")
+    w.indent()
+    w("sh_trow[wgi] = tail_row")
+    for j in _cols(sp):
+        w(f"sh_tail[wgi, bc0 + {j}] = {vals}{j}")
+    w.dedent()
+
+
+def _emit_complete_tails(w: _Writer, sp: Spec, vals: str):
+    """Rows that begin at a thread-group and end inside the warp-group: stored."""
+    w("if hs != 0 and later != 0 and tail_row >= 0:   # complete inside the warp-group")
+    w.indent()
+    _emit_write(w, sp, "tail_row", vals, False)
+    w.dedent()
+
+
+def _emit_block(w: _Writer, sp: Spec):
+    """The block level over the warp-groups' slots, after a barrier every thread reaches:
+    thread-group 0 of warp-group 0 (one lane per column of the block) walks the warp-groups
+    in order. BLOCK_TOTAL: one row, the sum of all pieces. BLOCK_BITMAP / BLOCK_SEGMENT: a
+    run of leads is closed by the next warp-group with a row start (Algorithm 2; under
+    BITMAP a warp-group with a start passes no lead, so it is Algorithm 1's segmented sum):
+    the leads before the first start are the block's lead, a run between two starts a row
+    complete inside the block (stored), the run after the last start the block's tail.
+    Then the block ends, as the reference's ``execute``: added atomically where blocks split
+    rows, the tail stored otherwise."""
+    g = sp.groups_per_block
+    acc = f"np.{sp.acc}"
+    w(f"# ---- block level ({sp.block_alg}) over the {g} warp-groups")
+    w("cuda.syncthreads()")
+    w(f"if warp < {sp.group_warps} and t == 0:")
+    w.indent()
+    if sp.block_alg == "BLOCK_TOTAL":
+        for j in _cols(sp):
+            w(f"bt{j} = {acc}(0.0)")
+        w("brow = np.int64(-1)")
+        w("bhs = np.int32(0)")
+        w(f"for i in range({g}):")
+        w.indent()
+        w("tr = sh_trow[i]")
+        for j in _cols(sp):
+            w(f"bt{j} += sh_tail[i, bc0 + {j}] if tr >= 0 else sh_lead[i, bc0 + {j}]")
+        w("brow = max(brow, max(sh_lrow[i], tr))")
+        w("bhs |= sh_hs[i]")
+        w.dedent()
+        w("if brow >= 0:")
+        w.indent()
+        if sp.atomic:
+            _emit_write(w, sp, "brow", "bt", True)
+        else:
+            w("if bhs != 0:")
+            w.indent()
+            _emit_write(w, sp, "brow", "bt", False)
+            w.dedent()
+        w.dedent()
+    else:
+        for j in _cols(sp):
+            w(f"run{j} = {acc}(0.0)")
+            w(f"hd{j} = {acc}(0.0)")
+        w("hrow = np.int64(-1)   # row of the block's lead")
+        w("crow = np.int64(-1)   # row of the run since the last start")
+        w("seen = False")
+        w(f"for i in range({g}):")
+        w.indent()
+        for j in _cols(sp):
+            w(f"run{j} += sh_lead[i, bc0 + {j}]")
+        w("if not seen:\n    hrow = max(hrow, sh_lrow[i])")
+        w("if sh_hs[i] != 0:")
+        w.indent()
+        w("if seen:   # the row begun at the previous start ends here: complete")
+        w.indent()
+        w("if crow >= 0:")
+        w.indent()
+        _emit_write(w, sp, "crow", "run", False)
+        w.dedent()
+        w.dedent()
+        w("else:      # the leads so far end a row begun before the block")
+        w.indent()
+        for j in _cols(sp):
+            w(f"hd{j} = run{j}")
+        w.dedent()
+        w("seen = True")
+        w("crow = sh_trow[i]")
+        for j in _cols(sp):
+            w(f"run{j} = sh_tail[i, bc0 + {j}]")
+        w.dedent()
+        w.dedent()
+        w("if not seen:")
+        w.indent()
+        for j in _cols(sp):
+            w(f"hd{j} = run{j}")
+        w.dedent()
+        if sp.atomic:
+            w("if hrow >= 0:   # the end of a row from an earlier block")
+            w.indent()
+            _emit_write(w, sp, "hrow", "hd", True)
+            w.dedent()
+        w("if seen and crow >= 0:   # may go on in the next block" if sp.atomic else "if seen and crow >= 0:")
+        w.indent()
+        _emit_write(w, sp, "crow", "run", sp.atomic)
+        w.dedent()
+    w.dedent()
+
+
+def _emit_warp_block(w: _Writer, sp: Spec):
+    """The warp level of a block-reduction kernel: as :func:`_emit_warp`, but the pieces at
+    the warp-group's two ends go to the shared slots (rows complete inside it are stored)."""
+    T, L = sp.groups_per_warp, sp.group_lanes
+    acc = f"np.{sp.acc}"
+    alg = sp.warp_alg
+    w(f"# ---- warp level ({alg or 'no reduction'}) over the {T} thread-groups of the warp-group;"
+      " its end pieces go to the block")
+    w("hs = np.int32(1) if started else np.int32(0)")
+    if alg in ("WARP_TOTAL", None):
+        # WARP_TOTAL: every piece of one row, summed; None: at most one thread-group holds a
+        # lead (before any start), summed the same way (the others add zero)
+        if alg == "WARP_TOTAL":
+            for j in _cols(sp):
+                w(f"pc{j} = tl{j} if tail_row >= 0 else ld{j}")
+            w("rw = max(lead_row, tail_row)")
+        else:
+            for j in _cols(sp):
+                w(f"pc{j} = ld{j} if lead_row >= 0 else {acc}(0.0)")
+            w("rw = lead_row")
+        w("ah = hs")
+        d = T // 2
+        while d >= 1:
+            _emit_shuffles(w, sp, [f"pc{j}" for j in _cols(sp)] + ["rw", "ah"], str(d * L))
+            for j in _cols(sp):
+                w(f"pc{j} += npc{j}")
+            w("rw = max(rw, nrw)")
+            w("ah |= nah")
+            d //= 2
+        if alg == "WARP_TOTAL":
+            zero = {j: f"{acc}(0.0)" for j in _cols(sp)}
+            w("if t == 0:   # thread-group 0 holds the warp-group's total: its tail or its lead")
+            w.indent()
+            w("sh_hs[wgi] = ah")
+            w("if ah != 0:")
+            w.indent()
+            w("sh_trow[wgi] = rw")
+            w("sh_lrow[wgi] = np.int64(-1)")
+            for j in _cols(sp):
+                w(f"sh_tail[wgi, bc0 + {j}] = pc{j}")
+                w(f"sh_lead[wgi, bc0 + {j}] = {zero[j]}")
+            w.dedent()
+            w("else:")
+            w.indent()
+            w("sh_trow[wgi] = np.int64(-1)")
+            w("sh_lrow[wgi] = rw")
+            for j in _cols(sp):
+                w(f"sh_tail[wgi, bc0 + {j}] = {zero[j]}")
+                w(f"sh_lead[wgi, bc0 + {j}] = pc{j}")
+            w.dedent()
+            w.dedent()
+            return
+        _emit_later(w, sp)
+        _emit_complete_tails(w, sp, "tl")
+        _emit_share_tail(w, sp, "tl")
+        _emit_share_lead(w, sp, "ah", "pc", "rw")
+        return
+    if alg == "WARP_SEGMENT":
+        w(f"e = hs if t < {T - 1} else np.int32(1)")
+        for j in _cols(sp):
+            w(f"v{j} = ld{j}")
+        w("vr = lead_row")
+        _emit_segmented_scan(w, sp, "v", "vr")
+        _emit_later(w, sp)
+        for j in _cols(sp):
+            if T > 1:
+                w(f"f{j} = cuda.shfl_down_sync({FULL}, v{j}, {L})")
+                w(f"if t == {T - 1}:\n    f{j} = {acc}(0.0)")
+            else:
+                w(f"f{j} = {acc}(0.0)")
+            w(f"res{j} = tl{j} + f{j}")
+        _emit_complete_tails(w, sp, "res")
+        _emit_share_tail(w, sp, "res")
+        _emit_share_lead(w, sp, "o", "v", "vr")    # o at thread-group 0: some start in the warp-group
+        return
+    if alg == "WARP_BITMAP":
+        for j in _cols(sp):
+            w(f"v{j} = tl{j} if tail_row >= 0 else ld{j}")
+        w("vr = max(lead_row, tail_row)")
+        if T > 1:
+            w(f"e = cuda.shfl_down_sync({FULL}, hs, {L})")
+            w(f"if t == {T - 1}:\n    e = np.int32(1)")
+        else:
+            w("e = np.int32(1)")
+        _emit_segmented_scan(w, sp, "v", "vr")
+        _emit_later(w, sp)
+        _emit_complete_tails(w, sp, "v")
+        _emit_share_tail(w, sp, "v")
+        w("if hs != 0:   # thread-group 0 begins a row: the warp-group passes no lead")
+        w.indent()
+        w("vr = np.int64(-1)")
+        for j in _cols(sp):
+            w(f"v{j} = {acc}(0.0)")
+        w.dedent()
+        _emit_share_lead(w, sp, "o", "v", "vr")
+        return
+    raise AssertionError(f"unreachable: warp algorithm {alg}")
+
+
 def _emit_warp(w: _Writer, sp: Spec):
     T, L = sp.groups_per_warp, sp.group_lanes
     acc = f"np.{sp.acc}"
@@ -526,7 +779,13 @@ def kernel_source(sp: Spec) -> str:
     w.indent()
     _emit_docstring(w, sp)
     _emit_prologue(w, sp)
+    if block_mode(sp):
+        _emit_shared_decl(w, sp)
     (_emit_thread_compact if sp.compact else _emit_thread)(w, sp)
-    _emit_warp(w, sp)
+    if block_mode(sp):
+        _emit_warp_block(w, sp)
+        _emit_block(w, sp)
+    else:
+        _emit_warp(w, sp)
     w.dedent()
     return w.text()

@@ -127,10 +127,13 @@ def default_shortlist(N: int, dtype="float16") -> list:
     return out
 
 
-def supported(s: GS.Strategy) -> bool:
-    """The code generator builds this strategy (no block reduction over several warp-groups)."""
+def supported(s: GS.Strategy, dtype="float32") -> bool:
+    """The code generator builds this strategy (block reductions over several warp-groups
+    included, where their shared slots fit: ``codegen.shared_bytes``)."""
+    from ..codegen import SHARED_LIMIT, shared_bytes
     red = GS.select_reduction(s, 2)
-    return not (red.block in _BLOCK_ALGS and s.groups_per_block > 1)
+    return not (red.block in _BLOCK_ALGS and s.groups_per_block > 1
+                and shared_bytes(s, dtype) > SHARED_LIMIT)
 
 
 def sparse_signature(s: GS.Strategy) -> GS.Strategy:
@@ -156,7 +159,8 @@ def proxy(A, max_nnz: int = 2_000_000, run: int = 256) -> sp.csr_matrix:
 
 def candidates(A, N: int, dtype=None, lossy: bool = True) -> list:
     """``strategies(A, N)`` that the generator supports (A small: use :func:`proxy` first)."""
-    return [s for s in GS.strategies(A, N, dtype=dtype, lossy=lossy) if supported(s)]
+    dt = resolve_dtype(A, dtype)
+    return [s for s in GS.strategies(A, N, dtype=dt, lossy=lossy) if supported(s, dt)]
 
 
 # --------------------------------------------------------------------------------------
