@@ -55,7 +55,7 @@ def _sample():
             for s in GS.strategies(A, N):
                 p = GS.plan(A, s, dtype=np.float32)
                 if p.reduction.block is not None and s.groups_per_block > 1:
-                    continue                      # not generated (raises, tested below)
+                    continue                      # block reductions: test_block_reduction_* below
                 k = _key(s, p)
                 if k in seen:
                     continue

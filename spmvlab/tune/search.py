@@ -16,7 +16,7 @@ cost model, time the first few, keep the fastest.
     exhaustive best has been timed (the paper's Sec. 4.6 reports 30-50 iterations and 10-30 s
     against ~15 minutes exhaustive).
 
-The shortlist (no model yet) has six strategies, the same for every matrix, written for N
+The shortlist (no model yet) has up to eleven strategies, the same for every matrix, written for N
 columns with ``thread_cols = min(8, max(1, N' // 8))`` (N' = N rounded up to a power of two)
 so that a thread-group has ``min(N', 8)`` lanes for every N >= 8 and one plan serves all
 N >= 8 (:func:`sparse_signature`):
@@ -28,16 +28,22 @@ N >= 8 (:func:`sparse_signature`):
 4. ``nnz/tg``     nonzero-balanced: blocks of 4 nonzeros per thread-group, rows cut anywhere
                   (THREAD_BITMAP + WARP_SEGMENT, block ends added atomically);
 5-6.              1 and 4 with one column per thread (a thread-group of min(N', 32) lanes);
-7. ``row/warp cv``     1 with compact storage (16-bit columns where they fit, no per-slot
+7. ``row/blk x4`` one row per block of four warps, the row cut among the four warp-groups
+                  and their thread-groups (THREAD_TOTAL + WARP_TOTAL + BLOCK_TOTAL: the
+                  warp-groups' sums combined in shared memory; for long rows);
+8. ``nnz/blk x4`` 4 with blocks of four warps (still 4 nonzeros per thread-group), rows
+                  cut between warp-groups too (THREAD_BITMAP + WARP_SEGMENT + BLOCK_SEGMENT,
+                  block ends added atomically);
+9. ``row/warp cv``     1 with compact storage (16-bit columns where they fit, no per-slot
                        rows or flags), interleaved slots read ``V`` at a time (V = 16 bytes of
                        values: 8 for float16, 4 for float32), ``min(N', V)`` columns per thread
                        and B read with vector loads of ``gcd(N, columns per thread)`` values;
-8. ``row/wg x4 cv``    2 the same way (four rows per block of four warps);
-9. ``row/wg x4 cv16``  8 with warps of 16 columns (blocks along ``grid.y`` take N / 16
+10. ``row/wg x4 cv``   2 the same way (four rows per block of four warps);
+11. ``row/wg x4 cv16`` 10 with warps of 16 columns (blocks along ``grid.y`` take N / 16
                        column groups: A read N / 16 times, a block's slice of B 8x smaller,
                        so more of it stays in L1); only for N' > 16.
 
-The shortlist depends on the dtype (float16 by default) through 7-9.
+The shortlist depends on the dtype (float16 by default) through 9-11.
 """
 from __future__ import annotations
 
@@ -60,7 +66,7 @@ __all__ = ["SHORTLIST_NAMES", "default_shortlist", "supported", "sparse_signatur
            "gpu_timer"]
 
 SHORTLIST_NAMES = ("row/warp", "row/wg x4", "row/tg", "nnz/tg", "row/warp tc1", "nnz/tg tc1",
-                   "row/warp cv", "row/wg x4 cv", "row/wg x4 cv16")
+                   "row/blk x4", "nnz/blk x4", "row/warp cv", "row/wg x4 cv", "row/wg x4 cv16")
 _BLOCK_ALGS = (GS.BLOCK_TOTAL, GS.BLOCK_BITMAP, GS.BLOCK_SEGMENT)
 
 
@@ -115,6 +121,12 @@ def default_shortlist(N: int, dtype="float16") -> list:
                             warps_per_block=1, **dense)
         elif name == "row/wg x4":
             s = GS.Strategy(block=M, warp=S, thread=SS if t > 1 else S, block_size=4,
+                            warps_per_block=4, **dense)
+        elif name == "row/blk x4":
+            s = GS.Strategy(block=S, warp=SS, thread=SS if t > 1 else S, block_size=1,
+                            warps_per_block=4, **dense)
+        elif name == "nnz/blk x4":
+            s = GS.Strategy(block=MS, warp=MS, thread=MS if t > 1 else M, block_size=16 * t,
                             warps_per_block=4, **dense)
         elif name == "row/tg":
             s = GS.Strategy(block=M if 4 * t >= 2 else S, warp=M if t > 1 else S, thread=S,
