@@ -16,7 +16,9 @@ bytes per nonzero (and per weight) each kernel reads and its speedup over both. 
 on an H200 (most of it planning ~60M nonzeros in NumPy and drawing the matrices).
 
 Part ``small``: 20 cases x ``--per-case`` strategies (evenly spaced over the candidates, plus
-the default shortlist for the case's dtype, compact ones included) x 2 builds (each optimized
+the default shortlist for the case's dtype, compact ones included, plus one candidate for each
+block reduction over several warp-groups, BLOCK_TOTAL/BITMAP/SEGMENT with and without atomic
+block ends, that the sample lacks; a summary line counts their builds and failures) x 2 builds (each optimized
 build compiles its own kernel, ~0.3-1 s); ``--per-case 0`` builds every candidate (~4000
 compiles). No case is begun after ``--budget-s`` seconds from the start (the rest are listed
 as skipped), so that the whole run stays near the budget.
@@ -141,6 +143,25 @@ def big_part(ns, rows: list, t_start: float) -> int:
     return n_bad
 
 
+def _block_extras(all_cands: list, cands: list) -> list:
+    """One candidate per (block reduction, atomic) over several warp-groups that ``cands``
+    does not yet hold (BLOCK_TOTAL, BLOCK_BITMAP, BLOCK_SEGMENT; shared memory, one barrier)."""
+    import reference.generalsparse as GS
+
+    def key(s):
+        red = GS.select_reduction(s, 2)
+        return (red.block, red.atomic) if red.block and s.groups_per_block > 1 else None
+
+    have = {key(s) for s in cands}
+    out = []
+    for s in all_cands:
+        k = key(s)
+        if k is not None and k not in have:
+            have.add(k)
+            out.append(s)
+    return out
+
+
 def main(argv=None) -> int:
     import numpy as np
     from spmvlab import experiment, methods, runinfo, tune
@@ -165,14 +186,16 @@ def main(argv=None) -> int:
                     skipped.append(f"{name} {dt} N={n}")
                     continue
                 prob = methods.Problem.make(A, dt, k=n, seed=3, lossy=True)
-                cands = tune.candidates(prob.A, n, dtype=dt)
+                cands = all_cands = tune.candidates(prob.A, n, dtype=dt)
                 if a.per_case and len(cands) > a.per_case:
                     cands = [cands[i] for i in np.linspace(0, len(cands) - 1, a.per_case).astype(int)]
                 cands += [s for s in tune.default_shortlist(n, dt) if s not in cands]
+                cands += _block_extras(all_cands, cands)
                 timed = set(np.linspace(0, len(cands) - 1, min(a.time, len(cands))).astype(int))
                 for i, s in enumerate(cands):
                     for opt in (True, False):
-                        row = dict(matrix=name, dtype=dt, n=n, strategy=s.label, optimize=opt)
+                        row = dict(matrix=name, dtype=dt, n=n, strategy=s.label, optimize=opt,
+                                   warp_groups=s.groups_per_block)
                         try:
                             t0 = time.perf_counter()
                             m = GeneralSparse(prob, s, optimize=opt)
@@ -204,6 +227,10 @@ def main(argv=None) -> int:
                           r.get("error") or f"max_rel_err {r.get('max_rel_err')} n_bad {r.get('n_bad')}")
     if skipped:
         print(f"budget of {a.budget_s:.0f} s spent: {len(skipped)} small cases not begun: {', '.join(skipped)}")
+    blk = [r for r in rows if not r.get("baseline") and r.get("warp_groups", 1) > 1
+           and "BLOCK_" in str(r.get("reduction"))]
+    print(f"block reductions over several warp-groups: {len(blk)} builds, "
+          f"{sum(1 for r in blk if r.get('error') or not r.get('check_passed'))} failed")
     meta = runinfo.run_metadata()
     path = experiment.save_results(a.out or "gs_device_sweep", rows, dict(vars(a), skipped=skipped), meta=meta)
     n_bad = sum(1 for r in rows if not r.get("baseline") and (r.get("error") or not r.get("check_passed")))
