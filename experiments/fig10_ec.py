@@ -37,7 +37,6 @@ import fig7_ec  # noqa: E402
 
 NAME = "fig10_ec"
 NEEDS_GPU = True
-AWAITING_FIRST_GPU_RUN = True   # written without a GPU: goes when its first H200 results are committed
 SPLIT_KEYS = ("shapes", "sparsities")
 VARIANTS = list(EC.ABLATION)
 LABEL = {"ec_index_only": "index compression only", "ec_extraction": "+ block extraction",

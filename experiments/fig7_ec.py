@@ -38,7 +38,6 @@ import ec_common as EC  # noqa: E402
 
 NAME = "fig7_ec"
 NEEDS_GPU = True
-AWAITING_FIRST_GPU_RUN = True   # written without a GPU: goes when its first H200 results are committed
 SPLIT_KEYS = ("shapes", "sparsities")
 BASELINES = ["cublas", "cusparse", "csr_vector", "macko"]
 STYLE = {"ec_csr": dict(color="tab:red"), "macko": dict(color="tab:purple"),

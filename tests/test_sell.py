@@ -141,7 +141,9 @@ def test_cusparse_sell_matches_exact_product(dtype):
     from spmvlab import backends
     if not backends.cupy_available():
         pytest.skip("needs CuPy on a real GPU")
-    A = sp.random(1000, 700, density=0.01, random_state=5, format="lil")
+    rng = np.random.default_rng(5)                   # values in [0.5, 1.5): exact range of float16
+    A = sp.random(1000, 700, density=0.01, random_state=5, format="lil",
+                  data_rvs=lambda k: rng.uniform(0.5, 1.5, k))
     A[10, :] = 1.0                                   # one wide slice
     p = methods.Problem.make(A.tocsr(), dtype)
     try:
