@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 import numpy as np
 import scipy.sparse as sp
@@ -217,12 +218,18 @@ def matrices_gpu(cfg: dict):
 
 
 def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "cold"),
-                extra=None, seed: int = 1) -> list[dict]:
+                extra=None, seed: int = 1, method_cap_s: float | None = None,
+                log=None) -> list[dict]:
     """Build each method once for ``A`` in ``dtype`` (SpMV, x standard normal with ``seed``),
     check it once on the GPU, then time it warm (no flush) and/or cold (L2 read-flushed
     before every call): one row per method and cache state, the schema of
     ``spmvlab.methods.ROW_KEYS`` plus ``cache`` and ``build_s``. A method that fails gets a row
-    with ``error`` (the run goes on)."""
+    with ``error`` (the run goes on).
+
+    ``method_cap_s``: when one call (timed once first) times ``warmup + reps`` would pass it,
+    the method runs ``cap_reps`` = max(3, what fits) timed calls after one warm-up instead
+    (the row's ``reps`` says how many; ``reps_capped`` is set). ``log(text)``: one line per
+    method with its build, check and timing seconds."""
     import gc
     import time
 
@@ -240,16 +247,29 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
             m = methods.build(spec, p)
             build_s = time.perf_counter() - t0
             chk = m.check()
+            check_s = time.perf_counter() - t0 - build_s
+            n, w, capped = reps, warmup, False
+            if method_cap_s:
+                one = m.time(reps=1, warmup=0, cold=False).median_us * 1e-6
+                if one * (reps + warmup) * len(caches) > method_cap_s:
+                    n, w, capped = max(3, int(method_cap_s / len(caches) / max(one, 1e-9)) - 1), 1, True
+                    base["reps_capped"] = True
             for cache in caches:
-                t = m.time(reps=reps, warmup=warmup, cold=cache == "cold", flush="read")
+                t = m.time(reps=n, warmup=w, cold=cache == "cold", flush="read")
                 rows.append(dict(base, cache=cache, impl=m.impl, check_passed=chk.passed,
                                  max_rel_err=chk.max_rel_err, n_bad=chk.n_bad,
                                  median_us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us,
                                  mean_us=t.mean_us, reps=t.reps, cold=t.cold, flush="read",
                                  bytes=m.nbytes, format_bytes=int(m.format_bytes),
                                  tb_s=effective_bandwidth(m.nbytes, t.median_us), build_s=build_s))
+            if log:
+                log(f"{base.get('matrix', '')} {p.dtype.name} {spec.name}: build {build_s:.1f} s, check "
+                    f"{check_s:.1f} s, timing {time.perf_counter() - t0 - build_s - check_s:.1f} s"
+                    + (f" ({n} reps, capped)" if capped else ""))
         except Exception as exc:                 # noqa: BLE001 - recorded, the sweep goes on
             rows.append(dict(base, error=f"{type(exc).__name__}: {exc}"))
+            if log:
+                log(f"{base.get('matrix', '')} {p.dtype.name} {spec.name}: {type(exc).__name__}")
         if m is not None:
             m.close()
         m = None
@@ -323,7 +343,7 @@ GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[22],
                        ["banded17", 27], ["stencil5", 24], ["banded17", 24], ["watts20", 24],
                        ["uniform16", 24]],
                 dtypes=["float64", "float32"], methods=[*BASELINES, "csr_dtans"],
-                caches=["warm", "cold"], reps=20, warmup=3, budget_s=420, seed=0)
+                caches=["warm", "cold"], reps=20, warmup=3, budget_s=420, method_cap_s=20.0, seed=0)
 GPU_QUICK = dict(real=["HB/bcsstk13", "SNAP/ego-Facebook"], synthetic=["stencil5", "watts20"],
                  log2_nnz=[16, 20], large=[], reps=5, budget_s=120)
 #: Tables II and III: nnz columns <= 2^20, <= 2^25, > 2^25
@@ -340,31 +360,45 @@ def measure_gpu(cfg: dict, desc: str) -> dict:
     from spmvlab import experiment as X
     jobs = list(matrices_gpu(cfg))
     rows, seconds, skipped = [], {}, []
+    info = runinfo.device_info()
+    extras = dict(copy_bandwidth=bench.copy_bandwidth(), l2_bytes=info.get("l2_bytes"),
+                  matrix_seconds=seconds, skipped=skipped)
     start = time.perf_counter()
+    budget = cfg.get("budget_s")
+
+    def log(text):
+        print(f"  [{time.perf_counter() - start:.0f} s] {text}", file=sys.stderr, flush=True)
+
     for name, source, spec, load in X.progress(jobs, total=len(jobs), desc=desc):
         t0 = time.perf_counter()
-        if cfg.get("budget_s") and t0 - start > cfg["budget_s"]:
+        if budget and t0 - start > budget:
             skipped.append(name)
             continue
         A = load()
+        log(f"{name}: {A.shape[0]}x{A.shape[1]}, {A.nnz} nonzeros, loaded in {time.perf_counter() - t0:.1f} s")
         extra = dict(matrix=name, source=source, family=spec["family"] if spec else "suitesparse")
         for dt in cfg["dtypes"]:
+            if budget and time.perf_counter() - start > budget:
+                skipped.append(f"{name} {dt}")
+                continue
             rows += time_matrix(A, dt, cfg["methods"], reps=cfg["reps"], warmup=cfg["warmup"],
-                                caches=cfg["caches"], extra=extra)
+                                caches=cfg["caches"], extra=extra,
+                                method_cap_s=cfg.get("method_cap_s"), log=log)
         del A
         seconds[name] = time.perf_counter() - t0
-    info = runinfo.device_info()
-    return dict(rows=rows, copy_bandwidth=bench.copy_bandwidth(), l2_bytes=info.get("l2_bytes"),
-                matrix_seconds=seconds, skipped=skipped)
+        X.checkpoint(dict(rows=rows, **extras))
+    return dict(rows=rows, **extras)
 
 
 def gpu_results(cfg: dict, desc: str) -> dict:
     """fig7_dtans's saved measurement when it is reusable (:func:`reuse_rows`), else a new
-    one; ``rows_from`` says which."""
+    one; ``rows_from`` says which (``rows_partial``: fig7 was stopped before its end and saved
+    what it had, :func:`spmvlab.experiment.checkpoint`)."""
     saved = reuse_rows("fig7_dtans", cfg, True)
     if saved is not None:
         keep = ("copy_bandwidth", "l2_bytes", "matrix_seconds", "skipped")
-        return dict(rows=saved["rows"], **{k: saved.get(k) for k in keep},
+        part = {"rows_partial": True} if saved.get("partial") else {}
+        return dict(rows=saved["rows"], **{k: saved.get(k) for k in keep}, **part,
                     rows_from="fig7_dtans.json of this device", rows_git_hash=saved["meta"]["git_hash"],
                     rows_date=saved["meta"]["date_utc"])
     return dict(measure_gpu(cfg, desc), rows_from="measured here")

@@ -20,8 +20,14 @@ synthetic ones (small value alphabets; ``experiments/_dtans.py``): four families
 ``banded17`` at 2^27 (the paper's > 2^25 column), four at 2^24, and all ten at 2^22.
 Expected runtime on an H200: about 5 minutes, mostly host-side generation and encoding of
 the large matrices (the fast encoder took 3-7 s per 2^24 nonzeros and value width on 2
-loaded CPU cores here); matrices not begun after ``budget_s`` = 420 s are skipped and
-listed in ``skipped``, so the run still saves. ``--quick``: six small matrices.
+loaded CPU cores here); matrices (and value types) not begun after ``budget_s`` = 420 s are
+skipped and listed in ``skipped``, so the run still saves. The results file is rewritten
+after every matrix (``"partial": true`` until the end), so a run killed by a time limit
+keeps what it measured; a method whose 20 reps would take more than ``method_cap_s`` = 20 s
+runs fewer (``reps_capped``); one line per method on stderr gives its build, check and
+timing seconds. (The first H200 run, 4c5d083, passed its 29 local matrices in 161 s and
+then spent over 300 s on the first 2^26-nonzero matrix without saving anything.)
+``--quick``: six small matrices.
 
     python experiments/fig7_dtans.py [--quick] [--plot-only]
 """

@@ -56,7 +56,7 @@ from .errors import DatasetError
 __all__ = ["ROOT", "results_path", "figure_path", "result_devices", "results_device",
            "make_config", "floats", "shapes", "words", "to_json", "save_results", "load_results",
            "progress", "problems", "gpu_available", "load_experiment", "experiments", "results_name",
-           "build_parser", "run", "replot", "main"]
+           "build_parser", "checkpoint", "run", "replot", "main"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
@@ -441,25 +441,52 @@ def merge_results(module, old: dict, rows: list, config: dict, meta: dict) -> tu
     return kept + [dict(r, part=len(parts) - 1) for r in rows], merged, parts
 
 
+_CHECKPOINT = None
+
+
+def checkpoint(results: dict) -> str | None:
+    """Save ``results`` (what ``measure`` has so far: ``rows`` plus its extras) as the run's
+    results file, marked ``"partial": true``, when called from a ``measure`` that :func:`run`
+    started (else nothing; returns the path or None). Long measurements call it after each
+    unit of work, so a run stopped by a time limit keeps what it measured; the complete
+    results replace the file at the end. With ``--merge`` the partial rows are merged with
+    the file as it was when the run began."""
+    return _CHECKPOINT(results) if _CHECKPOINT is not None else None
+
+
 def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
         fig: str | None = None, report: bool = True, merge: bool = False) -> dict:
     """Measure ``cfg``, save the results (with :func:`runinfo.run_metadata`), plot them from
-    the saved file and print the report; returns the saved results. With ``merge`` the rows
+    the saved file and print the report; returns the saved results. ``measure`` may save
+    partial results on the way (:func:`checkpoint`). With ``merge`` the rows
     join the saved results of the same name (:func:`merge_results`) instead of replacing
     them: long sweeps are measured in parts (e.g. fig4's shapes and sparsities)."""
     from .runinfo import run_metadata
-    results = dict(module.measure(cfg))
     meta = run_metadata()
     device = results_device(meta, module.NEEDS_GPU)
     name = results_name(module, cfg)
-    rows = results.pop("rows")
-    config = results.pop("config", cfg)
-    results.pop("meta", None)
     path = out or results_path(name, device, quick)
-    if merge and os.path.isfile(path):
-        rows, config, results["parts"] = merge_results(module, load_results(path), rows, config,
-                                                       meta)
-    path = save_results(path, rows, config, extra=results, meta=meta)
+    base = load_results(path) if merge and os.path.isfile(path) else None
+
+    def _save(results: dict, partial: bool) -> str:
+        results = dict(results)
+        rows = results.pop("rows")
+        config = results.pop("config", cfg)
+        results.pop("meta", None)
+        results.pop("partial", None)
+        if base is not None:
+            rows, config, results["parts"] = merge_results(module, base, rows, config, meta)
+        if partial:
+            results["partial"] = True
+        return save_results(path, rows, config, extra=results, meta=meta)
+
+    global _CHECKPOINT
+    saved_cp, _CHECKPOINT = _CHECKPOINT, (lambda results: _save(results, True))
+    try:
+        results = dict(module.measure(cfg))
+    finally:
+        _CHECKPOINT = saved_cp
+    path = _save(results, False)
     saved = load_results(path)
     figs = module.plot(saved, fig or figure_path(name, device, quick))
     print(f"wrote {_rel(path)}" + "".join(f", {_rel(f)}" for f in figs or []))

@@ -553,3 +553,34 @@ def test_merge_measures_a_sweep_in_parts(tmp_path):
     assert X.load_results(out)["config"]["reps"] == 9
     with pytest.raises(OptionError, match="has none"):
         X.main(_demo_module([]), ["--merge", "--out", out, "--fig", fig])
+
+
+def test_checkpoint_keeps_what_a_stopped_run_measured(tmp_path):
+    """A measure that saves partial results (X.checkpoint) and is then stopped leaves them in
+    the results file marked partial; a finished run replaces them; with --merge the partial
+    rows join the file as it was when the run began."""
+    mod = _split_module()
+    out, fig = str(tmp_path / "r.json"), str(tmp_path / "f.png")
+    full = mod.measure
+
+    def stopped(cfg):
+        rows = full(cfg)["rows"]
+        X.checkpoint(dict(rows=rows[:2], skipped=["x"]))
+        raise KeyboardInterrupt                  # what a time limit does mid-run
+
+    mod.measure = stopped
+    with pytest.raises(KeyboardInterrupt):
+        X.main(mod, ["--sparsities", "0.5", "--out", out, "--fig", fig])
+    saved = X.load_results(out)
+    assert saved["partial"] is True and len(saved["rows"]) == 2 and saved["skipped"] == ["x"]
+    mod.measure = full
+    assert X.main(mod, ["--sparsities", "0.5", "--out", out, "--fig", fig]) == 0
+    saved = X.load_results(out)
+    assert "partial" not in saved and len(saved["rows"]) == 4
+    mod.measure = stopped
+    with pytest.raises(KeyboardInterrupt):
+        X.main(mod, ["--sparsities", "0.9", "--merge", "--out", out, "--fig", fig])
+    saved = X.load_results(out)
+    assert saved["partial"] is True and len(saved["rows"]) == 4 + 2
+    assert sorted({r["sparsity"] for r in saved["rows"]}) == [0.5, 0.9]
+    assert X.checkpoint(dict(rows=[])) is None  # outside a run: nothing is written

@@ -181,3 +181,49 @@ def test_sell_joins_the_baselines_when_timed():
     assert prs[("mid", "float64")]["baseline"] == "cusparse"
     assert prs[("big", "float32")]["baseline"] == "cusparse"        # no SELL row there
     assert "cusparse_sell" in D.GPU_FULL["methods"]
+
+
+def test_time_matrix_caps_slow_methods_and_logs(monkeypatch):
+    """method_cap_s: a method whose reps would pass the cap runs fewer (at least 3), and its
+    rows say so; every method gets a log line; measure_gpu checkpoints after each matrix."""
+    import types as T
+
+    import scipy.sparse as sp
+
+    from spmvlab import bench, methods, runinfo
+    calls = []
+
+    class Slow:
+        impl, nbytes, format_bytes = "fake", 100, 100
+
+        def check(self):
+            return T.SimpleNamespace(passed=True, max_rel_err=0.0, n_bad=0)
+
+        def time(self, reps, warmup, cold, flush="read"):
+            calls.append((reps, warmup))
+            return T.SimpleNamespace(median_us=1e6, p10_us=1e6, p90_us=1e6, mean_us=1e6, reps=reps, cold=cold)
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(methods, "build", lambda spec, p: Slow())
+    A = sp.random(20, 20, density=0.2, random_state=0, format="csr")
+    lines = []
+    rows = D.time_matrix(A, "float32", ["cusparse"], reps=20, warmup=3, caches=("warm", "cold"),
+                         extra=dict(matrix="m"), method_cap_s=5.0, log=lines.append)
+    assert calls == [(1, 0), (3, 1), (3, 1)]          # one probe call of 1 s, then 3 reps each
+    assert [r["reps"] for r in rows] == [3, 3] and all(r["reps_capped"] for r in rows)
+    assert len(lines) == 1 and "capped" in lines[0]
+    calls.clear()
+    rows = D.time_matrix(A, "float32", ["cusparse"], reps=20, warmup=3, caches=("warm",),
+                         extra=dict(matrix="m"), method_cap_s=1e9)
+    assert calls == [(1, 0), (20, 3)] and "reps_capped" not in rows[0]
+    saved = []
+    monkeypatch.setattr(D, "time_matrix", lambda A, dt, names, **kw: [dict(matrix=kw["extra"]["matrix"])])
+    monkeypatch.setattr(bench, "copy_bandwidth", lambda: {"tb_s": 1.0})
+    monkeypatch.setattr(runinfo, "device_info", lambda: {"l2_bytes": 1})
+    monkeypatch.setattr(X, "checkpoint", lambda res: saved.append(len(res["rows"])))
+    cfg = dict(D.GPU_FULL, real=[], synthetic=["stencil5", "watts20"], log2_nnz=[10], large=[],
+               dtypes=["float32"], budget_s=None)
+    D.measure_gpu(cfg, "t")
+    assert saved == [1, 2]
