@@ -64,6 +64,7 @@ def measure(cfg: dict) -> dict:
                                         extra=dict(sparsity=job["sparsity"]))
         del p
         done += 1
+        X.checkpoint(dict(rows=rows))            # a run stopped by a time limit keeps these
         if budget is not None and time.perf_counter() - t0 > budget:
             break
     built.close()

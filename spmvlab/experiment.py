@@ -295,7 +295,9 @@ def problems(specs: list, *, dense: bool = False, workers: int | None = None,
     import concurrent.futures as cf
     import multiprocessing as mp
     ahead = max(1, workers if ahead is None else int(ahead))
-    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+    pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
+    finished = False
+    try:
         pending = [pool.submit(build_problem, s, dense) for s in specs[:ahead]]
         for i, spec in enumerate(specs):
             p = pending[i].result()
@@ -303,6 +305,17 @@ def problems(specs: list, *, dense: bool = False, workers: int | None = None,
             if i + ahead < len(specs):
                 pending.append(pool.submit(build_problem, specs[i + ahead], dense))
             yield spec, p
+        finished = True
+    finally:
+        if finished:
+            pool.shutdown(wait=True)
+        else:
+            # closed early (a time budget, an error): do not wait for the problems still being
+            # built (the largest take tens of seconds and GBs): stop their workers
+            procs = list((getattr(pool, "_processes", None) or {}).values())
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in procs:
+                proc.terminate()
 
 
 def gpu_available() -> bool:

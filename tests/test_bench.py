@@ -275,6 +275,15 @@ def test_problems_are_the_same_from_worker_processes():
         assert b.encoded("macko") is b._cache[key[0]] and b.encoded("macko").nbytes == M.nbytes
         assert all(np.array_equal(getattr(M, f.name), getattr(b.encoded("macko"), f.name))
                    for f in dataclasses.fields(M) if isinstance(getattr(M, f.name), np.ndarray))
+    # closed early (a time budget): the workers still building are stopped, not waited for
+    import time
+    big = [dict(shape=[4000, 4000], sparsity=0.0, dtype="float16", seed=s, encode=["macko"])
+           for s in range(3)]
+    gen = X.problems(specs[:1] + big, dense=True, workers=1, ahead=3)
+    next(gen)
+    t0 = time.perf_counter()
+    gen.close()
+    assert time.perf_counter() - t0 < 2.0
 
 
 def test_quick_runs_go_to_quick_files(tmp_path, monkeypatch):
