@@ -116,6 +116,7 @@ def measure_weights(cfg: dict, name: str, blocks=((1, 1),)) -> list:
                                              matrix=label, n=int(n)))
             rows += [add_tflops(r) for r in got]
         del A
+        X.checkpoint(dict(rows=rows))      # a run stopped by a time limit keeps these
     return rows
 
 
@@ -132,6 +133,7 @@ def measure_suitesparse(cfg: dict, name: str) -> list:
                                   warmup=cfg["warmup"], keep_going=True, lossy=True,
                                   extra=dict(matrix=mat, n=int(n)))
             rows += [add_tflops(r) for r in got]
+        X.checkpoint(dict(rows=rows))
     return rows
 
 

@@ -101,6 +101,7 @@ def measure(cfg: dict) -> dict:
                 r["search_source"] = (op1 if r["method"] == "op1" else full).source
                 _gs.add_tflops(r)
             rows += got
+        X.checkpoint(dict(rows=rows))      # a run stopped by a time limit keeps these
     return dict(rows=rows)
 
 

@@ -114,6 +114,7 @@ def measure(cfg: dict) -> dict:
                 except Exception as exc:   # noqa: BLE001 (a failing strategy is recorded)
                     row["error"] = f"{type(exc).__name__}: {exc}"[:300]
                 rows.append(row)
+            X.checkpoint(dict(rows=rows))  # a part stopped by a time limit keeps these
     return dict(rows=rows)
 
 
