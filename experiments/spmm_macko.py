@@ -4,7 +4,8 @@ The batched decoding of LLM serving multiplies each weight matrix by N = 2..64 a
 columns. For each shape, sparsity and N, every method is checked on the GPU against the
 float64 product and timed (median, L2 flushed before every call): MACKO SpMM (X's column
 tile copied into shared memory when it fits, and ``macko[spmm_smem=False]``, gathering X
-from global memory) and CSR SpMM (register tiles: each decoded entry is multiplied by N
+from global memory; ``macko[spmm_mma=True]``, decoding 16 rows at a time into a dense tile
+multiplied on the tensor cores, with 1024- and 512-column windows) and CSR SpMM (register tiles: each decoded entry is multiplied by N
 columns of X at once, ``spmvlab/kernels/_spmm.py``), cuBLAS GEMM fp16 (CuPy, GemmEx with fp32 compute) and, for
 N = 1, the same kernels' SpMV beside it (``spmv_*`` rows) to compare SpMM's cost with SpMV's.
 ``fp32_methods`` at ``fp32_ks`` add float32 rows (CSR SpMM and its SpMV, cuBLAS) on the same
@@ -12,7 +13,8 @@ matrices; the plot draws the fp16 rows.
 cuSPARSE SpMM is 10-100x slower than cuBLAS at these shapes (``../shared/GPU_NOTES.md``):
 it is measured at N = 8 only.
 
-    python experiments/spmm_macko.py [--quick] [--plot-only] [--shapes ...] [--sparsities ...] [--ks ...] [--merge]
+    python experiments/spmm_macko.py [--quick] [--plot-only] [--shapes ...] [--sparsities ...] [--ks ...]
+                                     [--methods cublas,macko,...] [--merge]
 """
 from __future__ import annotations
 
@@ -28,13 +30,18 @@ from spmvlab import plotting as P  # noqa: E402
 NAME = "spmm_macko"
 NEEDS_GPU = True
 SPLIT_KEYS = ("shapes", "sparsities", "ks")   # measure in parts with --merge
-METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]", "csr_vector"]
+#: the methods of the committed H200 run (before the tensor-core SpMM)
+H200_METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]", "csr_vector"]
+METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]",
+           "macko[spmm_mma=True]", "macko[spmm_mma=True,spmm_mma_window=512]", "csr_vector"]
 #: float32 rows (the same matrices' values in float32): CSR SpMM at ``fp32_ks`` beside its own
 #: SpMV and cuBLAS, for the CSR goal of issue 8 (SpMM at N = 8 within 1.5x of SpMV)
 FP32_METHODS = ["cublas", "csr_vector"]
 STYLE = {"macko": dict(color="tab:red", marker="o"), "csr_vector": dict(color="tab:green", marker="^"),
          "macko[spmm_smem=False]": dict(color="tab:orange", marker="v", ls=":"),
          "macko[spmm_smem_threads=512]": dict(color="tab:purple", marker="x", ls="--"),
+         "macko[spmm_mma=True]": dict(color="tab:brown", marker="D"),
+         "macko[spmm_mma=True,spmm_mma_window=512]": dict(color="tab:pink", marker="d", ls="--"),
          "cusparse": dict(color="tab:blue", marker="s")}
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.5, 0.7, 0.9],
             ks=[1, 2, 4, 8, 16, 32, 64], dtype="float16", methods=METHODS, cusparse_k=[8],
@@ -46,7 +53,22 @@ def config(quick: bool = False, **overrides) -> dict:
     return X.make_config(NAME, FULL, QUICK, quick, overrides)
 
 
+def method_list(text: str) -> list[str]:
+    """Comma-separated method names; commas inside a name's [...] config stay in the name."""
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+        else:
+            cur += ch
+    return [m for m in out + [cur.strip()] if m]
+
+
 def cli(p):
+    p.add_argument("--methods", type=method_list,
+                   help="fp16 methods, comma-separated (keep cublas: speedups are against it)")
     p.add_argument("--ks", type=X.floats, help="right-hand-side counts, e.g. 1,8,64")
     p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
     p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")

@@ -288,3 +288,74 @@ def test_several_warps_per_row_count_the_split_columns_in_the_bytes():
     m = methods.build("macko[threads_per_block=128,warps_per_row=4]",
                       methods.Problem.make(A, np.float32, k=2))
     assert m.format_bytes == M.nbytes
+
+
+# ---- the tensor-core SpMM (MackoConfig.spmm_mma) ------------------------------------------
+
+def test_tensor_core_spmm_config_and_tiles():
+    for bad in (32, 100, 2048, True):
+        with pytest.raises(OptionError, match=r"spmm_mma_window: expected one of \(64, 128"):
+            K.MackoConfig(spmm_mma_window=bad)
+    with pytest.raises(OptionError, match="spmm_mma: expected True or False"):
+        K.MackoConfig(spmm_mma=1)
+    assert [K.mma_tile(n) for n in (2, 8, 9, 16, 17, 64)] == [8, 8, 16, 16, 32, 32]
+    # tile (16 rows of window + 8 halves) + X window; the partial sums fit in the same bytes
+    assert K.mma_smem_bytes(1024, 8) == 16 * 1032 * 2 + 1024 * 8 * 2 + 16
+    assert K.mma_smem_bytes(64, 32) == 16 * 16 * 32 * 4 + 16
+
+
+def _mma_agrees(lengths, n_cols, ks, window, seed):
+    from tests.parity import assert_close, garbage_like
+    M, rng = _rows_of(lengths, n_cols, seed, np.float16)
+    csr = M.to_csr()
+    cfg = K.MackoConfig(threads_per_block=64, spmm_mma=True, spmm_mma_window=window)
+    for k in ks:
+        X = rng.standard_normal((n_cols, k)).astype(np.float16)
+        out = garbage_like((len(lengths), k), np.float16)
+        Y = K.spmm(M, X, out=out, config=cfg)
+        assert Y is out
+        assert_close(Y, csr, X, np.float16, f"mma spmm, N={k}")
+        assert (Y[[i for i, n in enumerate(lengths) if n == 0]] == 0).all()
+    return M
+
+
+def test_tensor_core_spmm_agrees_on_edge_rows_and_windows():
+    """17 rows (a full and a partial block of 16) over 600 columns in two 512-column
+    windows: empty rows, a one-entry row, a dense row whose first chunk lies wholly inside
+    the first window (the untested store path), rows whose chunks straddle the windows, a
+    row starting at an entry that is not a multiple of 8; N = 1 (SpMV) and N = 9 (a
+    16-column tile, X copied one value at a time, columns past N zero)."""
+    M = _mma_agrees([500, 0, 3, 300, 1, 0, 257, 20, 5, 100, 0, 0, 560, 2, 7, 150, 64], 600,
+                    (1, 9), 512, 5)
+    assert M.row_ptr[3] % 8
+
+
+def test_tensor_core_spmm_agrees_on_column_tiles():
+    """8 rows, 200 columns in four 64-column windows (the last partial): N = 3 (one 8-column
+    tile, 5 columns zero) and N = 40 (two 32-column tiles, 16-byte X copies, the second
+    tile 8 columns wide)."""
+    _mma_agrees([150, 0, 70, 9, 1, 0, 200, 33], 200, (3, 40), 64, 6)
+
+
+def test_tensor_core_spmm_inf_nan_fall_back_to_csr_semantics():
+    """The dense tile multiplies every column of the window by X, so an Inf/NaN anywhere
+    in X (here at columns where only inserted zeros or nothing are stored) makes the fast
+    result NaN; the block then redoes its rows on the careful path: finite results stay
+    finite, and a stored entry times Inf gives Inf, as in CSR. float32 values take the
+    gather kernel (spmm_mma is for float16)."""
+    cols = [0, 40] + list(range(300, 900))
+    rows = [0, 0] + [1] * 600
+    A = sp.csr_matrix((np.ones(len(cols), np.float32), (rows, cols)), shape=(2, 900))
+    A[0, 40] = 2.0
+    for dtype in (np.float16, np.float32):
+        M = R.encode(A, delta_bits=4, dtype=dtype)
+        x = np.ones(900, dtype)
+        x[16] = np.inf
+        x[32] = np.nan
+        x[100] = np.inf          # no entry (stored or inserted) in column 100
+        X = np.ascontiguousarray(np.stack([x, x, np.ones(900, dtype)], axis=1))
+        cfg = K.MackoConfig(spmm_mma=True, spmm_mma_window=512)
+        assert (K.spmm(M, X, config=cfg) == [[3.0, 3.0, 3.0], [600.0, 600.0, 600.0]]).all()
+        X[40, 1] = np.inf        # a stored entry times Inf
+        Y = K.spmm(M, X, config=cfg)
+        assert Y[0].tolist() == [3.0, np.inf, 3.0] and Y[1].tolist() == [600.0] * 3

@@ -9,6 +9,23 @@ uint32 (little-endian, like the GPU). On the simulator each is a plain-indexing 
 with the same results (and a bounds/alignment assertion the GPU does not make).
 ``float_from_bits(bits, like)`` reinterprets the low bits of an unsigned integer as a float
 of ``like``'s type (one LLVM bitcast on the GPU, a NumPy view on the simulator).
+
+Tensor-core pieces (the MACKO SpMM's dense-tile path, ``kernels/macko.py``):
+``vwords4(arr, i)`` the 16 bytes at element i of a global float16 array as 4 uint32 words
+(one ``ld.global.nc.v4``); ``sword(arr, i)`` the 4 bytes at element i (even) of a shared
+float16 array as one uint32 (``ld.shared.u32``); ``sstore4(arr, i, w0, w1, w2, w3)`` 16 bytes
+at element i (a multiple of 8) of a shared float16 array (``st.shared.v4.u32``);
+``pack_half2(lo, hi)`` two float16 as one uint32 (lo in the low 16 bits); ``sput(arr, i, v)`` /
+``sget(arr, i)`` store / load one float16 of a shared array at element i (no negative-index
+wrap-around, so an unsigned 32-bit i costs one address instruction);
+``mma16816(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)`` one warp-wide
+``mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32``: D (16 x 8, float32) = A (16 x 16,
+float16) @ B (16 x 8, float16) + C, returned as this lane's (d0, d1, d2, d3). With g = lane // 4
+and t = lane % 4 a lane holds (low half first): a0 = A[g, 2t:2t+2], a1 = A[g+8, 2t:2t+2],
+a2 = A[g, 2t+8:2t+10], a3 = A[g+8, 2t+8:2t+10]; b0 = B[2t:2t+2, g], b1 = B[2t+8:2t+10, g];
+c0, c1 = C[g, 2t:2t+2], c2, c3 = C[g+8, 2t:2t+2] (D likewise). Every lane of the warp must
+call it together (on the simulator: a rendezvous of the 32 lanes, ``spmvlab.cudasim``, that
+computes the product in float64 and rounds it to float32).
 """
 from __future__ import annotations
 
@@ -44,6 +61,56 @@ if SIMULATOR:
         _check(arr, i, 4)
         return np.uint32(int(arr[i]) | (int(arr[i + 1]) << 8) | (int(arr[i + 2]) << 16)
                          | (int(arr[i + 3]) << 24))
+
+    def _bits16(h):
+        return int(np.float16(h).view(np.uint16))
+
+    def _halves(w):
+        return np.array([int(w) & 0xFFFFFFFF], np.uint32).view(np.float16)
+
+    def vwords4(arr, i):
+        _check(arr, i, 8)
+        return tuple(np.uint32(v) for v in np.ascontiguousarray(arr[i:i + 8]).view(np.uint32))
+
+    def sword(arr, i):
+        _check(arr, i, 2)
+        return np.uint32(_bits16(arr[i]) | (_bits16(arr[i + 1]) << 16))
+
+    def sstore4(arr, i, w0, w1, w2, w3):
+        _check(arr, i, 8)
+        arr[i:i + 8] = np.array([int(w0), int(w1), int(w2), int(w3)], np.uint32).view(np.float16)
+
+    def pack_half2(lo, hi):
+        return np.uint32(_bits16(lo) | (_bits16(hi) << 16))
+
+    def sput(arr, i, v):
+        assert 0 <= i < arr.shape[0], f"store at element {i} outside {arr.shape[0]}"
+        arr[i] = v
+
+    def sget(arr, i):
+        assert 0 <= i < arr.shape[0], f"load at element {i} outside {arr.shape[0]}"
+        return arr[i]
+
+    def mma16816(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        from ..cudasim import FULL_MASK, _exchange
+        lane, frags = _exchange(FULL_MASK, (a0, a1, a2, a3, b0, b1, c0, c1, c2, c3))
+        A = np.zeros((16, 16))
+        B = np.zeros((16, 8))
+        C = np.zeros((16, 8))
+        for ln, f in frags.items():
+            g, t = ln // 4, ln % 4
+            A[g, 2 * t:2 * t + 2] = _halves(f[0])
+            A[g + 8, 2 * t:2 * t + 2] = _halves(f[1])
+            A[g, 2 * t + 8:2 * t + 10] = _halves(f[2])
+            A[g + 8, 2 * t + 8:2 * t + 10] = _halves(f[3])
+            B[2 * t:2 * t + 2, g] = _halves(f[4])
+            B[2 * t + 8:2 * t + 10, g] = _halves(f[5])
+            C[g, 2 * t:2 * t + 2] = f[6], f[7]
+            C[g + 8, 2 * t:2 * t + 2] = f[8], f[9]
+        with np.errstate(invalid="ignore", over="ignore"):
+            D = (A @ B + C).astype(np.float32)
+        g, t = lane // 4, lane % 4
+        return D[g, 2 * t], D[g, 2 * t + 1], D[g + 8, 2 * t], D[g + 8, 2 * t + 1]
 
 else:
     from llvmlite import ir
@@ -117,6 +184,133 @@ else:
             i = context.cast(builder, args[1], idxty, types.intp)
             ptr = builder.bitcast(builder.gep(ary.data, [i]), ir.IntType(32).as_pointer())
             return builder.load(ptr, align=4)
+
+        return sig, codegen
+
+
+    def _elem_ptr(context, builder, arrty, arr, idxty, idx):
+        ary = context.make_array(arrty)(context, builder, arr)
+        i = context.cast(builder, idx, idxty, types.intp)
+        return builder.gep(ary.data, [i])
+
+    def _is_half_array(arr, idx):
+        return (isinstance(arr, types.Array) and arr.ndim == 1 and arr.dtype == types.float16
+                and isinstance(idx, types.Integer))
+
+    @intrinsic
+    def vwords4(typingctx, arr, idx):
+        if not _is_half_array(arr, idx):
+            return None
+        sig = types.UniTuple(types.uint32, 4)(arr, idx)
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            i32 = ir.IntType(32)
+            asm = ir.InlineAsm(ir.FunctionType(ir.LiteralStructType([i32] * 4), [ir.IntType(64)]),
+                               "ld.global.nc.v4.u32 {$0, $1, $2, $3}, [$4];",
+                               "=r,=r,=r,=r,l", side_effect=False)
+            st = builder.call(asm, [builder.ptrtoint(ptr, ir.IntType(64))])
+            return context.make_tuple(builder, sig.return_type,
+                                      [builder.extract_value(st, k) for k in range(4)])
+
+        return sig, codegen
+
+    @intrinsic
+    def sword(typingctx, arr, idx):
+        if not _is_half_array(arr, idx):
+            return None
+        sig = types.uint32(arr, idx)
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            sptr = builder.addrspacecast(ptr, ir.PointerType(ptr.type.pointee, 3))
+            return builder.load(builder.bitcast(sptr, ir.PointerType(ir.IntType(32), 3)), align=4)
+
+        return sig, codegen
+
+    @intrinsic
+    def sstore4(typingctx, arr, idx, w0, w1, w2, w3):
+        if not _is_half_array(arr, idx) or not all(isinstance(w, types.Integer) for w in (w0, w1, w2, w3)):
+            return None
+        sig = types.none(arr, idx, w0, w1, w2, w3)
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            i32 = ir.IntType(32)
+            vec_t = ir.VectorType(i32, 4)
+            vec = ir.Constant(vec_t, None)
+            for k in range(4):
+                w = context.cast(builder, args[2 + k], sig.args[2 + k], types.uint32)
+                vec = builder.insert_element(vec, w, ir.Constant(i32, k))
+            sptr = builder.addrspacecast(ptr, ir.PointerType(ptr.type.pointee, 3))
+            builder.store(vec, builder.bitcast(sptr, ir.PointerType(vec_t, 3)), align=16)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def sput(typingctx, arr, idx, v):
+        if not _is_half_array(arr, idx) or v != types.float16:
+            return None
+        sig = types.none(arr, idx, v)
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            elt = ptr.type.pointee
+            v = args[2] if args[2].type == elt else builder.bitcast(args[2], elt)
+            builder.store(v, builder.addrspacecast(ptr, ir.PointerType(elt, 3)), align=2)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    @intrinsic
+    def sget(typingctx, arr, idx):
+        if not _is_half_array(arr, idx):
+            return None
+        sig = types.float16(arr, idx)
+
+        def codegen(context, builder, sig, args):
+            ptr = _elem_ptr(context, builder, sig.args[0], args[0], sig.args[1], args[1])
+            elt = ptr.type.pointee
+            v = builder.load(builder.addrspacecast(ptr, ir.PointerType(elt, 3)), align=2)
+            want = context.get_value_type(types.float16)
+            return v if v.type == want else builder.bitcast(v, want)
+
+        return sig, codegen
+
+    @intrinsic
+    def pack_half2(typingctx, lo, hi):
+        if lo != types.float16 or hi != types.float16:
+            return None
+        sig = types.uint32(lo, hi)
+
+        def codegen(context, builder, sig, args):
+            i16, i32 = ir.IntType(16), ir.IntType(32)
+            a = builder.zext(builder.bitcast(args[0], i16), i32)
+            b = builder.zext(builder.bitcast(args[1], i16), i32)
+            return builder.or_(a, builder.shl(b, ir.Constant(i32, 16)))
+
+        return sig, codegen
+
+    @intrinsic
+    def mma16816(typingctx, a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        if not all(isinstance(v, types.Integer) for v in (a0, a1, a2, a3, b0, b1)):
+            return None
+        if not all(v == types.float32 for v in (c0, c1, c2, c3)):
+            return None
+        sig = types.UniTuple(types.float32, 4)(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
+
+        def codegen(context, builder, sig, args):
+            i32, f32 = ir.IntType(32), ir.FloatType()
+            ins = [context.cast(builder, args[k], sig.args[k], types.uint32) for k in range(6)]
+            asm = ir.InlineAsm(
+                ir.FunctionType(ir.LiteralStructType([f32] * 4), [i32] * 6 + [f32] * 4),
+                "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {$0, $1, $2, $3}, "
+                "{$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+                "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", side_effect=True)
+            st = builder.call(asm, ins + list(args[6:]))
+            return context.make_tuple(builder, sig.return_type,
+                                      [builder.extract_value(st, k) for k in range(4)])
 
         return sig, codegen
 
