@@ -5,7 +5,8 @@ columns. For each shape, sparsity and N, every method is checked on the GPU agai
 float64 product and timed (median, L2 flushed before every call): MACKO SpMM (X's column
 tile copied into shared memory when it fits, and ``macko[spmm_smem=False]``, gathering X
 from global memory; ``macko[spmm_mma=True]``, decoding 16 rows at a time into a dense tile
-multiplied on the tensor cores, with 1024- and 512-column windows) and CSR SpMM (register tiles: each decoded entry is multiplied by N
+multiplied on the tensor cores, with 1024- and 512-column windows, and 512 with two
+stages, ``spmm_mma_double``) and CSR SpMM (register tiles: each decoded entry is multiplied by N
 columns of X at once, ``spmvlab/kernels/_spmm.py``), cuBLAS GEMM fp16 (CuPy, GemmEx with fp32 compute) and, for
 N = 1, the same kernels' SpMV beside it (``spmv_*`` rows) to compare SpMM's cost with SpMV's.
 ``fp32_methods`` at ``fp32_ks`` add float32 rows (CSR SpMM and its SpMV, cuBLAS) on the same
@@ -33,7 +34,8 @@ SPLIT_KEYS = ("shapes", "sparsities", "ks")   # measure in parts with --merge
 #: the methods of the committed H200 run (before the tensor-core SpMM)
 H200_METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]", "csr_vector"]
 METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]",
-           "macko[spmm_mma=True]", "macko[spmm_mma=True,spmm_mma_window=512]", "csr_vector"]
+           "macko[spmm_mma=True]", "macko[spmm_mma=True,spmm_mma_window=512]",
+           "macko[spmm_mma=True,spmm_mma_double=True,spmm_mma_window=512]", "csr_vector"]
 #: float32 rows (the same matrices' values in float32): CSR SpMM at ``fp32_ks`` beside its own
 #: SpMV and cuBLAS, for the CSR goal of issue 8 (SpMM at N = 8 within 1.5x of SpMV)
 FP32_METHODS = ["cublas", "csr_vector"]
@@ -42,6 +44,8 @@ STYLE = {"macko": dict(color="tab:red", marker="o"), "csr_vector": dict(color="t
          "macko[spmm_smem_threads=512]": dict(color="tab:purple", marker="x", ls="--"),
          "macko[spmm_mma=True]": dict(color="tab:brown", marker="D"),
          "macko[spmm_mma=True,spmm_mma_window=512]": dict(color="tab:pink", marker="d", ls="--"),
+         "macko[spmm_mma=True,spmm_mma_double=True,spmm_mma_window=512]":
+             dict(color="tab:olive", marker="P", ls="-."),
          "cusparse": dict(color="tab:blue", marker="s")}
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.5, 0.7, 0.9],
             ks=[1, 2, 4, 8, 16, 32, 64], dtype="float16", methods=METHODS, cusparse_k=[8],
