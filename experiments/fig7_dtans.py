@@ -54,6 +54,10 @@ def config(quick: bool = False, **overrides) -> dict:
     return X.make_config(NAME, D.GPU_FULL, D.GPU_QUICK, quick, overrides)
 
 
+def cli(p):
+    D.gpu_cli(p)
+
+
 def measure(cfg: dict) -> dict:
     return D.measure_gpu(cfg, NAME)
 
@@ -79,6 +83,8 @@ def throughput(results: dict) -> list[dict]:
 
 
 def report(results: dict):
+    for line in D.run_state(results):
+        print(line)
     cols = [("matrix", "matrix", ""), ("dtype", "dtype", ""), ("nnz", "nnz", ""),
             ("baseline", "fastest", ""), ("baseline_us", "base us", ".1f"), ("dtans_us", "dtANS us", ".1f"),
             ("speedup", "speedup", ".2f"), ("size_ratio", "size", ".2f")]
