@@ -399,8 +399,8 @@ GPU_EDGES = (20, 25)
 
 #: seconds per nonzero and value type a matrix is expected to take (generation, encoding,
 #: SELL layout, uploads, checks and timing), until the run has measured a matrix of >= 2^20
-#: nonzeros (then the largest rate seen is used): a 2^26-nonzero matrix in two value types
-#: ~70 s. On 2 CPU cores here, after CSR-dtANS's device check: generation 3-13 s per 2^26
+#: nonzeros (then the rate of the largest one measured is used: small matrices' fixed costs
+#: would overstate it): a 2^26-nonzero matrix in two value types ~70 s. On 2 CPU cores here, after CSR-dtANS's device check: generation 3-13 s per 2^26
 #: nonzeros, per value type encoding 7-25 s, SELL layout 3-5 s, the rest ~2 s.
 PRIOR_S_PER_NNZ = 0.5e-6
 
@@ -426,8 +426,8 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
     not begun, "<matrix> <dtype>" or "<matrix> <dtype> <method>").
 
     Bounds: no matrix is begun after ``budget_s``, nor one expected to end after it (its
-    target nonzeros times the seconds per nonzero seen so far, :data:`PRIOR_S_PER_NNZ`
-    before); no value type or method is begun after it. The results are saved after every
+    target nonzeros times the seconds per nonzero of the largest matrix measured so far,
+    :data:`PRIOR_S_PER_NNZ` before); no value type or method is begun after it. The results are saved after every
     matrix (:func:`spmvlab.experiment.checkpoint`); stopped by a signal (SIGTERM from
     ``timeout``) or Ctrl-C, the rows so far (the current matrix's methods done included) are
     saved with ``stopped``, then the stop goes on. ``checkpoint``: what saves them (default
@@ -463,7 +463,7 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
                 skipped.append(name)
                 continue
             if spec is not None:
-                rate = max(rates) if rates else PRIOR_S_PER_NNZ
+                rate = max(rates)[1] if rates else PRIOR_S_PER_NNZ
                 est = rate * 2 ** spec["log2_nnz"] * len(dtypes)
                 if est > left():
                     skipped.append(name)
@@ -487,7 +487,7 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
                 inflight = []
             seconds[name] = time.perf_counter() - t0
             if A.nnz >= 2 ** 20:
-                rates.append(seconds[name] / (A.nnz * len(dtypes)))
+                rates.append((A.nnz, seconds[name] / (A.nnz * len(dtypes))))
             del A
             done.append(name)
             current = None
