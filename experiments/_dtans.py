@@ -427,10 +427,10 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
 
     Bounds: no matrix is begun after ``budget_s``, nor one expected to end after it (its
     target nonzeros times the seconds per nonzero of the largest matrix measured so far,
-    :data:`PRIOR_S_PER_NNZ` before); no value type or method is begun after it. The results are saved after every
-    matrix (:func:`spmvlab.experiment.checkpoint`); stopped by a signal (SIGTERM from
-    ``timeout``) or Ctrl-C, the rows so far (the current matrix's methods done included) are
-    saved with ``stopped``, then the stop goes on. ``checkpoint``: what saves them (default
+    :data:`PRIOR_S_PER_NNZ` before); no value type or method is begun after it. The results
+    are saved after every matrix (:func:`spmvlab.experiment.checkpoint`); stopped by a
+    signal (SIGTERM from ``timeout``) or Ctrl-C, the rows so far (the current matrix's
+    methods done included) are saved with ``stopped``, then the stop goes on. ``checkpoint``: what saves them (default
     :func:`spmvlab.experiment.checkpoint`; the reusers, whose rows are not timing rows, pass
     one that does nothing)."""
     import time
@@ -495,7 +495,8 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
     except KeyboardInterrupt as exc:         # SIGTERM (experiment.Stopped) or Ctrl-C
         extras["stopped"] = dict(reason=str(exc) or type(exc).__name__, matrix=current,
                                  after_s=round(time.perf_counter() - start, 1))
-        rows += inflight                     # the current matrix's methods done
+        tail = rows[len(rows) - len(inflight):] if inflight else []
+        rows += [r for r in inflight if all(r is not q for q in tail)]   # the methods done
         log(f"stopped ({extras['stopped']['reason']}) in {current}: saving {len(rows)} rows")
         save(dict(rows=rows, **extras))
         raise
