@@ -157,25 +157,55 @@ def cell_text(c: dict) -> str:
 
 # ---- reuse of a sibling's measurement ------------------------------------------------------------
 
-def reuse_rows(sibling: str, cfg: dict, needs_gpu: bool):
-    """The saved results of experiment ``sibling`` on this machine's device when they were
-    measured with the same config by the same committed code (same git hash, neither tree
-    dirty) on the same device; else None. Lets fig8/table2/table3 (and table1) take the
-    rows fig7 (fig6) measured in the same session instead of measuring twice."""
+#: config keys that do not change what a row measures (time limits, and how much a reuser may
+#: measure itself): a sibling's rows are reused when the rest of the config agrees
+UNCOMPARED_KEYS = ("budget_s", "method_cap_s", "measure_missing_s")
+
+
+def _compared(cfg: dict) -> dict:
+    from spmvlab import experiment as X
+    return {k: v for k, v in X._jsonable(cfg).items() if k not in UNCOMPARED_KEYS}
+
+
+def reuse_state(sibling: str, cfg: dict, needs_gpu: bool) -> tuple:
+    """(saved results of experiment ``sibling`` on this machine's device, None) when they
+    were measured with the same config (apart from :data:`UNCOMPARED_KEYS`) by the same
+    committed code (same git hash, neither tree dirty) on the same device, else (None, why
+    not). The full run's file is looked at, then the ``--quick`` one. Saved results may be
+    partial (``"partial": true``: the sibling was stopped and kept what it had)."""
     from spmvlab import experiment as X
     from spmvlab import runinfo
     meta = runinfo.run_metadata()
     device = X.results_device(meta, needs_gpu)
-    path = X.results_path(sibling, device)
-    if not os.path.isfile(path):
-        return None
-    saved = X.load_results(path)
-    m = saved.get("meta") or {}
-    same = (X._jsonable(cfg) == saved.get("config") and m.get("git_hash") == meta.get("git_hash")
-            and meta.get("git_hash") and m.get("git_dirty") is not True
-            and meta.get("git_dirty") is not True
-            and ((m.get("device") or {}).get("name") == (meta.get("device") or {}).get("name")))
-    return saved if same else None
+    why = []
+    for quick in (False, True):
+        path = X.results_path(sibling, device, quick)
+        if not os.path.isfile(path):
+            continue
+        saved = X.load_results(path)
+        m = saved.get("meta") or {}
+        checks = (
+            (_compared(cfg) == _compared(saved.get("config") or {}), "another config"),
+            (bool(meta.get("git_hash")) and m.get("git_hash") == meta.get("git_hash"),
+             f"commit {str(m.get('git_hash'))[:10]}, this is {str(meta.get('git_hash'))[:10]}"),
+            (m.get("git_dirty") is not True and meta.get("git_dirty") is not True,
+             "a tree with uncommitted changes"),
+            ((m.get("device") or {}).get("name") == (meta.get("device") or {}).get("name"),
+             f"device {(m.get('device') or {}).get('name')}"),
+        )
+        bad = [text for ok, text in checks if not ok]
+        if not bad:
+            return saved, None
+        why.append(f"{X._rel(path)}: {', '.join(bad)}")
+    return None, ("; ".join(why) if why else
+                  f"no {sibling} results for {device} (results/{device}/{sibling}.json)")
+
+
+def reuse_rows(sibling: str, cfg: dict, needs_gpu: bool):
+    """The saved results of :func:`reuse_state`, or None. Lets fig8/table2/table3 (and
+    table1) take the rows fig7 (fig6) measured in the same session instead of measuring
+    twice."""
+    return reuse_state(sibling, cfg, needs_gpu)[0]
 
 
 # ---- GPU timing (fig7/fig8/table2/table3, dtans_llm_speed) ------------------------------------
@@ -219,7 +249,8 @@ def matrices_gpu(cfg: dict):
 
 def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "cold"),
                 extra=None, seed: int = 1, method_cap_s: float | None = None,
-                log=None) -> list[dict]:
+                log=None, deadline: float | None = None, skipped: list | None = None,
+                into: list | None = None) -> list[dict]:
     """Build each method once for ``A`` in ``dtype`` (SpMV, x standard normal with ``seed``),
     check it once on the GPU, then time it warm (no flush) and/or cold (L2 read-flushed
     before every call): one row per method and cache state, the schema of
@@ -229,15 +260,26 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
     ``method_cap_s``: when one call (timed once first) times ``warmup + reps`` would pass it,
     the method runs ``cap_reps`` = max(3, what fits) timed calls after one warm-up instead
     (the row's ``reps`` says how many; ``reps_capped`` is set). ``log(text)``: one line per
-    method with its build, check and timing seconds."""
+    method with its build, check and timing seconds. ``deadline`` (a ``time.perf_counter()``
+    value): methods not begun by then are not built; "<matrix> <dtype> <method>" goes to
+    ``skipped``. ``into``: a list the rows are appended to as they are made (so a caller
+    stopped by a signal keeps the rows of the methods done)."""
     import gc
     import time
 
     from spmvlab import methods
     from spmvlab.bench import effective_bandwidth
     p = methods.Problem.make(A, dtype, seed=seed, lossy=True)
-    rows = []
+    rows = [] if into is None else into
+    first = len(rows)
     for name in names:
+        if deadline is not None and time.perf_counter() > deadline:
+            what = f"{(extra or {}).get('matrix', '')} {p.dtype.name} {name}".strip()
+            if skipped is not None:
+                skipped.append(what)
+            if log:
+                log(f"{what}: skipped (time budget)")
+            continue
         spec = methods.resolve(name)
         base = dict(extra or {}, method=spec.name, kind=p.kind, k=p.k, dtype=p.dtype.name,
                     shape=list(p.shape), nnz=int(p.A.nnz))
@@ -274,7 +316,7 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
             m.close()
         m = None
         gc.collect()
-    return rows
+    return rows[first:]
 
 
 def pairs(rows: list[dict], cache: str, ours: str = "csr_dtans", baselines=BASELINES) -> list[dict]:
@@ -336,72 +378,211 @@ def scatter(ax, prs: list[dict], title: str, l2_bytes=None):
 
 #: the GPU experiments' settings (fig7/fig8/table2/table3 share them, so one measurement
 #: serves all four): the local matrices; four families at 2^24, four at 2^26 and banded17 at
-#: 2^27 (the paper's > 2^25 column); every family at 2^22. ``budget_s``: matrices not begun
-#: after that many seconds are skipped (listed in ``skipped``), so a slow host still saves.
+#: 2^27 (the paper's > 2^25 column); every family at 2^22. ``budget_s``: matrices, value
+#: types and methods not begun after that many seconds (and matrices expected to end after
+#: it) are skipped (listed in ``skipped``), so a slow host still saves; ``method_cap_s``: a
+#: method whose ``warmup + reps`` calls in both cache states would take longer runs fewer
+#: reps (at least 3; ``reps_capped``); ``measure_missing_s``: seconds fig8/table2/table3 may
+#: spend measuring what fig7's saved rows miss (0: none, they use fig7's rows as they are).
 GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[22],
                 large=[["stencil5", 26], ["banded17", 26], ["watts20", 26], ["erdos_renyi20", 26],
                        ["banded17", 27], ["stencil5", 24], ["banded17", 24], ["watts20", 24],
                        ["uniform16", 24]],
                 dtypes=["float64", "float32"], methods=[*BASELINES, "csr_dtans"],
-                caches=["warm", "cold"], reps=20, warmup=3, budget_s=420, method_cap_s=20.0, seed=0)
+                caches=["warm", "cold"], reps=20, warmup=3, budget_s=420, method_cap_s=5.0,
+                measure_missing_s=0.0, seed=0)
 GPU_QUICK = dict(real=["HB/bcsstk13", "SNAP/ego-Facebook"], synthetic=["stencil5", "watts20"],
-                 log2_nnz=[16, 20], large=[], reps=5, budget_s=120)
+                 log2_nnz=[16, 20], large=[], reps=5, budget_s=120, measure_missing_s=120.0)
 #: Tables II and III: nnz columns <= 2^20, <= 2^25, > 2^25
 GPU_EDGES = (20, 25)
 
 
-def measure_gpu(cfg: dict, desc: str) -> dict:
-    """Every matrix of ``cfg`` in every dtype through :func:`time_matrix`; extras: the
-    device's copy bandwidth and L2 size, the wall seconds of each matrix and the matrices
-    skipped for ``budget_s``."""
+#: seconds per nonzero and value type a matrix is expected to take (generation, encoding,
+#: SELL layout, uploads, checks and timing), until the run has measured a matrix of >= 2^20
+#: nonzeros (then the rate of the largest one measured is used: small matrices' fixed costs
+#: would overstate it): a 2^26-nonzero matrix in two value types ~70 s. On 2 CPU cores here, after CSR-dtANS's device check: generation 3-13 s per 2^26
+#: nonzeros, per value type encoding 7-25 s, SELL layout 3-5 s, the rest ~2 s.
+PRIOR_S_PER_NNZ = 0.5e-6
+
+
+def missing(cfg: dict, rows: list[dict]) -> dict:
+    """{matrix: {dtype: [methods]}} of the config's (matrix, dtype, method) with no row in
+    ``rows`` (a timing or an error): what a run stopped early left out."""
+    have = {(r.get("matrix"), r.get("dtype"), r.get("method")) for r in rows}
+    out: dict = {}
+    for name, _, _, _ in matrices_gpu(cfg):
+        for dt in cfg["dtypes"]:
+            ms = [m for m in cfg["methods"] if (name, dt, m) not in have]
+            if ms:
+                out.setdefault(name, {})[dt] = ms
+    return out
+
+
+def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None) -> dict:
+    """Every matrix of ``cfg`` in every dtype through :func:`time_matrix` (``only``: just the
+    {matrix: {dtype: [methods]}} given, :func:`missing`); extras: the device's copy
+    bandwidth and L2 size, the wall seconds of each matrix (``matrix_seconds``), the
+    matrices done (``done``) and what was skipped for ``budget_s`` (``skipped``: a matrix
+    not begun, "<matrix> <dtype>" or "<matrix> <dtype> <method>").
+
+    Bounds: no matrix is begun after ``budget_s``, nor one expected to end after it (its
+    target nonzeros times the seconds per nonzero of the largest matrix measured so far,
+    :data:`PRIOR_S_PER_NNZ` before); no value type or method is begun after it. The results
+    are saved after every matrix (:func:`spmvlab.experiment.checkpoint`); stopped by a
+    signal (SIGTERM from ``timeout``) or Ctrl-C, the rows so far (the current matrix's
+    methods done included) are saved with ``stopped``, then the stop goes on. ``checkpoint``: what saves them (default
+    :func:`spmvlab.experiment.checkpoint`; the reusers, whose rows are not timing rows, pass
+    one that does nothing)."""
     import time
 
     from spmvlab import bench, runinfo
     from spmvlab import experiment as X
-    jobs = list(matrices_gpu(cfg))
-    rows, seconds, skipped = [], {}, []
+    save = X.checkpoint if checkpoint is None else checkpoint
+    jobs = [j for j in matrices_gpu(cfg) if only is None or j[0] in only]
+    rows, seconds, skipped, done = [], {}, [], []
     info = runinfo.device_info()
     extras = dict(copy_bandwidth=bench.copy_bandwidth(), l2_bytes=info.get("l2_bytes"),
-                  matrix_seconds=seconds, skipped=skipped)
+                  matrix_seconds=seconds, skipped=skipped, done=done)
     start = time.perf_counter()
     budget = cfg.get("budget_s")
+    deadline = start + budget if budget else None
+    rates = []
 
     def log(text):
         print(f"  [{time.perf_counter() - start:.0f} s] {text}", file=sys.stderr, flush=True)
 
-    for name, source, spec, load in X.progress(jobs, total=len(jobs), desc=desc):
-        t0 = time.perf_counter()
-        if budget and t0 - start > budget:
-            skipped.append(name)
-            continue
-        A = load()
-        log(f"{name}: {A.shape[0]}x{A.shape[1]}, {A.nnz} nonzeros, loaded in {time.perf_counter() - t0:.1f} s")
-        extra = dict(matrix=name, source=source, family=spec["family"] if spec else "suitesparse")
-        for dt in cfg["dtypes"]:
-            if budget and time.perf_counter() - start > budget:
-                skipped.append(f"{name} {dt}")
+    def left():
+        return math.inf if deadline is None else deadline - time.perf_counter()
+
+    current, inflight = None, []
+    try:
+        for name, source, spec, load in X.progress(jobs, total=len(jobs), desc=desc):
+            t0 = time.perf_counter()
+            dtypes = list((only or {}).get(name) or cfg["dtypes"])
+            if left() <= 0:
+                skipped.append(name)
                 continue
-            rows += time_matrix(A, dt, cfg["methods"], reps=cfg["reps"], warmup=cfg["warmup"],
-                                caches=cfg["caches"], extra=extra,
-                                method_cap_s=cfg.get("method_cap_s"), log=log)
-        del A
-        seconds[name] = time.perf_counter() - t0
-        X.checkpoint(dict(rows=rows, **extras))
+            if spec is not None:
+                rate = max(rates)[1] if rates else PRIOR_S_PER_NNZ
+                est = rate * 2 ** spec["log2_nnz"] * len(dtypes)
+                if est > left():
+                    skipped.append(name)
+                    log(f"{name}: skipped, expected to take ~{est:.0f} s with {left():.0f} s of the "
+                        f"budget left")
+                    continue
+            current = name
+            A = load()
+            log(f"{name}: {A.shape[0]}x{A.shape[1]}, {A.nnz} nonzeros, loaded in {time.perf_counter() - t0:.1f} s")
+            extra = dict(matrix=name, source=source, family=spec["family"] if spec else "suitesparse")
+            for dt in dtypes:
+                if left() <= 0:
+                    skipped.append(f"{name} {dt}")
+                    continue
+                names = (only or {}).get(name, {}).get(dt) or cfg["methods"]
+                inflight = []
+                rows += time_matrix(A, dt, names, reps=cfg["reps"], warmup=cfg["warmup"],
+                                    caches=cfg["caches"], extra=extra,
+                                    method_cap_s=cfg.get("method_cap_s"), log=log,
+                                    deadline=deadline, skipped=skipped, into=inflight)
+                inflight = []
+            seconds[name] = time.perf_counter() - t0
+            if A.nnz >= 2 ** 20:
+                rates.append((A.nnz, seconds[name] / (A.nnz * len(dtypes))))
+            del A
+            done.append(name)
+            current = None
+            save(dict(rows=rows, **extras))
+    except KeyboardInterrupt as exc:         # SIGTERM (experiment.Stopped) or Ctrl-C
+        extras["stopped"] = dict(reason=str(exc) or type(exc).__name__, matrix=current,
+                                 after_s=round(time.perf_counter() - start, 1))
+        tail = rows[len(rows) - len(inflight):] if inflight else []
+        rows += [r for r in inflight if all(r is not q for q in tail)]   # the methods done
+        log(f"stopped ({extras['stopped']['reason']}) in {current}: saving {len(rows)} rows")
+        save(dict(rows=rows, **extras))
+        raise
     return dict(rows=rows, **extras)
 
 
+def gpu_cli(p, reuser: bool = False):
+    """The GPU experiments' flags (config overrides): time limits, and for fig8/table2/table3
+    how long they may measure what fig7's rows miss."""
+    p.add_argument("--budget-s", type=float,
+                   help="seconds after which no matrix, value type or method is begun (skipped ones "
+                        "are listed under 'skipped')")
+    p.add_argument("--method-cap-s", type=float,
+                   help="seconds one method's timed calls (both cache states) may take before its "
+                        "reps are cut (at least 3; 'reps_capped')")
+    if reuser:
+        p.add_argument("--measure-missing-s", type=float,
+                       help="seconds this may spend measuring the matrices fig7_dtans's saved rows "
+                            "miss, or all of them without reusable fig7 results (0: measure nothing, "
+                            "fail at once without fig7 results)")
+
+
 def gpu_results(cfg: dict, desc: str) -> dict:
-    """fig7_dtans's saved measurement when it is reusable (:func:`reuse_rows`), else a new
-    one; ``rows_from`` says which (``rows_partial``: fig7 was stopped before its end and saved
-    what it had, :func:`spmvlab.experiment.checkpoint`)."""
-    saved = reuse_rows("fig7_dtans", cfg, True)
+    """fig7_dtans's saved rows when they are reusable (:func:`reuse_state`), plus what they
+    miss (:func:`missing`: fig7 stopped early) measured here within ``measure_missing_s``
+    seconds; ``rows_from`` says where the rows came from, ``rows_partial`` that fig7's file
+    was partial, ``not_measured`` what is still missing. With ``measure_missing_s`` 0 (the
+    full config's default) nothing is measured here: fig7's rows, partial or not, are used
+    as they are, and without reusable fig7 results this raises :class:`OptionError` at once
+    (run ``experiments/fig7_dtans.py`` first, or pass ``--measure-missing-s SECONDS``)."""
+    from reference._common import OptionError, problem
+    saved, why = reuse_state("fig7_dtans", cfg, True)
+    rows = list(saved["rows"]) if saved is not None else []
+    todo = missing(cfg, rows)
+    allow = float(cfg.get("measure_missing_s") or 0)
+    if saved is None and not allow:
+        raise OptionError(problem(
+            f"{desc}: fig7_dtans's rows", "results/<this device>/fig7_dtans.json of this commit, "
+            "config and GPU", why, "run experiments/fig7_dtans.py first (fig8/table2/table3 reuse "
+            "its rows), or pass --measure-missing-s SECONDS to measure here"))
+    out = {}
     if saved is not None:
         keep = ("copy_bandwidth", "l2_bytes", "matrix_seconds", "skipped")
-        part = {"rows_partial": True} if saved.get("partial") else {}
-        return dict(rows=saved["rows"], **{k: saved.get(k) for k in keep}, **part,
-                    rows_from="fig7_dtans.json of this device", rows_git_hash=saved["meta"]["git_hash"],
-                    rows_date=saved["meta"]["date_utc"])
-    return dict(measure_gpu(cfg, desc), rows_from="measured here")
+        out = {k: saved.get(k) for k in keep}
+        out.update(rows_from="fig7_dtans.json of this device", rows_git_hash=saved["meta"]["git_hash"],
+                   rows_date=saved["meta"]["date_utc"])
+        if saved.get("partial"):
+            out["rows_partial"] = True
+    if todo and allow:
+        new = measure_gpu(dict(cfg, budget_s=min(allow, cfg.get("budget_s") or allow)), desc,
+                          only=todo if saved is not None else None, checkpoint=lambda res: None)
+        rows += new.pop("rows")
+        if saved is None:
+            out.update(new, rows_from="measured here")
+        else:
+            out["rows_from"] += f" + {len(new['done'])} matrices measured here"
+            out["measured_here"] = new["done"]
+            for k in ("copy_bandwidth", "l2_bytes"):
+                out[k] = out[k] or new[k]
+        todo = missing(cfg, rows)
+    if todo:
+        out["not_measured"] = sorted(f"{m} {dt}" for m, d in todo.items() for dt in d)
+    return dict(out, rows=rows)
+
+
+def run_state(results: dict) -> list[str]:
+    """Lines saying how complete a GPU run's results are: partial (stopped, with where),
+    where the rows came from, what was skipped for the budget or is not measured, and the
+    methods whose reps were cut (``reps_capped``)."""
+    out = []
+    if results.get("partial") or results.get("rows_partial"):
+        st = results.get("stopped") or {}
+        out.append("PARTIAL results: " + (f"stopped ({st.get('reason')}) in {st.get('matrix')} after "
+                                          f"{st.get('after_s')} s; " if st else "")
+                   + f"{len(results.get('done') or results.get('matrix_seconds') or [])} matrices done")
+    if results.get("rows_from"):
+        out.append(f"rows from {results['rows_from']}" + (" (partial)" if results.get("rows_partial") else ""))
+    for key in ("skipped", "not_measured"):
+        if results.get(key):
+            vals = results[key]
+            out.append(f"{key} ({len(vals)}): {', '.join(vals[:12])}{' ...' if len(vals) > 12 else ''}")
+    capped = sorted({f"{r.get('matrix')} {r.get('dtype')} {r.get('method')} ({r.get('reps')} reps)"
+                     for r in results.get("rows") or [] if r.get("reps_capped")})
+    if capped:
+        out.append(f"reps capped ({len(capped)}): {', '.join(capped[:12])}{' ...' if len(capped) > 12 else ''}")
+    return out
 
 
 def speed_cells(rows: list[dict], cache: str, dtypes) -> list[dict]:

@@ -18,18 +18,31 @@ timed (median of ``reps`` calls).
 Matrices, in this order: the local SuiteSparse matrices (``SPMVLAB_DATA``), then seeded
 synthetic ones (small value alphabets; ``experiments/_dtans.py``): four families at 2^26 and
 ``banded17`` at 2^27 (the paper's > 2^25 column), four at 2^24, and all ten at 2^22.
-Expected runtime on an H200: about 5 minutes, mostly host-side generation and encoding of
-the large matrices (the fast encoder took 3-7 s per 2^24 nonzeros and value width on 2
-loaded CPU cores here); matrices (and value types) not begun after ``budget_s`` = 420 s are
-skipped and listed in ``skipped``, so the run still saves. The results file is rewritten
-after every matrix (``"partial": true`` until the end), so a run killed by a time limit
-keeps what it measured; a method whose 20 reps would take more than ``method_cap_s`` = 20 s
-runs fewer (``reps_capped``); one line per method on stderr gives its build, check and
-timing seconds. (The first H200 run, 4c5d083, passed its 29 local matrices in 161 s and
-then spent over 300 s on the first 2^26-nonzero matrix without saving anything.)
+Expected runtime on an H200: about 7-8 minutes if nothing is skipped, almost all of it on
+the host. Measured on 2 CPU cores here (ae456d8): generation, fast encoding in both value
+types, SELL layout, COO arrays and the reference product take 26-44 s per 2^26-nonzero
+matrix, 63 s for banded17 at 2^27, 5-11 s per 2^24 and 1.5-4 s per 2^22 (~300 s for the 19
+synthetic matrices; the local ones took ~115 s on the H200 run of 4c5d083 without the host
+decode below). On the GPU, estimated from the one CSR-dtANS time measured so far (5.0 ms
+for 11008 symbols per lane at 4096x11008: ~0.46 us per symbol and warp), a call takes
+~0.5-1.2 ms at 2^26-2^27 nonzeros (5 to 44 nonzeros per row: every lane's row is short),
+but one lane decodes a whole row, so power_law8/32 at 2^22 (longest rows 198018 and 131072
+nonzeros) would take ~120-180 ms per call:
+``method_cap_s`` = 5 s cuts their reps (``reps_capped``, at least 3). ``budget_s`` = 420:
+no matrix, value type or method is begun after it, nor a matrix expected to end after it
+(target nonzeros x the seconds per nonzero of the largest matrix so far); skipped ones are
+listed in ``skipped``. The results file is rewritten after every matrix (``"partial": true``
+and ``done`` until the end) and on SIGTERM (what ``timeout`` sends: the rows of the
+methods done and ``stopped``), so a run killed by a time limit keeps what it measured and
+fig8/table2/table3 and ``--plot-only`` work on it. One stderr line per method gives its
+build, check and timing seconds. (The first H200 run, 4c5d083, passed its 29 local
+matrices in 161 s and then spent over 300 s on the first 2^26-nonzero matrix without
+saving anything: ``to_device`` checked every CSR-dtANS matrix with the reference's Python
+decoder on the host, ~150 s per value type at 2^26 nonzeros; it uses the device check from
+2^16 nonzeros now, ``spmvlab.kernels.csr_dtans.HOST_CHECK_MAX_NNZ``.)
 ``--quick``: six small matrices.
 
-    python experiments/fig7_dtans.py [--quick] [--plot-only]
+    python experiments/fig7_dtans.py [--quick] [--plot-only] [--budget-s S] [--method-cap-s S]
 """
 from __future__ import annotations
 
@@ -52,6 +65,10 @@ CACHE = "warm"
 def config(quick: bool = False, **overrides) -> dict:
     """``real`` None: every local SuiteSparse matrix; ``large``: [family, log2 nnz] pairs."""
     return X.make_config(NAME, D.GPU_FULL, D.GPU_QUICK, quick, overrides)
+
+
+def cli(p):
+    D.gpu_cli(p)
 
 
 def measure(cfg: dict) -> dict:
@@ -79,6 +96,8 @@ def throughput(results: dict) -> list[dict]:
 
 
 def report(results: dict):
+    for line in D.run_state(results):
+        print(line)
     cols = [("matrix", "matrix", ""), ("dtype", "dtype", ""), ("nnz", "nnz", ""),
             ("baseline", "fastest", ""), ("baseline_us", "base us", ".1f"), ("dtans_us", "dtANS us", ".1f"),
             ("speedup", "speedup", ".2f"), ("size_ratio", "size", ".2f")]

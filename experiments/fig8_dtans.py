@@ -1,10 +1,15 @@
 """dtANS paper, Fig. 8: as Fig. 7 (``fig7_dtans.py``, which documents the baselines, the
 matrices and the SELL baseline through ctypes), with a cold L2 (a 2 x L2 buffer read before every timed
-call). The rows are fig7_dtans's cold timings when results/<this device>/fig7_dtans.json was
+call). The rows are fig7_dtans's cold timings from results/<this device>/fig7_dtans.json,
 measured with the same settings by the same commit on this GPU (run fig7_dtans first: then
-this takes seconds); otherwise the whole measurement runs here (about 5 minutes on an H200).
+this takes seconds), also when fig7 was stopped early and saved part of them (``rows_partial``;
+what is missing is listed in ``not_measured``). Nothing is measured here unless asked:
+``--measure-missing-s SECONDS`` measures what fig7's rows miss (everything, without reusable
+fig7 results) within that many seconds; without reusable fig7 results and without that flag
+it fails at once, saying why (``_dtans.gpu_results``). ``--quick`` measures its six small
+matrices itself (``measure_missing_s`` = 120 there).
 
-    python experiments/fig8_dtans.py [--quick] [--plot-only]
+    python experiments/fig8_dtans.py [--quick] [--plot-only] [--measure-missing-s SECONDS]
 """
 from __future__ import annotations
 
@@ -29,6 +34,10 @@ def config(quick: bool = False, **overrides) -> dict:
     return X.make_config(NAME, D.GPU_FULL, D.GPU_QUICK, quick, overrides)
 
 
+def cli(p):
+    D.gpu_cli(p, reuser=True)
+
+
 def measure(cfg: dict) -> dict:
     res = D.gpu_results(cfg, NAME)
     res["rows"] = [r for r in res["rows"] if r.get("cache", CACHE) == CACHE]
@@ -40,6 +49,8 @@ def plot(results: dict, fig_path: str) -> list[str]:
 
 
 def report(results: dict):
+    for line in D.run_state(results):
+        print(line)
     cols = [("matrix", "matrix", ""), ("dtype", "dtype", ""), ("nnz", "nnz", ""),
             ("baseline", "fastest", ""), ("speedup", "speedup", ".2f"), ("size_ratio", "size", ".2f")]
     print(P.format_table(sorted(D.pairs(results["rows"], CACHE), key=lambda r: (r["dtype"], r["nnz"])), cols))

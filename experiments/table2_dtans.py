@@ -3,12 +3,16 @@ fastest cuSPARSE format (CSR, COO or SELL, those timed; see fig7_dtans.py), warm
 nonzeros (<= 2^20, <= 2^25, > 2^25) and average nonzeros per row (<= 10, > 10), for 64- and
 32-bit values, over all matrices and the local SuiteSparse and synthetic ones apart.
 
-Rows: the cells (success/total). The timings are fig7_dtans's (the same settings) when
-results/<this device>/fig7_dtans.json was measured by the same commit on this GPU, else they
-are measured here (about 5 minutes on an H200); extras ``summary`` (best speedup, and
-the > 2^25 column: the issue's goal is a majority faster in fp64 cold L2).
+Rows: the cells (success/total). The timings are fig7_dtans's (the same settings) from
+results/<this device>/fig7_dtans.json measured by the same commit on this GPU, also when fig7
+was stopped early and saved part of them (``rows_partial``, ``not_measured``); nothing is
+measured here unless ``--measure-missing-s SECONDS`` asks for what fig7's rows miss (all of
+it without reusable fig7 results); without reusable fig7 results and that flag it fails at
+once, saying why (as fig8_dtans; ``--quick`` measures its six small matrices itself).
+Extras ``summary`` (best speedup, and the > 2^25 column: the issue's goal is a majority
+faster in fp64 cold L2).
 
-    python experiments/table2_dtans.py [--quick] [--plot-only]
+    python experiments/table2_dtans.py [--quick] [--plot-only] [--measure-missing-s SECONDS]
 """
 from __future__ import annotations
 
@@ -33,6 +37,10 @@ def config(quick: bool = False, **overrides) -> dict:
     return X.make_config(NAME, D.GPU_FULL, D.GPU_QUICK, quick, overrides)
 
 
+def cli(p):
+    D.gpu_cli(p, reuser=True)
+
+
 def measure(cfg: dict) -> dict:
     res = D.gpu_results(cfg, NAME)
     timing = res.pop("rows")
@@ -49,6 +57,8 @@ def plot(results: dict, fig_path: str) -> list[str]:
 
 
 def report(results: dict):
+    for line in D.run_state(results):
+        print(line)
     print(P.format_table([r for r in results["rows"] if r["source"] in ("all", "suitesparse")],
                          [("dtype", "dtype", ""), ("source", "source", ""),
                           ("nnz_per_row", "nnz/row", ""), ("nnz", "nnz", ""),

@@ -56,7 +56,7 @@ from .errors import DatasetError
 __all__ = ["ROOT", "results_path", "figure_path", "result_devices", "results_device",
            "make_config", "floats", "shapes", "words", "to_json", "save_results", "load_results",
            "progress", "problems", "gpu_available", "load_experiment", "experiments", "results_name",
-           "build_parser", "checkpoint", "run", "replot", "main"]
+           "build_parser", "checkpoint", "Stopped", "run", "replot", "main"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
@@ -457,6 +457,20 @@ def merge_results(module, old: dict, rows: list, config: dict, meta: dict) -> tu
 _CHECKPOINT = None
 
 
+class Stopped(KeyboardInterrupt):
+    """A measurement stopped by SIGTERM (what ``timeout`` sends) while :func:`run` measures:
+    raised in the main thread so a ``measure`` can save what it has (:func:`checkpoint`)
+    on the way out; :func:`main` then returns 128 + the signal number."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"signal {signum}")
+        self.signum = int(signum)
+
+
+def _raise_stopped(signum, frame):
+    raise Stopped(signum)
+
+
 def checkpoint(results: dict) -> str | None:
     """Save ``results`` (what ``measure`` has so far: ``rows`` plus its extras) as the run's
     results file, marked ``"partial": true``, when called from a ``measure`` that :func:`run`
@@ -471,7 +485,8 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
         fig: str | None = None, report: bool = True, merge: bool = False) -> dict:
     """Measure ``cfg``, save the results (with :func:`runinfo.run_metadata`), plot them from
     the saved file and print the report; returns the saved results. ``measure`` may save
-    partial results on the way (:func:`checkpoint`). With ``merge`` the rows
+    partial results on the way (:func:`checkpoint`); SIGTERM while it measures raises
+    :class:`Stopped` in it (so it can save what it has), which propagates. With ``merge`` the rows
     join the saved results of the same name (:func:`merge_results`) instead of replacing
     them: long sweeps are measured in parts (e.g. fig4's shapes and sparsities)."""
     from .runinfo import run_metadata
@@ -494,11 +509,28 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
         return save_results(path, rows, config, extra=results, meta=meta)
 
     global _CHECKPOINT
-    saved_cp, _CHECKPOINT = _CHECKPOINT, (lambda results: _save(results, True))
+    import signal
+    import threading
+    saves = []
+
+    def _partial(results: dict) -> str:
+        saves.append(_save(results, True))
+        return saves[-1]
+
+    saved_cp, _CHECKPOINT = _CHECKPOINT, _partial
+    main_thread = threading.current_thread() is threading.main_thread()
+    old_term = signal.signal(signal.SIGTERM, _raise_stopped) if main_thread else None
     try:
         results = dict(module.measure(cfg))
+    except Stopped:
+        print(f"{module.NAME}: stopped by a signal; "
+              + (f"partial results kept in {_rel(path)} (plot them with --plot-only)" if saves
+                 else "nothing was saved"), file=sys.stderr, flush=True)
+        raise
     finally:
         _CHECKPOINT = saved_cp
+        if main_thread and old_term is not None:
+            signal.signal(signal.SIGTERM, old_term)
     path = _save(results, False)
     saved = load_results(path)
     figs = module.plot(saved, fig or figure_path(name, device, quick))
@@ -557,5 +589,8 @@ def main(module, argv=None) -> int:
     if args.plot_only or (module.NEEDS_GPU and not gpu_available()):
         return replot(module, cfg, quick=args.quick, device=args.device, out=args.out,
                       fig=args.fig, prefix="" if args.plot_only else "no CUDA GPU: ")
-    run(module, cfg, quick=args.quick, out=args.out, fig=args.fig, merge=args.merge)
+    try:
+        run(module, cfg, quick=args.quick, out=args.out, fig=args.fig, merge=args.merge)
+    except Stopped as exc:
+        return 128 + exc.signum
     return 0

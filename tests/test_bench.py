@@ -10,6 +10,7 @@ import dataclasses
 import io
 import json
 import os
+import time
 import types
 
 import numpy as np
@@ -598,3 +599,34 @@ def test_checkpoint_keeps_what_a_stopped_run_measured(tmp_path):
     assert saved["partial"] is True and len(saved["rows"]) == 4 + 2
     assert sorted({r["sparsity"] for r in saved["rows"]}) == [0.5, 0.9]
     assert X.checkpoint(dict(rows=[])) is None  # outside a run: nothing is written
+
+
+def test_sigterm_stops_a_run_and_keeps_its_checkpoint(tmp_path):
+    """SIGTERM (what `timeout` sends) while a run measures raises experiment.Stopped in the
+    measure, which saves what it has on the way out; main returns 128 + 15 and the file is
+    partial; the handler is gone after the run; --plot-only plots the partial file."""
+    import signal
+    mod = _split_module()
+    out, fig = str(tmp_path / "r.json"), str(tmp_path / "f.png")
+    full = mod.measure
+    before = signal.getsignal(signal.SIGTERM)
+
+    def killed(cfg):
+        rows = full(cfg)["rows"]
+        X.checkpoint(dict(rows=rows[:1]))
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(200):                   # the handler raises within a bytecode or two
+                time.sleep(0.01)
+        except X.Stopped:
+            X.checkpoint(dict(rows=rows[:3], stopped="signal 15"))
+            raise
+        raise AssertionError("SIGTERM did not stop the measure")
+
+    mod.measure = killed
+    assert X.main(mod, ["--sparsities", "0.5,0.7", "--out", out, "--fig", fig]) == 128 + signal.SIGTERM
+    saved = X.load_results(out)
+    assert saved["partial"] is True and len(saved["rows"]) == 3 and saved["stopped"] == "signal 15"
+    assert signal.getsignal(signal.SIGTERM) == before
+    assert X.main(mod, ["--plot-only", "--out", out, "--fig", fig]) == 0
+    assert os.path.isfile(fig)

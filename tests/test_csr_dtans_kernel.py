@@ -100,3 +100,27 @@ def test_device_check_agrees_with_the_host_on_damaged_words():
             assert K.device_check(K._upload(B)) == host, (at, new)
             seen_bad += bool(host)
     assert seen_bad, "no damaged case was rejected"
+
+
+def test_to_device_checks_large_matrices_on_the_device_not_with_the_host_decoder(monkeypatch):
+    """check="auto" outside the simulator: the host check (the reference's Python decoder)
+    only below HOST_CHECK_MAX_NNZ nonzeros, the device check kernel above, although
+    ``values`` (the value table) is tiny: the generic ``values.size`` rule sent a 2^26-nonzero
+    matrix to the host decoder for ~150 s per value type."""
+    from spmvlab.kernels import _common as C
+    A, _ = ragged(np.float32, seed=5, n_rows=12, n_cols=60)
+    M = R.encode(A, dtype=np.float32)
+    assert M.values.size < C.DEVICE_CHECK_MIN_ENTRIES and M.nnz > 8
+    host, device = [], []
+    monkeypatch.setattr(C, "SIMULATOR", False)
+    monkeypatch.setattr(K, "_upload", lambda M: "uploaded")
+    monkeypatch.setattr(K, "device_check", lambda D: device.append(D) or [])
+    monkeypatch.setattr(R.CSRDtansMatrix, "_check_entries", lambda self, canonical: host.append(canonical))
+    monkeypatch.setattr(K, "HOST_CHECK_MAX_NNZ", 8)
+    assert K.to_device(M) == "uploaded"
+    assert device == ["uploaded"] and host == []
+    monkeypatch.setattr(K, "HOST_CHECK_MAX_NNZ", M.nnz + 1)
+    device.clear()
+    assert K.to_device(M) == "uploaded"
+    assert device == [] and host == [False]
+    assert K.to_device(M, check="device") == "uploaded" and device == ["uploaded"]

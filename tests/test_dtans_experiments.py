@@ -13,6 +13,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "experiments"))
 
 import _dtans as D  # noqa: E402
+from reference._common import OptionError  # noqa: E402
 from spmvlab import experiment as X  # noqa: E402
 
 
@@ -89,8 +90,8 @@ def test_gpu_experiments_plot_fabricated_results(name, tmp_path, monkeypatch, ca
     mod = X.load_experiment(name)
     cfg = mod.config(quick=True)
     rows = _fake_rows()
-    monkeypatch.setattr(D, "measure_gpu", lambda cfg, desc: dict(rows=rows, copy_bandwidth={"tb_s": 4.0},
-                                                                 l2_bytes=60 * 2 ** 20))
+    monkeypatch.setattr(D, "measure_gpu", lambda cfg, desc, **kw: dict(rows=rows, copy_bandwidth={"tb_s": 4.0},
+                                                                       l2_bytes=60 * 2 ** 20, done=[]))
     monkeypatch.setattr(D, "reuse_rows", lambda *a, **k: None)
     res = mod.measure(cfg)
     res = _results(res.pop("rows"), cfg) | res
@@ -227,3 +228,121 @@ def test_time_matrix_caps_slow_methods_and_logs(monkeypatch):
                dtypes=["float32"], budget_s=None)
     D.measure_gpu(cfg, "t")
     assert saved == [1, 2]
+
+
+def _fake_gpu(monkeypatch):
+    from spmvlab import bench, runinfo
+    monkeypatch.setattr(bench, "copy_bandwidth", lambda: {"tb_s": 1.0})
+    monkeypatch.setattr(runinfo, "device_info", lambda: {"l2_bytes": 1})
+
+
+def _timing(A, dt, names, **kw):
+    """time_matrix's fake: one warm and one cold row per method, appended to ``into``."""
+    new = [_row(kw["extra"]["matrix"], dt, m, 5.0 if m == "csr_dtans" else 8.0, int(A.nnz), A.shape[0],
+                100, cache) for m in names for cache in ("warm", "cold")]
+    kw["into"].extend(new)
+    return new
+
+
+def test_budget_bounds_the_work_in_flight(monkeypatch):
+    """A matrix expected to end after the budget (target nonzeros x seconds per nonzero) is
+    not begun, smaller ones after it still are; methods not begun by the deadline are
+    skipped and listed, never built."""
+    import time
+    _fake_gpu(monkeypatch)
+    seen, time_matrix = [], D.time_matrix
+    monkeypatch.setattr(D, "time_matrix", lambda A, dt, names, **kw: seen.append(kw["extra"]["matrix"]) or [])
+    cfg = dict(D.GPU_FULL, real=[], synthetic=["stencil5"], log2_nnz=[10], large=[["banded17", 34]],
+               dtypes=["float32"], budget_s=600)
+    res = D.measure_gpu(cfg, "t")            # 2^34 nonzeros x 0.5 us = 8590 s > 600 s: not loaded
+    assert seen == ["stencil5_2^10"] and res["skipped"] == ["banded17_2^34"] and res["done"] == seen
+    from spmvlab import methods
+    built = []
+    monkeypatch.setattr(methods, "build", lambda spec, p: built.append(spec.name))
+    A = D.build(D.synthetic_specs(["stencil5"], [8])[0])
+    skipped, lines = [], []
+    rows = time_matrix(A, "float32", ["cusparse", "csr_dtans"], reps=3, warmup=1, extra=dict(matrix="m"),
+                         deadline=time.perf_counter() - 1, skipped=skipped, log=lines.append)
+    assert rows == [] and built == [] and skipped == ["m float32 cusparse", "m float32 csr_dtans"]
+    assert all("skipped" in t for t in lines)
+
+
+def test_a_stop_saves_the_rows_in_flight(monkeypatch):
+    """Stopped (SIGTERM) inside the second matrix: the rows of the first and of the second's
+    methods done are saved with ``stopped``, and the stop propagates."""
+    _fake_gpu(monkeypatch)
+    saved = []
+    monkeypatch.setattr(X, "checkpoint", lambda res: saved.append(dict(res, rows=list(res["rows"]))))
+
+    def timing(A, dt, names, **kw):
+        _timing(A, dt, names[:1], **kw)          # the first method done ...
+        if kw["extra"]["matrix"] == "watts20_2^10":
+            raise X.Stopped(15)                  # ... then SIGTERM
+        _timing(A, dt, names[1:], **kw)
+        return list(kw["into"])                  # as time_matrix: every row of this call
+
+    monkeypatch.setattr(D, "time_matrix", timing)
+    cfg = dict(D.GPU_FULL, real=[], synthetic=["stencil5", "watts20"], log2_nnz=[10], large=[],
+               dtypes=["float32"], budget_s=None)
+    with pytest.raises(X.Stopped):
+        D.measure_gpu(cfg, "t")
+    first, last = saved
+    assert first["done"] == ["stencil5_2^10"] and "stopped" not in first and len(first["rows"]) == 8
+    assert last["stopped"]["matrix"] == "watts20_2^10" and last["stopped"]["reason"] == "signal 15"
+    assert len(last["rows"]) == 10 and last["done"] == ["stencil5_2^10"]
+    assert D.missing(cfg, last["rows"]) == {"watts20_2^10": {"float32": D.GPU_FULL["methods"][1:]}}
+
+
+def test_fig7_stopped_by_sigterm_keeps_partial_results_the_reusers_take(tmp_path, monkeypatch):
+    """End to end without a GPU: fig7 killed by SIGTERM in its second matrix leaves a
+    partial results file that --plot-only plots; fig8 (measure_missing_s 0) takes its rows
+    and lists what is missing without measuring; with measure_missing_s it measures only
+    that; without reusable fig7 results it fails at once."""
+    import signal
+
+    from spmvlab import runinfo
+    _fake_gpu(monkeypatch)
+    meta = {"git_hash": "a" * 40, "git_dirty": False, "date_utc": "2026-01-01T00:00:00+00:00",
+            "device": {"simulator": False, "name": "NVIDIA H200"}}
+    monkeypatch.setattr(runinfo, "run_metadata", lambda: dict(meta))
+    monkeypatch.setattr(X, "RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"), raising=False)
+    monkeypatch.setattr(X, "gpu_available", lambda: True)
+
+    def timing(A, dt, names, **kw):
+        if kw["extra"]["matrix"] == "watts20_2^10":
+            os.kill(os.getpid(), signal.SIGTERM)
+        return _timing(A, dt, names, **kw)
+
+    monkeypatch.setattr(D, "time_matrix", timing)
+    fig7, fig8 = X.load_experiment("fig7_dtans"), X.load_experiment("fig8_dtans")
+    flags = ["--budget-s", "0"]                 # 0: no budget
+    cfg = dict(real=[], synthetic=["stencil5", "watts20"], log2_nnz=[10], large=[], dtypes=["float32"])
+    for mod in (fig7, fig8):
+        monkeypatch.setattr(mod, "config", lambda quick=False, _m=mod, **o: X.make_config(
+            _m.NAME, dict(D.GPU_FULL, **cfg), D.GPU_QUICK, quick, o))
+    fig_path = str(tmp_path / "f7.png")
+    assert X.main(fig7, flags + ["--fig", fig_path]) == 128 + signal.SIGTERM
+    path = X.results_path("fig7_dtans", "h200")
+    part = X.load_results(path)
+    assert part["partial"] and part["done"] == ["stencil5_2^10"] and part["stopped"]["matrix"] == "watts20_2^10"
+    assert {r["matrix"] for r in part["rows"]} == {"stencil5_2^10"}
+    assert X.main(fig7, ["--plot-only", "--device", "h200", "--fig", fig_path]) == 0
+    assert D.run_state(part)[0].startswith("PARTIAL results: stopped (signal 15) in watts20_2^10")
+
+    calls = []
+    monkeypatch.setattr(D, "time_matrix", lambda A, dt, names, **kw: calls.append(names) or _timing(A, dt, names, **kw))
+    res = fig8.measure(fig8.config(budget_s=0))
+    assert calls == [] and res["rows_partial"] and res["not_measured"] == ["watts20_2^10 float32"]
+    assert {r["matrix"] for r in res["rows"]} == {"stencil5_2^10"} and all(r["cache"] == "cold" for r in res["rows"])
+    assert "not_measured (1): watts20_2^10 float32" in D.run_state(res)
+    res = fig8.measure(fig8.config(budget_s=0, measure_missing_s=60.0))
+    assert calls == [D.GPU_FULL["methods"]] and "not_measured" not in res
+    assert res["measured_here"] == ["watts20_2^10"] and "1 matrices measured here" in res["rows_from"]
+    assert {r["matrix"] for r in res["rows"]} == {"stencil5_2^10", "watts20_2^10"}
+    assert X.results_path("fig8_dtans", "h200") and not os.path.exists(X.results_path("fig8_dtans", "h200"))
+    monkeypatch.setattr(runinfo, "run_metadata", lambda: dict(meta, git_hash="b" * 40))
+    calls.clear()
+    with pytest.raises(OptionError, match="fig7_dtans.py first"):
+        fig8.measure(fig8.config(budget_s=0))
+    assert calls == []

@@ -59,7 +59,7 @@ from reference.csr_dtans import PARAMS, CSRDtansMatrix, delta_raw_bits
 from .. import formats
 from .._cuda import cuda, inline_device, libdevice
 from ._common import (
-    FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32,
+    DEVICE_CHECK_MIN_ENTRIES, FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32,
     check_threads_per_block, check_value_dtype, checked_to_device, finish, numba_type, prepare,
     prepare_spmm,
     run_device_check, to_dev,
@@ -146,11 +146,28 @@ def table_layout(symbols: np.ndarray, counts: np.ndarray):
     return sym, info, int(c[:-1].sum()), used
 
 
+#: ``to_device(check="auto")`` checks on the host (the reference's Python decoder, ~1.2 us
+#: per symbol, two symbols per nonzero) only below this many nonzeros and with the device
+#: check kernel from here on. ``M.values`` is the value table here, a handful of symbols, so
+#: the generic rule (``values.size`` below 2^20) sent every matrix to the host decoder: the
+#: first H200 run of fig7_dtans (4c5d083) spent ~150 s per value type decoding its first
+#: 2^26-nonzero matrix on the host and was killed before saving anything.
+HOST_CHECK_MAX_NNZ = 1 << 16
+
+
+def _host_entries(M: CSRDtansMatrix) -> int:
+    """The host check's work in the units of ``DEVICE_CHECK_MIN_ENTRIES``: none below
+    :data:`HOST_CHECK_MAX_NNZ` nonzeros, more than the device threshold from there on."""
+    return 0 if M.nnz < HOST_CHECK_MAX_NNZ else max(M.nnz, DEVICE_CHECK_MIN_ENTRIES)
+
+
 def to_device(M: CSRDtansMatrix, check: str = "auto") -> DeviceCSRDtans:
     """``M`` on the device once ``kernels._common.checked_to_device`` has checked it: every
     warp decodes exactly and every decoded column is in range, on the host or with the
-    device check (``check``: "auto", "host", "device")."""
-    return checked_to_device(M, CSRDtansMatrix, DeviceCSRDtans, _upload, device_check, check)
+    device check (``check``: "auto": on the host below :data:`HOST_CHECK_MAX_NNZ` nonzeros or
+    in the simulator, else on the device; "host", "device")."""
+    return checked_to_device(M, CSRDtansMatrix, DeviceCSRDtans, _upload, device_check, check,
+                             host_entries=_host_entries)
 
 
 def _nonempty(a: np.ndarray) -> np.ndarray:
