@@ -270,6 +270,19 @@ def build_problem(spec: dict, dense: bool = False):
 
 
 def _default_workers() -> int:
+    """Builder processes of :func:`problems`: ``SPMVLAB_BUILD_WORKERS`` when set (an integer
+    >= 0), else 0 on machines of two cores or fewer and ``min(4, cores // 4)`` otherwise."""
+    env = os.environ.get("SPMVLAB_BUILD_WORKERS")
+    if env is not None and env.strip():
+        try:
+            n = int(env)
+        except ValueError:
+            n = -1
+        if n < 0:
+            raise ValueError(f"SPMVLAB_BUILD_WORKERS: expected an integer >= 0 (builder "
+                             f"processes; 0 builds in this process), got {env!r}; unset it "
+                             "for the default")
+        return n
     n = os.cpu_count() or 1
     return 0 if n <= 2 else min(4, max(1, n // 4))
 
@@ -281,7 +294,7 @@ def problems(specs: list, *, dense: bool = False, workers: int | None = None,
     the next matrices (numpy, one core each) overlaps the GPU timing of the current one.
 
     ``workers=0`` builds each in this process when it is needed (the default on machines
-    of two cores or fewer; otherwise ``min(4, cores // 4)``: a problem of the largest fig4
+    of two cores or fewer; otherwise ``min(4, cores // 4)``, or ``SPMVLAB_BUILD_WORKERS``: a problem of the largest fig4
     layer at 0 % sparsity, with its dense copy and encodings, is several GB, and each one in
     flight is held in memory twice while it is passed back). The workers are started with
     ``spawn`` and never touch the GPU. Every problem is the same whichever process built it

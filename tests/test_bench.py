@@ -290,6 +290,22 @@ def test_problems_are_the_same_from_worker_processes():
     assert time.perf_counter() - t0 < 2.0
 
 
+def test_build_workers_from_the_environment(monkeypatch):
+    """SPMVLAB_BUILD_WORKERS sets the builder processes of experiment.problems; a bad value
+    raises naming the variable."""
+    monkeypatch.setenv("SPMVLAB_BUILD_WORKERS", "7")
+    assert X._default_workers() == 7
+    monkeypatch.setenv("SPMVLAB_BUILD_WORKERS", "0")
+    assert X._default_workers() == 0
+    for bad in ("-1", "many"):
+        monkeypatch.setenv("SPMVLAB_BUILD_WORKERS", bad)
+        with pytest.raises(ValueError, match="SPMVLAB_BUILD_WORKERS"):
+            X._default_workers()
+    monkeypatch.delenv("SPMVLAB_BUILD_WORKERS")
+    n = os.cpu_count() or 1
+    assert X._default_workers() == (0 if n <= 2 else min(4, max(1, n // 4)))
+
+
 def test_quick_runs_go_to_quick_files(tmp_path, monkeypatch):
     calls = []
     mod = _demo_module(calls)
