@@ -30,7 +30,6 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "dtans_llm_speed"
 NEEDS_GPU = True
-AWAITING_FIRST_GPU_RUN = True   # written without a GPU: goes when its first H200 results are committed
 METHODS = ["cublas", "macko", "csr_dtans", "cusparse"]
 STYLE = {"macko": dict(color="tab:red", marker="o"), "csr_dtans": dict(color="tab:green", marker="^"),
          "cusparse": dict(color="tab:blue", marker="s"), "cublas": dict(color="black")}

@@ -25,7 +25,6 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "fig8_dtans"
 NEEDS_GPU = True
-AWAITING_FIRST_GPU_RUN = True   # written without a GPU: goes when its first H200 results are committed
 CACHE = "cold"
 
 

@@ -31,8 +31,6 @@ from spmvlab import plotting as P  # noqa: E402
 NAME = "spmm_macko"
 NEEDS_GPU = True
 SPLIT_KEYS = ("shapes", "sparsities", "ks")   # measure in parts with --merge
-#: the methods of the committed H200 run (before the tensor-core SpMM)
-H200_METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]", "csr_vector"]
 METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]",
            "macko[spmm_mma=True]", "macko[spmm_mma=True,spmm_mma_window=512]",
            "macko[spmm_mma=True,spmm_mma_double=True,spmm_mma_window=512]", "csr_vector"]

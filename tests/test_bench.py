@@ -402,12 +402,8 @@ def _run_flags(name, device):
         return dict(methods=X.load_experiment(name).H100_METHODS)
     if (name, device) == ("fig4_macko", "h100"):
         return dict(sparsities=[0.5], methods=X.load_experiment(name).H100_METHODS)
-    if (name, device) == ("fig4_macko", "h200"):         # measured in parts; more to come
-        return dict(sparsities=[0.5, 0.6, 0.7, 0.8, 0.9, 0.95], budget_s=170.0)  # last part's budget
-    if (name, device) == ("fig7_ec", "h200"):            # measured in parts; more to come
-        return dict(shapes=[[4096, 11008], [11008, 4096], [8192, 8192]])
-    if (name, device) == ("spmm_macko", "h200"):         # before the tensor-core SpMM
-        return dict(methods=X.load_experiment(name).H200_METHODS)
+    if (name, device) == ("fig4_macko", "h200"):         # measured in parts (every sparsity)
+        return dict(budget_s=205.0)                      # the last part's budget
     if (name, device) == ("fig1_macko", "h100"):
         return dict(sparsities=X.load_experiment(name).H100_SPARSITIES)
     return _RUN_FLAGS.get(name, {})
