@@ -139,10 +139,13 @@ def plot(results: dict, fig_path: str) -> list[str]:
                    xlabel="right-hand sides N", ylabel="speedup over cuBLAS GEMM (fp16)")
             ks = sorted(base)
             ax.set_xticks(ks, [str(k) for k in ks])
-            if i == 0 and j == 0:
-                ax.legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    ncol = min(4, len(labels))
     fig.suptitle(f"SpMM fp16, cold L2, {P.device_name(results)}", fontsize=10)
-    return P.savefig(fig, fig_path)
+    # one legend for all panels, below them (inside a panel it hid the curves)
+    fig.tight_layout(rect=(0, 0.03 + 0.025 * -(-len(labels) // ncol), 1, 1))
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):
