@@ -230,6 +230,7 @@ def test_weights_loop_builds_once_and_matches_the_per_n_loop(monkeypatch, tmp_pa
     def counted(name, fn):
         def wrap(*a, **kw):
             counts[name] += not searching
+            counts["search " + name] = counts.get("search " + name, 0) + bool(searching)
             return fn(*a, **kw)
         return wrap
 
@@ -264,6 +265,7 @@ def test_weights_loop_builds_once_and_matches_the_per_n_loop(monkeypatch, tmp_pa
     monkeypatch.setattr(tune, "best_strategy", search)
     new = _gs.measure_weights(cfg, "t", blocks=blocks, workers=0)
     assert counts["build"] == counts["make"] == counts["dense"] == 2
+    assert counts["search make"] == 2            # the search's sample: one problem per matrix
     assert counts["encode"] == 2 * 2                          # macko and csr, once per matrix
     assert len(plans) == len(set(plans)) < 2 * 2        # once per layout, reused across N
     assert len(new) == 2 * 2 * 4 and [r["n"] for r in new[:8]] == [8] * 4 + [16] * 4

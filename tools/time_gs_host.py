@@ -7,7 +7,8 @@ only builds its dense copy, cuSPARSE nothing), so only host work is counted.
 
     NUMBA_ENABLE_CUDASIM=1 python tools/time_gs_host.py --shape 7168x7168 --sparsity 0.7 --ns 8,32,64
 
-Prints seconds per path and the inclusive seconds of the main host stages."""
+Prints seconds per path and the inclusive seconds of the main host stages (of this
+process: with ``--workers N`` the matrices are built in N other processes, not counted)."""
 from __future__ import annotations
 
 import argparse
@@ -63,6 +64,7 @@ def fake_gpu():
             self.format_bytes = p.A.data.nbytes // 2 + p.A.indices.nbytes + p.A.indptr.nbytes
 
     vendor.Cublas, vendor.CusparseCSR = FakeCublas, FakeCusparse
+    _gs.build_weights = _timed("build_weights (all of the above that a worker can do)", _gs.build_weights)
     for name in ("opt_weights", "prune_blocks", "to_csr16"):
         setattr(_gs, name, _timed(name, getattr(_gs, name)))
     base.Problem.make = classmethod(_timed("Problem.make", base.Problem.make.__func__))
@@ -97,15 +99,17 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", type=X.shapes, default=[[7168, 7168]])
     ap.add_argument("--sparsity", type=X.floats, default=[0.7])
-    ap.add_argument("--pruning", default="magnitude")
+    ap.add_argument("--prunings", type=X.words, default=["magnitude"])
+    ap.add_argument("--workers", type=int, default=0,
+                    help="builder processes of the new path (0: build in this process)")
     ap.add_argument("--ns", type=lambda t: [int(v) for v in X.floats(t)], default=[8, 32, 64])
     ap.add_argument("--paths", type=X.words, default=["old", "new"])
     args = ap.parse_args(argv)
     fake_gpu()
     exp = X.load_experiment("fig14_gs")
-    cfg = exp.config(shapes=args.shape, sparsities=args.sparsity, prunings=[args.pruning], ns=args.ns)
-    print(f"{args.shape} {args.pruning} {args.sparsity} ns={args.ns} methods={cfg['methods']}, "
-          f"{os.cpu_count()} cores, workers=0 (in this process)")
+    cfg = exp.config(shapes=args.shape, sparsities=args.sparsity, prunings=args.prunings, ns=args.ns)
+    print(f"{args.shape} {args.prunings} {args.sparsity} ns={args.ns} methods={cfg['methods']}, "
+          f"{os.cpu_count()} cores, new path with workers={args.workers}")
     out = {}
     for path in args.paths:
         STAGES.clear()
@@ -113,7 +117,7 @@ def main(argv=None):
         if path == "old":
             rows = old_measure_weights(cfg, "old")
         else:
-            rows = _gs.measure_weights(cfg, "new", workers=0)
+            rows = _gs.measure_weights(cfg, "new", workers=args.workers)
         total = time.perf_counter() - t0
         out[path] = rows
         per = total / len(_gs.weight_jobs(cfg))

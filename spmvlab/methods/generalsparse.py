@@ -55,7 +55,9 @@ class GeneralSparse(Method):
             if strategy == "default":
                 strategy = tune.default_shortlist(N)[0]
             elif strategy == "best":
-                found = tune.best_strategy(p.A, N, p.dtype, **dict(search or {}))
+                search = dict(search or {})
+                search.setdefault("timer", tune.gpu_timer(keep=p))   # sample kept for all N
+                found = tune.best_strategy(p.A, N, p.dtype, **search)
                 strategy = found.strategy
                 self.row_extra.update(found.summary())
                 self.search = found
