@@ -311,3 +311,29 @@ def test_suitesparse_loop_loads_once_and_matches_the_per_n_loop(monkeypatch, tmp
     new = _gs.measure_suitesparse(cfg, "t", workers=0)
     assert loads == ["Grp/a", "Grp/b"]
     assert _untimed(new) == _untimed(old) and len(new) == 2 * 2 * 2
+
+
+def test_weights_loop_stops_its_workers_when_stopped(monkeypatch, tmp_path):
+    """A measurement stopped mid-run (a time limit's signal) stops the builder processes
+    still building the next matrices instead of waiting for them."""
+    import time
+
+    from spmvlab import methods
+    cfg = _tiny_weights_cfg(tmp_path)
+    cfg.update(shapes=[[32, 64], [4000, 4000]], sparsities=[0.0], blocks=[[1, 1]],
+               methods=["csr_vector"], ns=[8])
+    raised = []
+
+    def stop(*a, **kw):            # the 4000 x 4000 matrix (seconds to build) is in flight now
+        raised.append(time.perf_counter())
+        raise X.Stopped(15)
+
+    monkeypatch.setattr(methods, "measure_problem", stop)
+    import multiprocessing as mp
+    before = set(mp.active_children())
+    with pytest.raises(X.Stopped) as info:      # its traceback (the loop's frame) kept alive
+        _gs.measure_weights(cfg, "t", workers=1)
+    while set(mp.active_children()) - before and time.perf_counter() - raised[0] < 3.0:
+        time.sleep(0.05)
+    assert not set(mp.active_children()) - before, "the builder process still runs"
+    assert not _gs._DRAWN and info.value.signum == 15
