@@ -95,45 +95,125 @@ def method_list(cfg: dict) -> list:
     return out
 
 
-def measure_weights(cfg: dict, name: str, blocks=((1, 1),)) -> list:
+def _encodings(names) -> list:
+    """The formats (default encode options) that the plain format or format-method names
+    among ``names`` encode their matrix in (``Problem.encoded``); others are encoded, if at
+    all, when their method is built."""
+    from spmvlab import formats
+    out = []
+    for name in names:
+        if not isinstance(name, str):
+            continue
+        for info in formats.kernel_formats():
+            if (name == info.name or name in info.methods) and info.name not in out:
+                out.append(info.name)
+    return out
+
+
+def _per_n(A, spec: dict, dense: bool, lossy: bool = False) -> list:
+    """One Problem per N of ``spec["ns"]`` for ``A`` (X drawn as ``methods.measure`` draws
+    it: seed 1), each with its reference product; the first one's dense copy (``dense``)
+    and encodings (``spec["encode"]``) are built once and shared by all (``with_rhs``)."""
+    from spmvlab.methods import Problem
+    ns = [int(n) for n in spec["ns"]]
+    p0 = Problem.make(A, spec["dtype"], k=ns[0], seed=1, lossy=lossy)
+    if dense:
+        p0.dense()
+    for fmt in spec.get("encode", ()):
+        p0.encoded(fmt)
+    out = [p0] + [p0.with_rhs(n, seed=1) for n in ns[1:]]
+    for p in out:
+        p.reference()
+    return out
+
+
+_DRAWN: dict = {}      # this process's last dense draw: (shape, seed, like) -> weights
+
+
+def build_weights(spec: dict, dense: bool = False) -> list:
+    """The problems (one per N, :func:`_per_n`) of one weight matrix: ``opt_weights``
+    (kept for the next job of the same shape in this process), ``prune_blocks``,
+    ``to_csr16``. Module-level, so ``experiment.problems`` can run it in worker processes."""
+    key = (tuple(spec["shape"]), int(spec["seed"]), spec.get("like", LIKE))
+    if key not in _DRAWN:
+        _DRAWN.clear()
+        _DRAWN[key] = opt_weights(key[0], key[1], key[2])
+    A = to_csr16(prune_blocks(_DRAWN[key], spec["sparsity"], spec["pruning"], spec["block"],
+                              seed=spec["seed"]))
+    return _per_n(A, spec, dense)
+
+
+def build_suitesparse(spec: dict, dense: bool = False) -> list:
+    """The problems (one per N, :func:`_per_n`, lossy casts accepted) of one SuiteSparse
+    matrix, its values as stored in ``spec["dtype"]``."""
+    from spmvlab import datasets
+    A = datasets.suitesparse(spec["matrix"], dtype=spec["dtype"], download=False, lossy=True)
+    return _per_n(A, spec, dense, lossy=True)
+
+
+def _build_settings(cfg: dict) -> tuple[dict, bool]:
+    """What every job of ``cfg`` builds besides the matrix: the N, the encodings and
+    whether a dense copy is needed (cuBLAS, the numba dense GEMV)."""
+    common = dict(ns=[int(n) for n in cfg["ns"]], dtype=cfg["dtype"],
+                  encode=_encodings(cfg["methods"]))
+    return common, any(m in ("cublas", "cublas_sgemv", "numba_dense") for m in cfg["methods"])
+
+
+def measure_weights(cfg: dict, name: str, blocks=((1, 1),), workers: int | None = None) -> list:
     """Every weight matrix of ``cfg`` (shapes x prunings x sparsities x blocks) times every
     N in cfg["ns"] with cfg's methods; rows carry pruning, sparsity, block, matrix, n,
-    tflops."""
+    tflops. Each matrix is built once (:func:`build_weights`, in ``experiment.problems``'
+    worker processes ahead of its use while the previous one is timed; ``workers`` as
+    there, default ``SPMVLAB_BUILD_WORKERS`` or a share of the cores), with one problem
+    per N sharing its dense copy, encodings and GeneralSparse plans."""
     from spmvlab import experiment as X
     from spmvlab import methods
+    common, dense = _build_settings(cfg)
+    specs = [dict(common, shape=list(shape), pruning=pruning, sparsity=sparsity, block=list(block),
+                  seed=cfg["seed"], like=cfg.get("like", LIKE))
+             for shape, pruning, sparsity, block in weight_jobs(cfg, blocks)]
     rows = []
-    dense = {}
-    for shape, pruning, sparsity, block in X.progress(weight_jobs(cfg, blocks), desc=name):
-        if shape not in dense:
-            dense.clear()
-            dense[shape] = opt_weights(shape, cfg["seed"])
-        A = to_csr16(prune_blocks(dense[shape], sparsity, pruning, block, seed=cfg["seed"]))
-        label = pruning if block == (1, 1) else f"{pruning}{block[0]}x{block[1]}"
-        for n in cfg["ns"]:
-            got = methods.measure(A, cfg["dtype"], method_list(cfg), k=int(n), reps=cfg["reps"],
-                                  warmup=cfg["warmup"], keep_going=True,
-                                  extra=dict(pruning=pruning, sparsity=sparsity, block=list(block),
-                                             matrix=label, n=int(n)))
-            rows += [add_tflops(r) for r in got]
-        del A
-        X.checkpoint(dict(rows=rows))      # a run stopped by a time limit keeps these
+    built = X.problems(specs, dense=dense, workers=workers, builder=build_weights)
+    try:
+        for spec, probs in X.progress(built, total=len(specs), desc=name):
+            pruning, sparsity, block = spec["pruning"], spec["sparsity"], tuple(spec["block"])
+            label = pruning if block == (1, 1) else f"{pruning}{block[0]}x{block[1]}"
+            for n, p in zip(common["ns"], probs):
+                got = methods.measure_problem(p, method_list(cfg), reps=cfg["reps"],
+                                              warmup=cfg["warmup"], keep_going=True,
+                                              extra=dict(pruning=pruning, sparsity=sparsity,
+                                                         block=list(block), matrix=label, n=n))
+                rows += [add_tflops(r) for r in got]
+            probs = p = None
+            X.checkpoint(dict(rows=rows))      # a run stopped by a time limit keeps these
+    finally:
+        built.close()          # stops the workers still building when stopped early
+        _DRAWN.clear()         # the last dense draw, when built in this process
     return rows
 
 
-def measure_suitesparse(cfg: dict, name: str) -> list:
+def measure_suitesparse(cfg: dict, name: str, workers: int | None = None) -> list:
     """Every SuiteSparse matrix of cfg["matrices"] (values as stored, cfg["dtype"]) times every
-    N in cfg["ns"]; rows carry matrix, n, tflops."""
-    from spmvlab import datasets, methods
+    N in cfg["ns"]; rows carry matrix, n, tflops. Each matrix is loaded once
+    (:func:`build_suitesparse`, ahead of use in worker processes as in
+    :func:`measure_weights`)."""
     from spmvlab import experiment as X
+    from spmvlab import methods
+    common, dense = _build_settings(cfg)
+    specs = [dict(common, matrix=mat) for mat in cfg["matrices"]]
     rows = []
-    for mat in X.progress(cfg["matrices"], desc=name):
-        A = datasets.suitesparse(mat, dtype=cfg["dtype"], download=False, lossy=True)
-        for n in cfg["ns"]:
-            got = methods.measure(A, cfg["dtype"], method_list(cfg), k=int(n), reps=cfg["reps"],
-                                  warmup=cfg["warmup"], keep_going=True, lossy=True,
-                                  extra=dict(matrix=mat, n=int(n)))
-            rows += [add_tflops(r) for r in got]
-        X.checkpoint(dict(rows=rows))
+    built = X.problems(specs, dense=dense, workers=workers, builder=build_suitesparse)
+    try:
+        for spec, probs in X.progress(built, total=len(specs), desc=name):
+            for n, p in zip(common["ns"], probs):
+                got = methods.measure_problem(p, method_list(cfg), reps=cfg["reps"],
+                                              warmup=cfg["warmup"], keep_going=True,
+                                              extra=dict(matrix=spec["matrix"], n=n))
+                rows += [add_tflops(r) for r in got]
+            probs = p = None
+            X.checkpoint(dict(rows=rows))
+    finally:
+        built.close()
     return rows
 
 

@@ -288,8 +288,10 @@ def _default_workers() -> int:
 
 
 def problems(specs: list, *, dense: bool = False, workers: int | None = None,
-             ahead: int | None = None):
-    """Yield ``(spec, problem)`` for each spec in order (:func:`build_problem`), built in
+             ahead: int | None = None, builder=None):
+    """Yield ``(spec, problem)`` for each spec in order (``builder(spec, dense)``, default
+    :func:`build_problem`; another builder must be a module-level function, so that the
+    workers can unpickle it, and may return anything picklable, e.g. one problem per N), built in
     ``workers`` separate processes up to ``ahead`` jobs before they are used, so generating
     the next matrices (numpy, one core each) overlaps the GPU timing of the current one.
 
@@ -300,10 +302,11 @@ def problems(specs: list, *, dense: bool = False, workers: int | None = None,
     ``spawn`` and never touch the GPU. Every problem is the same whichever process built it
     (the generators are seeded)."""
     specs = list(specs)
+    build = build_problem if builder is None else builder
     workers = _default_workers() if workers is None else int(workers)
     if workers <= 0:
         for spec in specs:
-            yield spec, build_problem(spec, dense)
+            yield spec, build(spec, dense)
         return
     import concurrent.futures as cf
     import multiprocessing as mp
@@ -311,12 +314,12 @@ def problems(specs: list, *, dense: bool = False, workers: int | None = None,
     pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
     finished = False
     try:
-        pending = [pool.submit(build_problem, s, dense) for s in specs[:ahead]]
+        pending = [pool.submit(build, s, dense) for s in specs[:ahead]]
         for i, spec in enumerate(specs):
             p = pending[i].result()
             pending[i] = None
             if i + ahead < len(specs):
-                pending.append(pool.submit(build_problem, specs[i + ahead], dense))
+                pending.append(pool.submit(build, specs[i + ahead], dense))
             yield spec, p
         finished = True
     finally:

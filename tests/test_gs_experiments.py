@@ -157,3 +157,183 @@ def test_fig18_variants_and_plot(tmp_path):
             for j, v in enumerate(exp.VARIANTS) for m in ("x", "y") for n in (8, 32)]
     res = {"meta": {"date_utc": "2026-01-01", "device": {"name": "Fake GPU"}}, "config": exp.config(), "rows": rows}
     assert len(exp.plot(res, str(tmp_path / "f.png"))) == 2
+
+
+# ------------------------------------------------------------------------------------------
+# the measurement loops: one build per matrix, the same rows as one methods.measure per N
+# ------------------------------------------------------------------------------------------
+
+#: keys of a row that are timings (or depend on them) and may differ between two runs
+_TIMING_KEYS = ("median_us", "p10_us", "p90_us", "mean_us", "tb_s", "tflops", "search_s",
+                "speedup_vs_cublas", "speedup_vs_cusparse")
+
+
+def _fake_gpu(monkeypatch):
+    """Checks and timings without running kernels, both functions of the problem (its matrix
+    and X through the reference product; format_bytes), so equal rows mean equal problems."""
+    from spmvlab.check import Check
+    from spmvlab.methods import base
+
+    def check(self):
+        ref = self.problem.reference()
+        return Check(passed=True, n_bad=0, max_rel_err=float(np.abs(ref.exact).sum()), worst=None)
+
+    monkeypatch.setattr(base.Method, "check", check)
+    monkeypatch.setattr(base.Method, "time", lambda self, **kw: _fake_timing(
+        1.0 + float(self.format_bytes) / 1000 + self.problem.k))
+
+
+def _old_measure_weights(cfg, blocks=((1, 1),)):
+    """The loop before one build per matrix: everything rebuilt by methods.measure per N."""
+    from spmvlab import methods
+    rows = []
+    for shape, pruning, sparsity, block in _gs.weight_jobs(cfg, blocks):
+        W = _gs.opt_weights(shape, cfg["seed"], cfg.get("like", _gs.LIKE))
+        A = _gs.to_csr16(_gs.prune_blocks(W, sparsity, pruning, block, seed=cfg["seed"]))
+        label = pruning if block == (1, 1) else f"{pruning}{block[0]}x{block[1]}"
+        for n in cfg["ns"]:
+            got = methods.measure(A, cfg["dtype"], _gs.method_list(cfg), k=int(n), reps=cfg["reps"],
+                                  warmup=cfg["warmup"], keep_going=True,
+                                  extra=dict(pruning=pruning, sparsity=sparsity, block=list(block),
+                                             matrix=label, n=int(n)))
+            rows += [_gs.add_tflops(r) for r in got]
+    return rows
+
+
+def _untimed(rows):
+    return [{k: v for k, v in r.items() if k not in _TIMING_KEYS} for r in rows]
+
+
+def _tiny_weights_cfg(tmp_path):
+    like = tmp_path / "like.npy"
+    np.save(like, np.random.default_rng(5).standard_normal((12, 10)).astype(np.float32) + 0.5)
+    cfg = X.load_experiment("table5_gs").config(
+        shapes=[[32, 64]], sparsities=[0.7], ns=[8, 16], blocks=[[1, 1], [4, 4]],
+        methods=["cublas", "macko", "csr_vector", _gs.GS_BEST])
+    cfg["like"] = str(like)
+    return cfg
+
+
+def test_weights_loop_builds_once_and_matches_the_per_n_loop(monkeypatch, tmp_path):
+    """measure_weights: one matrix build, one dense copy, one encoding per format and one
+    GeneralSparse plan per layout for each matrix (the N share them), and the same rows
+    in the same order as methods.measure per N, timings aside."""
+    from spmvlab import tune
+    from spmvlab.methods import base
+    _fake_gpu(monkeypatch)
+    cfg = _tiny_weights_cfg(tmp_path)
+    blocks = [tuple(b) for b in cfg["blocks"]]
+    old = _old_measure_weights(cfg, blocks)
+    counts = {"build": 0, "make": 0, "dense": 0, "encode": 0}
+    plans, searching = [], []     # (matrix, layout) of every plan outside the search
+
+    def counted(name, fn):
+        def wrap(*a, **kw):
+            counts[name] += not searching
+            counts["search " + name] = counts.get("search " + name, 0) + bool(searching)
+            return fn(*a, **kw)
+        return wrap
+
+    monkeypatch.setattr(_gs, "build_weights", counted("build", _gs.build_weights))
+    monkeypatch.setattr(base.Problem, "make", classmethod(counted("make", base.Problem.make.__func__)))
+    real_dense = base.Problem.dense
+    monkeypatch.setattr(base.Problem, "dense", lambda self: (
+        counts.__setitem__("dense", counts["dense"] + ("dense" not in self._cache)) or real_dense(self)))
+    real_encoded = base.Problem.encoded
+
+    def encoded(self, fmt, options=None):
+        before = len(self._cache)
+        out = real_encoded(self, fmt, options)
+        counts["encode"] += len(self._cache) - before
+        return out
+
+    monkeypatch.setattr(base.Problem, "encoded", encoded)
+    def plan(A, s, dtype, lossy=True):
+        if not searching:
+            plans.append((tune.search._fingerprint(A, np.dtype(dtype)), tune.sparse_signature(s)))
+        return real_plan(A, s, dtype, lossy)
+
+    def search(*a, **kw):
+        searching.append(1)
+        try:
+            return real_search(*a, **kw)
+        finally:
+            searching.pop()
+
+    real_plan, real_search = tune.plan_cached, tune.best_strategy
+    monkeypatch.setattr(tune, "plan_cached", plan)
+    monkeypatch.setattr(tune, "best_strategy", search)
+    new = _gs.measure_weights(cfg, "t", blocks=blocks, workers=0)
+    assert counts["build"] == counts["make"] == counts["dense"] == 2
+    assert counts["search make"] == 2            # the search's sample: one problem per matrix
+    assert counts["encode"] == 2 * 2                          # macko and csr, once per matrix
+    assert len(plans) == len(set(plans)) < 2 * 2        # once per layout, reused across N
+    assert len(new) == 2 * 2 * 4 and [r["n"] for r in new[:8]] == [8] * 4 + [16] * 4
+    assert all("error" not in r for r in new if r["method"] != "cublas")
+    assert _untimed(new) == _untimed(old)
+    assert {r["k"] for r in new} == {8, 16} and len({r["max_rel_err"] for r in new if "error" not in r}) > 2
+
+
+def test_weights_loop_builds_in_worker_processes(monkeypatch, tmp_path):
+    """measure_weights with a builder process: the problems (and so the rows) are the ones
+    built in this process."""
+    _fake_gpu(monkeypatch)
+    cfg = _tiny_weights_cfg(tmp_path)
+    cfg.update(blocks=[[1, 1]], ns=[8, 32], methods=["macko", "csr_vector"])
+    here = _gs.measure_weights(cfg, "t", workers=0)
+    there = _gs.measure_weights(cfg, "t", workers=1)
+    assert _untimed(here) == _untimed(there) and len(here) == 4
+
+
+def test_suitesparse_loop_loads_once_and_matches_the_per_n_loop(monkeypatch, tmp_path):
+    from scipy import io as spio
+
+    from spmvlab import datasets, methods
+    _fake_gpu(monkeypatch)
+    (tmp_path / "suitesparse").mkdir()
+    rng = np.random.default_rng(3)
+    for i, name in enumerate(("Grp__a", "Grp__b")):
+        spio.mmwrite(str(tmp_path / "suitesparse" / f"{name}.mtx"),
+                     sp.random(20 + 4 * i, 24, density=0.3, format="coo", random_state=rng))
+    monkeypatch.setenv("SPMVLAB_DATA", str(tmp_path))
+    cfg = X.load_experiment("fig15_gs").config(matrices=["Grp/a", "Grp/b"], ns=[8, 16],
+                                               methods=["csr_vector", _gs.GS_BEST])
+    old = []
+    for mat in cfg["matrices"]:
+        A = datasets.suitesparse(mat, dtype=cfg["dtype"], download=False, lossy=True)
+        for n in cfg["ns"]:
+            old += [_gs.add_tflops(r) for r in methods.measure(
+                A, cfg["dtype"], _gs.method_list(cfg), k=n, reps=cfg["reps"], warmup=cfg["warmup"],
+                keep_going=True, lossy=True, extra=dict(matrix=mat, n=n))]
+    loads = []
+    real = datasets.suitesparse
+    monkeypatch.setattr(datasets, "suitesparse", lambda *a, **kw: loads.append(a[0]) or real(*a, **kw))
+    new = _gs.measure_suitesparse(cfg, "t", workers=0)
+    assert loads == ["Grp/a", "Grp/b"]
+    assert _untimed(new) == _untimed(old) and len(new) == 2 * 2 * 2
+
+
+def test_weights_loop_stops_its_workers_when_stopped(monkeypatch, tmp_path):
+    """A measurement stopped mid-run (a time limit's signal) stops the builder processes
+    still building the next matrices instead of waiting for them."""
+    import time
+
+    from spmvlab import methods
+    cfg = _tiny_weights_cfg(tmp_path)
+    cfg.update(shapes=[[32, 64], [4000, 4000]], sparsities=[0.0], blocks=[[1, 1]],
+               methods=["csr_vector"], ns=[8])
+    raised = []
+
+    def stop(*a, **kw):            # the 4000 x 4000 matrix (seconds to build) is in flight now
+        raised.append(time.perf_counter())
+        raise X.Stopped(15)
+
+    monkeypatch.setattr(methods, "measure_problem", stop)
+    import multiprocessing as mp
+    before = set(mp.active_children())
+    with pytest.raises(X.Stopped) as info:      # its traceback (the loop's frame) kept alive
+        _gs.measure_weights(cfg, "t", workers=1)
+    while set(mp.active_children()) - before and time.perf_counter() - raised[0] < 3.0:
+        time.sleep(0.05)
+    assert not set(mp.active_children()) - before, "the builder process still runs"
+    assert not _gs._DRAWN and info.value.signum == 15

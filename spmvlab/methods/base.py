@@ -63,10 +63,12 @@ class Problem:
 
     def with_rhs(self, k: int | None = None, seed: int = 1, dist: str = "normal") -> "Problem":
         """The same matrix with a new X (drawn as :meth:`make` draws it), sharing this
-        problem's dense copy and encodings (``Problem.encoded``) instead of rebuilding them;
+        problem's dense copy, encodings (``Problem.encoded``) and other values of the matrix
+        alone (``Problem.shared``, e.g. GeneralSparse plans) instead of rebuilding them;
         its reference product is its own."""
+        self._cache.setdefault("shared", {})     # one dict: later values reach every N
         keep = {key: v for key, v in self._cache.items()
-                if key == "dense" or (isinstance(key, tuple) and key[0] == "encoded")}
+                if key in ("dense", "shared") or (isinstance(key, tuple) and key[0] == "encoded")}
         return Problem(A=self.A, dtype=self.dtype, X=_draw_x(self.shape[1], k, self.dtype, seed, dist),
                        _cache=keep)
 
@@ -110,6 +112,16 @@ class Problem:
         if key not in self._cache:
             self._cache[key] = info.encode(self.A, dtype=self.dtype, fast=True, **opts)
         return self._cache[key]
+
+    def shared(self, key, build):
+        """``build()``, made once per ``key`` and kept: a value that depends on the matrix and
+        dtype alone, never on X. This problem and those made from it by :meth:`with_rhs`
+        (before or after) hold these values in one dict, so each is built once for all N."""
+        held = self._cache.setdefault("shared", {})
+        key = tuple(key)
+        if key not in held:
+            held[key] = build()
+        return held[key]
 
     def reference(self) -> Reference:
         """The float64 product of the stored values (computed once)."""

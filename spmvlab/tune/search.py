@@ -231,10 +231,13 @@ class SearchResult:
                     strategy=self.strategy.label, strategy_key=strategy_key(self.strategy))
 
 
-def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = True):
+def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = True, keep=None):
     """A timer for :func:`best_strategy`: ``timer(A, strategy, N, dtype) -> microseconds``
     (median, cold L2) of the generated kernel through the ``GeneralSparse`` method (its
-    GPU check must pass, else the strategy counts as infinitely slow)."""
+    GPU check must pass, else the strategy counts as infinitely slow). ``keep``: a
+    ``Problem`` of the searched matrix; the problem of the timed sample is kept among its
+    shared values (``Problem.shared``), so the searches for the other N of that matrix
+    (``Problem.with_rhs``) reuse the sample's plans (the same X and timings either way)."""
     cache = {}
 
     def timer(A, s, N, dtype):
@@ -244,7 +247,14 @@ def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = True):
         p = cache.get(key)
         if p is None:
             cache.clear()
-            p = cache[key] = Problem.make(A, dtype, k=int(N), seed=1, lossy=True)
+            if keep is None:
+                p = Problem.make(A, dtype, k=int(N), seed=1, lossy=True)
+            else:
+                dt = np.dtype(dtype)
+                base = keep.shared(("search_sample", _fingerprint(A, dt)),
+                                   lambda: Problem.make(A, dt, k=int(N), seed=1, lossy=True))
+                p = base if base.k == int(N) else base.with_rhs(int(N), seed=1)
+            cache[key] = p
         m = GeneralSparse(p, strategy=s, optimize=optimize)
         if not m.check().passed:
             return float("inf")
