@@ -229,7 +229,8 @@ MACKO = [
            script="experiments/fig4_macko.py", paper="break-even at 20–30 %" if s == 0.3 else None,
            ours=dict(results=F4, where=_at(s), agg="fraction", devices=["h200"],
                      having={"speedup_vs_cublas": (">", 1.0)}),
-           why=("on the H200 MACKO breaks even at 40-60 % (none of the 31 shapes faster at 30 %): "
+           why=("on the H200 MACKO breaks even at 35-55 % (interpolated between the measured "
+                "sparsities, median 43 %; none of the 31 shapes faster at 30 %): "
                 "cuBLAS streams at 3.2-3.6 TB/s there while MACKO's gathers hold it to 2.2-2.8 TB/s "
                 "(issue 8's goal, break-even at 35 % or below, is missed)") if s == 0.3 else "—")
       for s in (0.3, 0.4)],
