@@ -58,6 +58,7 @@ import scipy.sparse as sp
 import reference.generalsparse as GS
 from reference._common import OptionError, canonical_csr, problem, resolve_dtype
 
+from ..encoders.generalsparse import plan as fast_plan
 from .features import features
 from .model import CostModel, load_model, strategy_key
 
@@ -190,14 +191,15 @@ def _fingerprint(A: sp.csr_matrix, dtype) -> tuple:
 
 
 def plan_cached(A, s: GS.Strategy, dtype, lossy: bool = True) -> GS.Plan:
-    """``plan(A, s)``, reusing the last plans made for the same matrix (by content) and the
+    """``plan(A, s)`` (the fast planner ``spmvlab.encoders.generalsparse.plan``, equal to
+    the reference's), reusing the last plans made for the same matrix (by content) and the
     same :func:`sparse_signature` (the arrays are shared, only the strategy differs)."""
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
     key = (_fingerprint(csr, dt), sparse_signature(s))
     held = _PLANS.get(key)
     if held is None:
-        held = GS.plan(csr, s, dtype=dt, lossy=lossy)
+        held = fast_plan(csr, s, dtype=dt, lossy=lossy)
         while len(_PLANS) >= _PLAN_SLOTS:
             _PLANS.pop(next(iter(_PLANS)))
         _PLANS[key] = held

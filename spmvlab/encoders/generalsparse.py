@@ -1,0 +1,172 @@
+"""Fast GeneralSparse planner (numba, CPU): the same :class:`~reference.generalsparse.Plan`
+as ``reference.generalsparse.plan``, array for array (equal values, equal dtypes), quicker.
+
+The reference builds the padded slot stream with several passes of NumPy temporaries the
+size of the matrix (the layout's slot rows and sources, the logical slot stream, the storage
+order, then one scatter per stored array). Here the per-row and per-thread-group work stays
+in the reference's own NumPy helpers (row adjustments without the per-slot arrays, the three
+divisions, the slot padding, the reduction selection), and one compiled pass
+(``_fill_slots``) walks every thread-group's padded range once and writes each slot's
+storage position, row, row start, source, column, value bits and padding flag straight into
+the stored arrays, plus ``row_ptr`` for compact plans. Compact plans whose columns need
+per-block bases (K > 65536) take the reference's ``_compact_arrays`` on the logical arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+import reference.generalsparse as GS
+from reference._common import OptionError, canonical_csr, index_dtype_for, problem, resolve_dtype
+
+__all__ = ["plan"]
+
+# unsigned integer type with the same width as each value dtype (values are copied as bits)
+_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _row_layout(indptr: np.ndarray, sort_rows: bool, pad_empty_rows: bool):
+    """The row adjustments of ``reference.generalsparse._layout`` without its per-slot
+    arrays: (rowptr over adjusted rows, each adjusted row's first CSR index, whether it is
+    an empty row's padding slot, row_order)."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    lengths = np.diff(indptr)
+    order = np.argsort(-lengths, kind="stable") if sort_rows else np.arange(lengths.size)
+    lengths, starts = lengths[order], indptr[:-1][order]
+    padded = pad_empty_rows & (lengths == 0)
+    slots = np.where(padded, 1, lengths)
+    rowptr = np.concatenate(([0], np.cumsum(slots))).astype(np.int64)
+    return rowptr, starts, padded, order
+
+
+@njit(cache=True, nogil=True)
+def _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row, indices, vbits,
+                t_count, interleave, v, storage, rows, row_start, cols, vals, pad, source,
+                row_ptr):
+    """Every logical slot of every thread-group ``g`` (steps ``0 .. offsets[g+1] -
+    offsets[g]``; the first ``length[g]`` hold layout slots ``thread[g] ...``, the rest
+    padding that refers to the last of them): its storage position into ``storage`` and
+    its row, row start, source, column, value bits and padding flag at that position.
+    ``row_ptr[r]``: the logical position where adjusted row r starts (left as is where no
+    slot starts one). ``first_row[g]``: the adjusted row of layout slot ``thread[g]``."""
+    n_groups = length.size
+    for g in range(n_groups):
+        off = offsets[g]
+        n_pad = offsets[g + 1] - off
+        n_real = length[g]
+        t = g % t_count
+        base = offsets[g - t]
+        r = first_row[g]
+        for step in range(n_pad):
+            lg = off + step
+            if interleave:
+                pos = base + (step // v) * (t_count * v) + t * v + step % v
+            else:
+                pos = lg
+            storage[lg] = pos
+            if n_real == 0:
+                rows[pos] = -1
+                source[pos] = -1
+                pad[pos] = True
+                continue
+            held = thread[g] + min(step, n_real - 1)
+            while rowptr[r + 1] <= held:
+                r += 1
+            rows[pos] = r
+            if step < n_real:
+                if held == rowptr[r]:
+                    row_start[pos] = True
+                    row_ptr[r] = lg
+                if padded_row[r]:
+                    source[pos] = -1
+                    pad[pos] = True
+                else:
+                    src = starts[r] + held - rowptr[r]
+                    source[pos] = src
+                    cols[pos] = indices[src]
+                    vals[pos] = vbits[src]
+            else:
+                source[pos] = -1
+                pad[pos] = True
+
+
+def plan(A, strategy: GS.Strategy, dtype=None, lossy: bool = False) -> GS.Plan:
+    """``reference.generalsparse.plan(A, strategy, dtype, lossy)``, array for array, with
+    the slot stream written by one compiled pass (same errors where the strategy does not
+    fit A)."""
+    if not isinstance(strategy, GS.Strategy):
+        raise OptionError(problem("strategy", "a Strategy", type(strategy).__name__,
+                                  "take one from strategies(A, N) or build Strategy(...)"))
+    dt = resolve_dtype(A, dtype)
+    csr = canonical_csr(A, dt, lossy)
+    s = strategy
+    rowptr, starts, padded_row, order = _row_layout(csr.indptr, s.sort_rows, s.pad_empty_rows)
+    _, _, thread = GS._divide(rowptr, s)
+    length, padded = GS._pad_slots(thread, s)
+    offsets = np.r_[0, np.cumsum(padded)].astype(np.int64)
+    n = int(offsets[-1])
+    m = int(csr.shape[0])
+    idx = index_dtype_for(n, *csr.shape)
+    t_count, g_count = s.groups_per_warp, s.groups_per_block
+    if s.b_vector * np.dtype(dt).itemsize > 16:
+        raise OptionError(problem("Strategy.b_vector", f"at most {16 // np.dtype(dt).itemsize} for "
+                                  f"{np.dtype(dt).name} (16-byte loads)", s.b_vector))
+    red = GS.select_reduction(s, int(padded.max(initial=0)))
+
+    values = np.ascontiguousarray(csr.data.astype(dt))
+    bits = _BITS[values.dtype.itemsize]
+    storage = np.empty(n, dtype=idx)
+    rows = np.zeros(n, dtype=idx)
+    row_start = np.zeros(n, dtype=bool)
+    cols = np.zeros(n, dtype=idx)
+    vals = np.zeros(n, dtype=dt)
+    pad = np.zeros(n, dtype=bool)
+    source = np.zeros(n, dtype=idx)
+    row_ptr = np.full(m + 1, n, dtype=np.int64)
+    first_row = (np.searchsorted(rowptr, thread[:-1], side="right") - 1).astype(np.int64)
+    _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row.astype(np.bool_),
+                np.ascontiguousarray(csr.indices), values.view(bits), t_count, bool(s.interleave),
+                int(s.vector_width), storage, rows, row_start, cols, vals.view(bits), pad, source,
+                row_ptr)
+
+    written = np.zeros(m, dtype=bool)
+    written[order[np.diff(rowptr) > 0]] = True      # every layout slot is held by a real slot
+    block_offset = offsets[::t_count * g_count]
+    extra = _compact(s, length, offsets, block_offset, rows, cols, pad, storage, row_ptr,
+                     csr.shape, idx) if s.compact else {}
+    return GS.Plan(
+        strategy=s, shape=tuple(int(v) for v in csr.shape), dtype=dt, row_order=order.astype(idx),
+        block_offset=block_offset.astype(idx), warp_offset=offsets[::t_count].astype(idx),
+        thread_offset=offsets.astype(idx), storage=storage, rows=rows, row_start=row_start,
+        cols=cols, values=vals, pad=pad, source=source, reduction=red,
+        zero_init=bool(red.atomic or not written.all()), **extra)
+
+
+def _compact(s, length, offsets, block_offset, rows, cols, pad, storage, row_ptr, shape, idx) -> dict:
+    """The compact arrays of the reference's ``_compact_arrays`` from the stored ones."""
+    n, k = int(offsets[-1]), int(shape[1])
+    row_ptr = np.minimum.accumulate(row_ptr[::-1])[::-1]          # empty rows: the next row's start
+    first = np.minimum(offsets[:-1], max(n - 1, 0))
+    if n:
+        tg_row = np.where(length > 0, rows[storage[first]], -1)
+    else:
+        tg_row = np.full(length.size, -1)
+    out = dict(row_ptr=row_ptr.astype(idx), tg_row=tg_row.astype(np.int32),
+               tg_len=length.astype(np.int32))
+    if k <= GS.SPAN16:
+        return dict(out, col_bits=16, col_base=None, col_offset=cols.astype(np.uint16))
+    # columns beyond 16 bits: the reference's per-block bases, on the logical arrays
+    logical_cols = cols[storage].astype(np.int64)
+    real = ~pad[storage]
+    block = np.searchsorted(block_offset, np.arange(n), side="right") - 1
+    lo = np.full(block_offset.size - 1, k, dtype=np.int64)
+    hi = np.full(block_offset.size - 1, -1, dtype=np.int64)
+    np.minimum.at(lo, block[real], logical_cols[real])
+    np.maximum.at(hi, block[real], logical_cols[real])
+    used = hi >= 0
+    if np.any(hi[used] - lo[used] >= GS.SPAN16):
+        return dict(out, col_bits=32)
+    base = np.where(used, lo, 0)
+    offset = np.zeros(n, dtype=np.uint16)
+    offset[storage] = np.where(real, logical_cols - base[block], 0).astype(np.uint16)
+    return dict(out, col_bits=16, col_base=base.astype(np.int32), col_offset=offset)

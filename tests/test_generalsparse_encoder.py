@@ -1,0 +1,177 @@
+"""spmvlab/encoders/generalsparse.py: the fast planner gives the reference's Plan array for
+array (equal values and dtypes, same fields) for every listed strategy of drawn and fixed
+matrices, for strategies outside the pruned list, and raises the reference's errors."""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import assume, example, given
+from hypothesis import strategies as st
+
+import reference.generalsparse as G
+from reference._common import OptionError
+from spmvlab import tune
+from spmvlab.encoders import generalsparse as fast
+from strategies import build_case
+
+ACCEPT_LOSS = pytest.mark.filterwarnings("ignore::reference._common.LossyConversionWarning",
+                                         "ignore::RuntimeWarning")
+
+
+def assert_same_plan(F, R):
+    """Every field equal; arrays of the same type, dtype, shape and bytes, all read-only."""
+    assert type(F) is type(R)
+    for f in dataclasses.fields(R):
+        a, b = getattr(F, f.name), getattr(R, f.name)
+        if isinstance(b, np.ndarray) or isinstance(a, np.ndarray):
+            assert isinstance(a, np.ndarray) and isinstance(b, np.ndarray), f.name
+            assert a.dtype == b.dtype and a.shape == b.shape, (f.name, a.dtype, b.dtype, a.shape, b.shape)
+            assert a.tobytes() == b.tobytes(), f.name
+            assert not a.flags.writeable, f.name
+        else:
+            assert a == b and type(a) is type(b), (f.name, a, b)
+
+
+def both(A, s, dtype):
+    """Both planners on (A, s): the same Plan, or the same error (type and message)."""
+    try:
+        R = G.plan(A, s, dtype=dtype, lossy=True)
+    except OptionError as e:
+        with pytest.raises(OptionError) as f:
+            fast.plan(A, s, dtype=dtype, lossy=True)
+        assert str(f.value) == str(e)
+        return None
+    F = fast.plan(A, s, dtype=dtype, lossy=True)
+    assert_same_plan(F, R)
+    return F
+
+
+EDGE = [(0, 0, 0.0), (4, 5, 0.0), (1, 70, 0.3), (70, 1, 0.6), (33, 65, 0.05), (31, 33, 0.3)]
+
+
+@st.composite
+def matrices(draw):
+    dtype = draw(st.sampled_from([np.float32, np.float16]))
+    if draw(st.integers(0, 3)) == 0:
+        rows, cols, density = draw(st.sampled_from(EDGE))
+    else:
+        rows, cols = draw(st.integers(1, 45)), draw(st.integers(1, 45))
+        density = draw(st.sampled_from([0.0, 0.05, 0.3, 0.7, 1.0]))
+    case = build_case(seed=draw(st.integers(0, 2**32 - 1)), n_rows=rows, n_cols=cols, density=density,
+                      dtype=dtype, special=draw(st.booleans()), duplicates=draw(st.booleans()),
+                      empty_rows=draw(st.booleans()))
+    return case.A, dtype
+
+
+@ACCEPT_LOSS
+@given(matrices(), st.sampled_from([1, 3, 8, 13, 33, 64]), st.integers(0, 6))
+@example((sp.coo_matrix((0, 0), dtype=np.float32), np.float32), 1, 0)         # nothing at all
+@example((sp.coo_matrix((5, 7), dtype=np.float32), np.float32), 8, 0)         # no nonzeros
+@example((sp.random(1, 70, 0.5, random_state=1, dtype=np.float32), np.float16), 13, 1)   # 1 x N
+@example((sp.random(70, 1, 0.5, random_state=2, dtype=np.float32), np.float32), 64, 2)   # N x 1
+@example((build_case(seed=7, n_rows=20, n_cols=30, density=0.3, dtype=np.float32,
+                     empty_rows=True).A, np.float16), 5, 3)                   # empty rows
+def test_listed_strategies_drawn_matrices(case, N, start):
+    """A drawn matrix: every 7th listed strategy (from a drawn start) planned alike."""
+    A, dtype = case
+    for s in G.strategies(A, N, dtype=dtype, lossy=True)[start::7]:
+        assert both(A, s, dtype) is not None           # listed strategies always fit
+
+
+FIXED = [
+    ("random 37x50", lambda: build_case(seed=1, n_rows=37, n_cols=50, density=0.3, dtype=np.float32,
+                                        empty_rows=True).A),
+    ("long rows 5x300", lambda: build_case(seed=2, n_rows=5, n_cols=300, density=0.6,
+                                           dtype=np.float32).A),
+    ("skewed 64x40", lambda: sp.csr_matrix(np.triu(np.random.default_rng(3).random((64, 40)) > 0.2)
+                                           .astype(np.float32))),
+]
+
+
+@ACCEPT_LOSS
+@pytest.mark.parametrize("name,make", FIXED, ids=[n for n, _ in FIXED])
+@pytest.mark.parametrize("N", [1, 8, 64])
+def test_every_listed_strategy_fixed_matrices(name, make, N):
+    A = make()
+    listed = G.strategies(A, N, dtype=np.float16, lossy=True)
+    assert any(s.compact for s in listed) and any(s.interleave for s in listed)
+    for s in listed:
+        assert both(A, s, np.float16) is not None
+
+
+DIVISIONS = [G.Division(r, b) for r in G.ROWS for b in (False, True)]
+
+
+@st.composite
+def any_strategy(draw):
+    """A valid Strategy from the whole space (not only the pruned list)."""
+    block = draw(st.sampled_from(DIVISIONS))
+    size = 1 if block == G.Division("single", False) else draw(st.sampled_from([2, 3, 8, 50]))
+    tc = draw(st.sampled_from([1, 2, 4, 8]))
+    wc = tc * draw(st.sampled_from([1, 2, 8, 32]))
+    w = draw(st.sampled_from([1, 2, 4]))
+    bc = wc * draw(st.sampled_from([h for h in (1, 2, 4) if w % h == 0]))
+    compact = draw(st.booleans())
+    kw = dict(block=block, warp=draw(st.sampled_from(DIVISIONS)), thread=draw(st.sampled_from(DIVISIONS)),
+              block_size=size, warps_per_block=w, thread_cols=tc, warp_cols=wc, block_cols=bc,
+              sort_rows=draw(st.booleans()), pad_empty_rows=not compact and draw(st.booleans()),
+              interleave=draw(st.booleans()), vector_width=draw(st.sampled_from([1, 2, 4, 8])),
+              compact=compact, b_vector=draw(st.sampled_from([b for b in (1, 2, 4, 8) if tc % b == 0])))
+    try:
+        return G.Strategy(**kw)
+    except OptionError:
+        assume(False)
+
+
+@ACCEPT_LOSS
+@given(matrices(), st.lists(any_strategy(), min_size=1, max_size=8))
+def test_strategies_outside_the_list(case, chosen):
+    """Any strategy: the same plan, or the same error where it does not fit A."""
+    A, dtype = case
+    for s in chosen:
+        both(A, s, dtype)
+
+
+def test_errors_are_the_reference_ones():
+    A = build_case(seed=4, n_rows=12, n_cols=20, density=0.5, dtype=np.float32).A
+    one_row = G.Strategy(block=G.Division("multi", False), warp=G.Division("single", False),
+                         block_size=8, thread_cols=1, warp_cols=32, block_cols=32)
+    assert both(A, one_row, np.float32) is None                      # 8 rows for 1 warp-group
+    wide = G.Strategy(thread_cols=8, warp_cols=8, block_cols=8, b_vector=8)
+    assert both(A, wide, np.float32) is None                         # 32-byte loads of B
+    with pytest.raises(OptionError, match="strategy"):
+        fast.plan(A, "row/warp")
+
+
+def _wide_matrix():
+    """70000 columns: in blocks of 2 rows every span fits 16 bits, in blocks of 4 one does
+    not; row 5 is empty."""
+    A = sp.lil_matrix((6, 70000), dtype=np.float32)
+    A[0, [3, 60000]] = [1.0, 2.0]
+    A[1, [40, 41]] = [3.0, -1.0]
+    A[2, 65000] = -2.0
+    A[3, [69999, 65010]] = [4.0, 5.0]
+    A[4, 10] = 0.5
+    return A.tocsr()
+
+
+@pytest.mark.parametrize("block_size,bits", [(2, 16), (4, 32)])
+@pytest.mark.parametrize("interleave", [False, True])
+def test_compact_wide_columns(block_size, bits, interleave):
+    """K > 65536: per-block column bases (16 bits) or the int32 fallback, both alike."""
+    M = G.Division("multi", False)
+    s = G.Strategy(block=M, warp=M, thread=G.Division("multi", True), block_size=block_size,
+                   thread_cols=2, warp_cols=4, block_cols=4, compact=True, b_vector=2,
+                   interleave=interleave, vector_width=2 if interleave else 1)
+    p = both(_wide_matrix(), s, np.float32)
+    assert p.col_bits == bits
+
+
+def test_plan_cached_is_the_fast_plan():
+    """The search and the method plan through ``tune.plan_cached``: the reference's plan."""
+    A = build_case(seed=5, n_rows=40, n_cols=64, density=0.4, dtype=np.float16).A
+    for s in tune.default_shortlist(64, "float16"):
+        assert_same_plan(tune.plan_cached(A, s, np.float16), G.plan(A, s, dtype=np.float16, lossy=True))
