@@ -177,7 +177,7 @@ def measure_weights(cfg: dict, name: str, blocks=((1, 1),), workers: int | None 
     try:
         for spec, probs in X.progress(built, total=len(specs), desc=name):
             pruning, sparsity, block = spec["pruning"], spec["sparsity"], tuple(spec["block"])
-            label = pruning if block == (1, 1) else f"{pruning}{block[0]}x{block[1]}"
+            label = _label(pruning, block)
             for n, p in zip(common["ns"], probs):
                 got = methods.measure_problem(p, method_list(cfg), reps=cfg["reps"],
                                               warmup=cfg["warmup"], keep_going=True,
@@ -189,6 +189,31 @@ def measure_weights(cfg: dict, name: str, blocks=((1, 1),), workers: int | None 
     finally:
         built.close()          # stops the workers still building when stopped early
         _DRAWN.clear()         # the last dense draw, when built in this process
+    return rows
+
+
+def _label(pruning: str, block) -> str:
+    """The rows' ``matrix`` label: the pruning, with the block shape when not (1, 1)."""
+    return pruning if tuple(block) == (1, 1) else f"{pruning}{block[0]}x{block[1]}"
+
+
+def measure_weights_per_n(cfg: dict, blocks=((1, 1),)) -> list:
+    """The rows of :func:`measure_weights` the way it made them before it built each matrix
+    once: one ``methods.measure`` per N, every method's encoding, plan and dense copy redone
+    for each N (the oracle of its tests, the baseline of ``tools/time_gs_host.py``)."""
+    from spmvlab import methods
+    rows, dense = [], {}
+    for shape, pruning, sparsity, block in weight_jobs(cfg, blocks):
+        if shape not in dense:            # one dense draw per shape (jobs are shape-major)
+            dense.clear()
+            dense[shape] = opt_weights(shape, cfg["seed"], cfg.get("like", LIKE))
+        A = to_csr16(prune_blocks(dense[shape], sparsity, pruning, block, seed=cfg["seed"]))
+        for n in cfg["ns"]:
+            got = methods.measure(A, cfg["dtype"], method_list(cfg), k=int(n), reps=cfg["reps"],
+                                  warmup=cfg["warmup"], keep_going=True,
+                                  extra=dict(pruning=pruning, sparsity=sparsity, block=list(block),
+                                             matrix=_label(pruning, block), n=int(n)))
+            rows += [add_tflops(r) for r in got]
     return rows
 
 

@@ -509,7 +509,9 @@ class _Layout:
     row_order: np.ndarray   # [M]
 
 
-def _layout(indptr: np.ndarray, sort_rows: bool, pad_empty_rows: bool) -> _Layout:
+def _row_adjust(indptr: np.ndarray, sort_rows: bool, pad_empty_rows: bool):
+    """The row adjustments: ``(rowptr`` over the adjusted rows, each adjusted row's first
+    CSR index, whether it is an empty row's padding slot, ``row_order)``."""
     indptr = np.asarray(indptr, dtype=np.int64)
     lengths = np.diff(indptr)
     order = np.argsort(-lengths, kind="stable") if sort_rows else np.arange(lengths.size)
@@ -517,6 +519,12 @@ def _layout(indptr: np.ndarray, sort_rows: bool, pad_empty_rows: bool) -> _Layou
     padded = pad_empty_rows & (lengths == 0)
     slots = np.where(padded, 1, lengths)
     rowptr = np.concatenate(([0], np.cumsum(slots))).astype(np.int64)
+    return rowptr, starts, padded, order
+
+
+def _layout(indptr: np.ndarray, sort_rows: bool, pad_empty_rows: bool) -> _Layout:
+    rowptr, starts, padded, order = _row_adjust(indptr, sort_rows, pad_empty_rows)
+    slots = np.diff(rowptr)
     row = np.repeat(np.arange(slots.size), slots)
     source = np.where(padded[row], -1, starts[row] + np.arange(row.size) - rowptr[row])
     return _Layout(rowptr=rowptr, source=source, row_order=order)
@@ -1113,7 +1121,7 @@ def strategies(A, N: int, dtype=None, lossy: bool = False) -> list:
                     for pad in pads:
                         key = (sort_rows, pad)
                         if key not in layouts:
-                            layouts[key] = _layout(csr.indptr, sort_rows, pad).rowptr
+                            layouts[key] = _row_adjust(csr.indptr, sort_rows, pad)[0]
                         out += _lower_levels(layouts[key], block, size, w, dense, sort_rows, pad)
     cap = 16 // np.dtype(dt).itemsize               # values of 16 bytes
     out += [dataclasses.replace(s, compact=True, b_vector=min(math.gcd(int(N), s.thread_cols), cap),

@@ -116,6 +116,30 @@ def sparse_inputs(draw, max_rows=40, max_cols=40, dtypes=DTYPES, special=None, e
         misfit=draw(st.booleans()) if misfit is None else misfit, label=label)
 
 
+#: forced (rows, cols, density) cases of the GeneralSparse planners' drawn matrices
+GS_EDGE = [(0, 0, 0.0), (4, 5, 0.0), (1, 70, 0.3), (70, 1, 0.6), (33, 65, 0.05), (31, 33, 0.3)]
+
+
+@st.composite
+def gs_matrices(draw, max_side=40, extremes=True):
+    """``(A, dtype)`` for the GeneralSparse planners: float32 or float16 values, every ~4th
+    draw one of ``GS_EDGE``, else up to ``max_side`` x ``max_side``; special values,
+    duplicates and empty rows drawn (and extreme magnitudes when ``extremes``)."""
+    dtype = draw(st.sampled_from([np.float32, np.float16]))
+    if draw(st.integers(0, 3)) == 0:
+        rows, cols, density = draw(st.sampled_from(GS_EDGE))
+    else:
+        rows, cols = draw(st.integers(1, max_side)), draw(st.integers(1, max_side))
+        density = draw(st.sampled_from([0.0, 0.05, 0.3, 0.7, 1.0]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    special = draw(st.booleans())
+    extreme = draw(st.booleans()) if extremes else False
+    case = build_case(seed=seed, n_rows=rows, n_cols=cols, density=density, dtype=dtype,
+                      special=special, extremes=extreme, duplicates=draw(st.booleans()),
+                      empty_rows=draw(st.booleans()))
+    return case.A, dtype
+
+
 @st.composite
 def llm_like(draw, max_rows=48, max_cols=96, dtypes=DTYPES):
     """Uniform random mask at an LLM sparsity (30-95 %), Gaussian values."""

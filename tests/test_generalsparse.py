@@ -22,7 +22,7 @@ from parity import assert_close
 from reference._common import DTypeError, OptionError, ShapeError, canonical_csr
 from reference.offsets import compress
 from spmvlab import datasets
-from strategies import build_case
+from strategies import build_case, gs_matrices
 
 single, multi = "single", "multi"
 D = G.Division
@@ -158,21 +158,10 @@ def _b(seed, k, n, dtype):
 # Every strategy on every drawn input
 # --------------------------------------------------------------------------------------
 
-EDGE = [(0, 0, 0.0), (4, 5, 0.0), (1, 70, 0.3), (70, 1, 0.6), (33, 65, 0.05), (31, 33, 0.3)]
-
-
 @st.composite
 def inputs(draw):
-    dtype = draw(st.sampled_from([np.float32, np.float16]))
-    if draw(st.integers(0, 3)) == 0:
-        rows, cols, density = draw(st.sampled_from(EDGE))
-    else:
-        rows, cols = draw(st.integers(1, 40)), draw(st.integers(1, 40))
-        density = draw(st.sampled_from([0.0, 0.05, 0.3, 0.7, 1.0]))
-    case = build_case(seed=draw(st.integers(0, 2**32 - 1)), n_rows=rows, n_cols=cols, density=density,
-                      dtype=dtype, special=draw(st.booleans()), extremes=draw(st.booleans()),
-                      duplicates=draw(st.booleans()), empty_rows=draw(st.booleans()))
-    return case.A, dtype, draw(st.sampled_from([1, 3, 8, 13, 33, 64])), draw(st.integers(0, 2**16))
+    A, dtype = draw(gs_matrices(max_side=40, extremes=True))
+    return A, dtype, draw(st.sampled_from([1, 3, 8, 13, 33, 64])), draw(st.integers(0, 2**16))
 
 
 # drawn extremes may overflow float16 (summed duplicates too): accepted on purpose

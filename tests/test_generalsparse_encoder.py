@@ -15,7 +15,7 @@ import reference.generalsparse as G
 from reference._common import OptionError
 from spmvlab import tune
 from spmvlab.encoders import generalsparse as fast
-from strategies import build_case
+from strategies import build_case, gs_matrices
 
 ACCEPT_LOSS = pytest.mark.filterwarnings("ignore::reference._common.LossyConversionWarning",
                                          "ignore::RuntimeWarning")
@@ -49,25 +49,8 @@ def both(A, s, dtype):
     return F
 
 
-EDGE = [(0, 0, 0.0), (4, 5, 0.0), (1, 70, 0.3), (70, 1, 0.6), (33, 65, 0.05), (31, 33, 0.3)]
-
-
-@st.composite
-def matrices(draw):
-    dtype = draw(st.sampled_from([np.float32, np.float16]))
-    if draw(st.integers(0, 3)) == 0:
-        rows, cols, density = draw(st.sampled_from(EDGE))
-    else:
-        rows, cols = draw(st.integers(1, 45)), draw(st.integers(1, 45))
-        density = draw(st.sampled_from([0.0, 0.05, 0.3, 0.7, 1.0]))
-    case = build_case(seed=draw(st.integers(0, 2**32 - 1)), n_rows=rows, n_cols=cols, density=density,
-                      dtype=dtype, special=draw(st.booleans()), duplicates=draw(st.booleans()),
-                      empty_rows=draw(st.booleans()))
-    return case.A, dtype
-
-
 @ACCEPT_LOSS
-@given(matrices(), st.sampled_from([1, 3, 8, 13, 33, 64]), st.integers(0, 6))
+@given(gs_matrices(max_side=45, extremes=False), st.sampled_from([1, 3, 8, 13, 33, 64]), st.integers(0, 6))
 @example((sp.coo_matrix((0, 0), dtype=np.float32), np.float32), 1, 0)         # nothing at all
 @example((sp.coo_matrix((5, 7), dtype=np.float32), np.float32), 8, 0)         # no nonzeros
 @example((sp.random(1, 70, 0.5, random_state=1, dtype=np.float32), np.float16), 13, 1)   # 1 x N
@@ -127,7 +110,7 @@ def any_strategy(draw):
 
 
 @ACCEPT_LOSS
-@given(matrices(), st.lists(any_strategy(), min_size=1, max_size=8))
+@given(gs_matrices(max_side=45, extremes=False), st.lists(any_strategy(), min_size=1, max_size=8))
 def test_strategies_outside_the_list(case, chosen):
     """Any strategy: the same plan, or the same error where it does not fit A."""
     A, dtype = case

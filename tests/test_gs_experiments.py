@@ -183,23 +183,6 @@ def _fake_gpu(monkeypatch):
         1.0 + float(self.format_bytes) / 1000 + self.problem.k))
 
 
-def _old_measure_weights(cfg, blocks=((1, 1),)):
-    """The loop before one build per matrix: everything rebuilt by methods.measure per N."""
-    from spmvlab import methods
-    rows = []
-    for shape, pruning, sparsity, block in _gs.weight_jobs(cfg, blocks):
-        W = _gs.opt_weights(shape, cfg["seed"], cfg.get("like", _gs.LIKE))
-        A = _gs.to_csr16(_gs.prune_blocks(W, sparsity, pruning, block, seed=cfg["seed"]))
-        label = pruning if block == (1, 1) else f"{pruning}{block[0]}x{block[1]}"
-        for n in cfg["ns"]:
-            got = methods.measure(A, cfg["dtype"], _gs.method_list(cfg), k=int(n), reps=cfg["reps"],
-                                  warmup=cfg["warmup"], keep_going=True,
-                                  extra=dict(pruning=pruning, sparsity=sparsity, block=list(block),
-                                             matrix=label, n=int(n)))
-            rows += [_gs.add_tflops(r) for r in got]
-    return rows
-
-
 def _untimed(rows):
     return [{k: v for k, v in r.items() if k not in _TIMING_KEYS} for r in rows]
 
@@ -223,7 +206,7 @@ def test_weights_loop_builds_once_and_matches_the_per_n_loop(monkeypatch, tmp_pa
     _fake_gpu(monkeypatch)
     cfg = _tiny_weights_cfg(tmp_path)
     blocks = [tuple(b) for b in cfg["blocks"]]
-    old = _old_measure_weights(cfg, blocks)
+    old = _gs.measure_weights_per_n(cfg, blocks)
     counts = {"build": 0, "make": 0, "dense": 0, "encode": 0}
     plans, searching = [], []     # (matrix, layout) of every plan outside the search
 

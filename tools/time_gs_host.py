@@ -76,25 +76,6 @@ def fake_gpu():
     codegen.generate = _timed("codegen.generate", codegen.generate)
 
 
-def old_measure_weights(cfg, name, blocks=((1, 1),)):
-    """The loop before one-build-per-matrix: methods.measure per N."""
-    from spmvlab import methods
-    rows, dense = [], {}
-    for shape, pruning, sparsity, block in _gs.weight_jobs(cfg, blocks):
-        if shape not in dense:
-            dense.clear()
-            dense[shape] = _gs.opt_weights(shape, cfg["seed"])
-        A = _gs.to_csr16(_gs.prune_blocks(dense[shape], sparsity, pruning, block, seed=cfg["seed"]))
-        label = pruning if block == (1, 1) else f"{pruning}{block[0]}x{block[1]}"
-        for n in cfg["ns"]:
-            got = methods.measure(A, cfg["dtype"], _gs.method_list(cfg), k=int(n), reps=cfg["reps"],
-                                  warmup=cfg["warmup"], keep_going=True,
-                                  extra=dict(pruning=pruning, sparsity=sparsity, block=list(block),
-                                             matrix=label, n=int(n)))
-            rows += [_gs.add_tflops(r) for r in got]
-    return rows
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", type=X.shapes, default=[[7168, 7168]])
@@ -115,7 +96,7 @@ def main(argv=None):
         STAGES.clear()
         t0 = time.perf_counter()
         if path == "old":
-            rows = old_measure_weights(cfg, "old")
+            rows = _gs.measure_weights_per_n(cfg)
         else:
             rows = _gs.measure_weights(cfg, "new", workers=args.workers)
         total = time.perf_counter() - t0

@@ -25,20 +25,6 @@ __all__ = ["plan"]
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _row_layout(indptr: np.ndarray, sort_rows: bool, pad_empty_rows: bool):
-    """The row adjustments of ``reference.generalsparse._layout`` without its per-slot
-    arrays: (rowptr over adjusted rows, each adjusted row's first CSR index, whether it is
-    an empty row's padding slot, row_order)."""
-    indptr = np.asarray(indptr, dtype=np.int64)
-    lengths = np.diff(indptr)
-    order = np.argsort(-lengths, kind="stable") if sort_rows else np.arange(lengths.size)
-    lengths, starts = lengths[order], indptr[:-1][order]
-    padded = pad_empty_rows & (lengths == 0)
-    slots = np.where(padded, 1, lengths)
-    rowptr = np.concatenate(([0], np.cumsum(slots))).astype(np.int64)
-    return rowptr, starts, padded, order
-
-
 @njit(cache=True, nogil=True)
 def _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row, indices, vbits,
                 t_count, interleave, v, storage, rows, row_start, cols, vals, pad, source,
@@ -100,7 +86,7 @@ def plan(A, strategy: GS.Strategy, dtype=None, lossy: bool = False) -> GS.Plan:
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
     s = strategy
-    rowptr, starts, padded_row, order = _row_layout(csr.indptr, s.sort_rows, s.pad_empty_rows)
+    rowptr, starts, padded_row, order = GS._row_adjust(csr.indptr, s.sort_rows, s.pad_empty_rows)
     _, _, thread = GS._divide(rowptr, s)
     length, padded = GS._pad_slots(thread, s)
     offsets = np.r_[0, np.cumsum(padded)].astype(np.int64)
