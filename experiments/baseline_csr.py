@@ -31,6 +31,7 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "baseline_csr"
 NEEDS_GPU = True
+SPLIT_KEYS = ("shapes", "sparsities", "dtypes")   # measure in parts with --merge
 
 FULL = dict(
     shapes=[[4096, 11008], [11008, 4096], [12288, 12288], [36864, 12288]],
@@ -112,6 +113,7 @@ def measure(cfg: dict) -> dict:
                                         extra=dict(sparsity=sparsity))
         del A, p
         _free_gpu()
+        X.checkpoint(dict(rows=rows, copy_bandwidth=copy, skipped=skipped))  # kept if stopped
     unavailable = {r["method"]: r["error"] for r in rows if "BackendUnavailable" in r.get("error", "")}
     rows = [r for r in rows if "BackendUnavailable" not in r.get("error", "")]
     return dict(rows=rows, copy_bandwidth=copy, skipped=skipped,
