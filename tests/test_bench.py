@@ -496,10 +496,14 @@ def test_experiment_without_gpu_plots_saved_results(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"))
     assert X.main(exp, []) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines == [f"no CUDA GPU: plotted results/h100/baseline_csr.json (NVIDIA H100 80GB HBM3, "
-                     f"2026-11-22) -> {tmp_path}/figures/h100/baseline_csr.png, "
-                     f"{tmp_path}/figures/h100/baseline_csr.pdf"]
-    assert X.main(exp, ["--device", "h200"]) == 1
+    assert lines == [f"no CUDA GPU: plotted results/{d}/baseline_csr.json ({gpu}, "
+                     f"{day}) -> {tmp_path}/figures/{d}/baseline_csr.png, "
+                     f"{tmp_path}/figures/{d}/baseline_csr.pdf"
+                     for d, gpu, day in [("h100", "NVIDIA H100 80GB HBM3", "2026-11-22"),
+                                         ("h200", "NVIDIA H200", "2026-11-26")]]
+    assert X.main(exp, ["--device", "h200"]) == 0
+    assert capsys.readouterr().out.strip().splitlines() == lines[1:]
+    assert X.main(exp, ["--device", "a100"]) == 1
 
 
 def test_format_table():
