@@ -1,10 +1,13 @@
 """GeneralSparse paper, Sec. 3.4 and 4.6: the campaign that trains the cost model, its
 accuracy on held-out matrices and the search analysis.
 
-For every training matrix and N, every strategy of ``strategies(A, N)`` that the code
-generator supports (``spmvlab.tune.candidates``, 85-240 per matrix) is built (plan, upload),
-checked on the GPU and timed (cold L2, median of ``reps``), with the kernel of the bare
-strategy (offsets loaded: one compile per strategy and dtype serves every matrix). One row
+For every matrix and N, the strategies of ``strategies(A, N)`` that the code generator
+supports (``spmvlab.tune.candidates``: 530-760 per matrix, about 2600 distinct kernels for
+the weights alone) whose key is in a fixed sample of ``key_fraction`` of the keys
+(:func:`key_sampled`, by hash: 0.2 gives 56-211 per matrix and N, 910 kernels, 10601 tries
+in all) are built (plan, upload), checked on the GPU and timed (cold L2, median of ``reps``),
+with the kernel of the bare strategy (offsets loaded: one compile per strategy and dtype
+serves every matrix). "Exhaustive" in the evaluation means every strategy of that sample. One row
 per try (``method="gs"``: matrix, n, key, family, us, build_s, check_s, time_s, first = the
 kernel's first use in this run) and one ``method="features"`` row per (matrix, N).
 
@@ -19,14 +22,20 @@ SuiteSparse matrix (fp32).
 
     python experiments/search_gs.py [--quick] [--matrices SPEC,...] [--ns 8] [--merge]
 
-Runtime on an H200: about 4 min per part; measure in six parts, e.g.
-``--matrices`` the weight specs / the SuiteSparse specs (``--set weights``/``--set suitesparse``)
-times ``--ns 8``, ``32``, ``64``, each with ``--merge`` (about 25 min in all).
+Before timing, every distinct kernel is compiled once in parallel worker processes
+(``SPMVLAB_COMPILE_WORKERS``, default min(16, cores); numba takes about a second per
+kernel) into the kernel cache of ``spmvlab.codegen`` (``SPMVLAB_KERNEL_CACHE``, default a
+folder in the temporary directory), from which the timing process loads them; the results
+record the count and the seconds (``compile``). Measure in parts, e.g. ``--set weights`` /
+``--set suitesparse`` times ``--ns 8``, ``32``, ``64``, each with ``--merge``; the results
+are saved every 20 s, so a part stopped by a time limit keeps what it timed.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -47,9 +56,9 @@ WEIGHTS = [f"w:{layer}:{pr}:{s}" for layer in LAYERS for pr in ("magnitude", "ra
 SUITESPARSE = ["ss:" + m for m in _gs.SUITESPARSE[:26:2] + ["vanHeukelum/cage11"]]
 SETS = {"weights": WEIGHTS, "suitesparse": SUITESPARSE}
 FULL = dict(matrices=WEIGHTS + SUITESPARSE, ns=[8, 32, 64], reps=10, warmup=2, max_strategies=None,
-            holdout_every=4, seed=0)
+            key_fraction=0.2, holdout_every=4, seed=0)
 QUICK = dict(matrices=["w:mpnet_L00_attn_q:magnitude:0.9", "ss:HB/bcsstk13"], ns=[8], reps=5,
-             max_strategies=12)
+             max_strategies=12, key_fraction=None)
 
 
 def config(quick: bool = False, **overrides) -> dict:
@@ -77,45 +86,126 @@ def load(spec: str):
     raise ValueError(f"matrix spec {spec!r}: expected w:... or ss:...")
 
 
+def key_sampled(key: str, fraction: float) -> bool:
+    """Whether the strategies of ``key`` (``tune.strategy_key``) are in the timed sample: the
+    first 8 bytes of the key's SHA-256 below ``fraction`` of their range. The same keys on
+    every matrix and N (each key's regression gets every training matrix), none drawn at
+    random, so a part measured later times the same strategies."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") < fraction * 2.0 ** 64
+
+
+def _warm(spec: str, n: int, strategies: list) -> dict:
+    """Compile the bare-strategy kernels of ``strategies`` (one launch each on the matrix of
+    ``spec`` with N = ``n``), so that their compiled code lands in the kernel cache
+    (``spmvlab.codegen``, ``SPMVLAB_KERNEL_CACHE``). Runs in a worker process."""
+    from spmvlab import methods
+    from spmvlab._cuda import cuda
+    from spmvlab.methods.generalsparse import GeneralSparse
+    A, dtype = load(spec)
+    p = methods.Problem.make(A, dtype, k=n, seed=1, lossy=True)
+    out = dict(compiled=0, failed=0)
+    for s in strategies:
+        try:
+            GeneralSparse(p, s, optimize=False).run()
+            cuda.synchronize()
+            out["compiled"] += 1
+        except Exception:   # noqa: BLE001 (the timed pass records the error)
+            out["failed"] += 1
+    return out
+
+
+def warm_tasks(work: list, size: int = 8) -> list:
+    """``(spec, n, strategies)`` tasks of at most ``size`` strategies that together name each
+    distinct kernel of ``work`` once, at the first (matrix, N) that lists it."""
+    seen, tasks = set(), []
+    for spec, n, dtype, k, cands in work:
+        mine = []
+        for st in cands:
+            key = (st, dtype, bool(st.compact and k > 65535))
+            if key not in seen:
+                seen.add(key)
+                mine.append(st)
+        tasks += [(spec, n, mine[i:i + size]) for i in range(0, len(mine), size)]
+    return tasks
+
+
+def warm_kernels(work: list, workers: int) -> dict:
+    """Compile every distinct kernel of ``work`` ((spec, n, dtype, K, candidates) per matrix
+    and N) once, in ``workers`` processes, before anything is timed. A kernel is the bare
+    strategy's for a dtype (and, for compact storage, 16- or 32-bit columns: K above 65535
+    may need 32), so each is compiled for the first (matrix, N) that lists it."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    tasks = warm_tasks(work)
+    t0 = time.perf_counter()
+    done = dict(kernels=sum(len(t[2]) for t in tasks), compiled=0, failed=0, workers=workers)
+    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
+        futs = [pool.submit(_warm, *t) for t in tasks]
+        for f in X.progress(cf.as_completed(futs), total=len(futs), desc=f"{NAME}: compile"):
+            for k, v in f.result().items():
+                done[k] += v
+    done["seconds"] = round(time.perf_counter() - t0, 1)
+    return done
+
+
 def measure(cfg: dict) -> dict:
     import numpy as np
-    from spmvlab import methods, tune
+    from spmvlab import codegen, methods, tune
+    from spmvlab._cuda import SIMULATOR
     from spmvlab.methods.generalsparse import GeneralSparse
-    rows = []
-    seen = set()
-    for spec in X.progress(cfg["matrices"], desc=NAME):
+    work = []
+    for spec in cfg["matrices"]:
         A, dtype = load(spec)
         for n in (int(v) for v in cfg["ns"]):
-            p = methods.Problem.make(A, dtype, k=n, seed=1, lossy=True)
-            cands = tune.candidates(p.A, n, dtype=dtype)
+            cands = tune.candidates(A, n, dtype=dtype)
+            if cfg.get("key_fraction"):
+                cands = [st for st in cands if key_sampled(tune.strategy_key(st), cfg["key_fraction"])]
             if cfg["max_strategies"] and len(cands) > cfg["max_strategies"]:
                 pick = np.linspace(0, len(cands) - 1, cfg["max_strategies"]).astype(int)
                 cands = [cands[i] for i in pick]
-            rows.append(dict(method="features", matrix=spec, n=n, dtype=dtype, shape=list(p.shape),
-                             nnz=int(p.A.nnz), candidates=len(cands),
-                             features=tune.features(p.A, n, dtype)))
-            for s in cands:
-                key = (s, dtype)
-                row = dict(method="gs", matrix=spec, n=n, dtype=dtype, key=tune.strategy_key(s),
-                           family=tune.strategy_family(s), first=key not in seen)
-                try:
-                    t0 = time.perf_counter()
-                    m = GeneralSparse(p, s, optimize=False)
-                    t1 = time.perf_counter()
-                    ok = m.check().passed
-                    t2 = time.perf_counter()
-                    seen.add(key)
-                    t = m.time(reps=cfg["reps"], warmup=cfg["warmup"], cold=True)
-                    t3 = time.perf_counter()
-                    row.update(check_passed=ok, us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us,
-                               build_s=round(t1 - t0, 4), check_s=round(t2 - t1, 4),
-                               time_s=round(t3 - t2, 4), reduction=m.row_extra["reduction"])
-                    del m
-                except Exception as exc:   # noqa: BLE001 (a failing strategy is recorded)
-                    row["error"] = f"{type(exc).__name__}: {exc}"[:300]
-                rows.append(row)
-            X.checkpoint(dict(rows=rows))  # a part stopped by a time limit keeps these
-    return dict(rows=rows)
+            work.append((spec, n, dtype, A.shape[1], cands))
+    extra = {}
+    workers = int(os.environ.get("SPMVLAB_COMPILE_WORKERS", min(16, os.cpu_count() or 1)))
+    if not SIMULATOR and workers > 1:
+        # compiled kernels shared through files: compile them all in parallel first
+        os.environ.setdefault(codegen.CACHE_ENV, os.path.join(tempfile.gettempdir(), "spmvlab_kernels"))
+        extra["compile"] = warm_kernels(work, workers)
+        print(f"{NAME}: {extra['compile']}", file=sys.stderr)
+    rows = []
+    seen = set()
+    last = time.perf_counter()
+    for spec, n, dtype, _, cands in X.progress(work, desc=NAME):
+        A, _ = load(spec)
+        p = methods.Problem.make(A, dtype, k=n, seed=1, lossy=True)
+        rows.append(dict(method="features", matrix=spec, n=n, dtype=dtype, shape=list(p.shape),
+                         nnz=int(p.A.nnz), candidates=len(cands),
+                         features=tune.features(p.A, n, dtype)))
+        for s in cands:
+            key = (s, dtype)
+            row = dict(method="gs", matrix=spec, n=n, dtype=dtype, key=tune.strategy_key(s),
+                       family=tune.strategy_family(s), first=key not in seen)
+            try:
+                t0 = time.perf_counter()
+                m = GeneralSparse(p, s, optimize=False)
+                t1 = time.perf_counter()
+                ok = m.check().passed
+                t2 = time.perf_counter()
+                seen.add(key)
+                t = m.time(reps=cfg["reps"], warmup=cfg["warmup"], cold=True)
+                t3 = time.perf_counter()
+                row.update(check_passed=ok, us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us,
+                           build_s=round(t1 - t0, 4), check_s=round(t2 - t1, 4),
+                           time_s=round(t3 - t2, 4), reduction=m.row_extra["reduction"])
+                del m
+            except Exception as exc:   # noqa: BLE001 (a failing strategy is recorded)
+                row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+            rows.append(row)
+            if time.perf_counter() - last > 20:      # a part stopped by a time limit keeps these
+                X.checkpoint(dict(rows=rows, **extra))
+                last = time.perf_counter()
+        X.checkpoint(dict(rows=rows, **extra))
+        last = time.perf_counter()
+    return dict(rows=rows, **extra)
 
 
 def plot(results: dict, fig_path: str) -> list[str]:

@@ -165,6 +165,23 @@ def test_cache_returns_the_same_kernel():
     assert codegen.upload(p1) is codegen.upload(p1)           # uploaded once
 
 
+def test_kernel_cache_file_is_the_text_named_by_its_hash(tmp_path, monkeypatch):
+    g = codegen.generate(GS.plan(_uniform_matrix(), ROW_PER_THREAD, dtype=np.float32))
+    other = codegen.generate(GS.plan(_uniform_matrix(), ROW_PER_THREAD, dtype=np.float16))
+    monkeypatch.delenv(codegen.CACHE_ENV, raising=False)
+    assert codegen.source_file(g.source) is None                      # off unless asked for
+    monkeypatch.setenv(codegen.CACHE_ENV, str(tmp_path / "k"))
+    path = codegen.source_file(g.source)
+    assert open(path).read() == g.source and path.startswith(str(tmp_path / "k"))
+    stamp = (tmp_path / "k" / path.rsplit("/", 1)[1]).stat().st_mtime_ns
+    assert codegen.source_file(g.source) == path                      # the same file, not rewritten
+    assert (tmp_path / "k" / path.rsplit("/", 1)[1]).stat().st_mtime_ns == stamp
+    assert codegen.source_file(other.source) != path
+    assert sorted(p.name for p in (tmp_path / "k").iterdir()) == sorted(
+        [path.rsplit("/", 1)[1], codegen.source_file(other.source).rsplit("/", 1)[1]])  # no temporaries left
+    assert codegen.source_file(g.source, str(tmp_path / "d")).startswith(str(tmp_path / "d"))
+
+
 def test_strategy_only_kernel_loads_offsets_and_runs_any_plan():
     A = MATRICES["13x37"]()
     s = GS.Strategy(thread_cols=2, warp_cols=8, block_cols=8)

@@ -51,6 +51,26 @@ def test_search_campaign_loop(monkeypatch):
     assert feats[0]["features"]["N"] == 3 and feats[0]["candidates"] == 3
 
 
+def test_compile_tasks_name_each_kernel_once():
+    import dataclasses
+    exp = X.load_experiment("search_gs")
+    A = sp.random(24, 20, density=0.3, format="csr", random_state=np.random.default_rng(1))
+    from spmvlab import tune
+    c = tune.candidates(A, 8, dtype="float32")
+    wide = [s for s in c if s.compact][:2]
+    assert wide and len(c) > 9
+    work = [("a", 8, "float32", 20, c), ("b", 8, "float32", 20, c[::-1]),   # b: nothing new
+            ("c", 8, "float16", 20, c[:3]),                                   # another dtype
+            ("d", 32, "float32", 70000, wide + c[:1])]        # compact, 32-bit columns possible
+    tasks = exp.warm_tasks(work, size=4)
+    assert [t[0] for t in tasks].count("b") == 0
+    named = [(t[0], s) for t in tasks for s in t[2]]
+    assert [s for m, s in named if m == "a"] == c and [s for m, s in named if m == "c"] == c[:3]
+    assert [s for m, s in named if m == "d"] == wide and all(len(t[2]) <= 4 for t in tasks)
+    assert all(t[1] == (32 if t[0] == "d" else 8) for t in tasks)
+    assert dataclasses.is_dataclass(tasks[0][2][0])
+
+
 def _fabricated_search(n_mat=8, seed=0):
     """search_gs-like results where time = exp(design(features) @ c_key) exactly."""
     rng = np.random.default_rng(seed)
@@ -320,3 +340,13 @@ def test_weights_loop_stops_its_workers_when_stopped(monkeypatch, tmp_path):
         time.sleep(0.05)
     assert not set(mp.active_children()) - before, "the builder process still runs"
     assert not _gs._DRAWN and info.value.signum == 15
+
+
+def test_key_sample_is_fixed_and_about_the_fraction():
+    exp = X.load_experiment("search_gs")
+    keys = [f"key {i}" for i in range(4000)]
+    picked = [k for k in keys if exp.key_sampled(k, 0.2)]
+    assert 0.17 < len(picked) / len(keys) < 0.23
+    assert picked == [k for k in keys if exp.key_sampled(k, 0.2)]             # the same every time
+    assert set(k for k in keys if exp.key_sampled(k, 0.1)) < set(picked)     # nested fractions
+    assert not any(exp.key_sampled(k, 0.0) for k in keys) and all(exp.key_sampled(k, 1.0) for k in keys)

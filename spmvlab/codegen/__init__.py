@@ -41,6 +41,15 @@ Vector loads of B (``Strategy.b_vector`` g > 1): B is passed flat and each threa
 float16 or 4 float32); N must be a multiple of g (``spmm``/``launcher`` raise
 ``ShapeError`` otherwise), so a group is wholly inside or beyond N.
 
+Compiled kernels across processes
+---------------------------------
+Compiling one generated kernel takes numba about a second. With the environment variable
+``SPMVLAB_KERNEL_CACHE`` set to a directory (on a GPU; the simulator compiles nothing),
+each kernel text is written there once (:func:`source_file`, named by its hash) and numba
+keeps its compiled code beside it, so other processes load it instead of compiling: a
+campaign can compile its kernels in parallel processes first (``experiments/search_gs.py``)
+and a later run on the same machine starts warm.
+
 Supported
 ---------
 * every Division at the three levels:
@@ -82,8 +91,11 @@ Not done yet (correct, but slower than the paper's kernel)
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
 import linecache
+import os
+import tempfile
 import threading
 import weakref
 
@@ -99,7 +111,7 @@ from . import _emit, _runtime
 from ._emit import Offset, Spec
 
 __all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "upload", "spmm", "launcher",
-           "cache_info", "clear_cache", "ptx_targets", "SUPPORTED_DTYPES", "shared_bytes", "SHARED_LIMIT"]
+           "cache_info", "clear_cache", "source_file", "CACHE_ENV", "ptx_targets", "SUPPORTED_DTYPES", "shared_bytes", "SHARED_LIMIT"]
 
 SUPPORTED_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
 _BLOCK_ALGS = (GS.BLOCK_TOTAL, GS.BLOCK_BITMAP, GS.BLOCK_SEGMENT)
@@ -136,14 +148,17 @@ class Generated:
     def kernel(self):
         with self._lock:
             if self._kernel is None:
-                from .._cuda import cuda
-                code = compile(self.source, self.filename, "exec")
+                from .._cuda import SIMULATOR, cuda
+                cached = None if SIMULATOR else source_file(self.source)
+                filename = cached or self.filename
+                code = compile(self.source, filename, "exec")
                 # tracebacks and numba's error messages show the generated lines
-                linecache.cache[self.filename] = (len(self.source), None,
-                                                  self.source.splitlines(True), self.filename)
+                linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True), filename)
                 namespace = {"__name__": "spmvlab.codegen.generated", "cuda": cuda, "np": np}
                 exec(code, namespace)
                 self._kernel = namespace["spmm_kernel"]
+                if cached:          # numba keeps the compiled code beside the file (__pycache__)
+                    self._kernel.enable_caching()
             return self._kernel
 
     @property
@@ -157,6 +172,30 @@ class Generated:
 
 _CACHE: dict = {}
 _CACHE_LOCK = threading.Lock()
+
+#: environment variable naming a directory for compiled kernels kept across processes
+CACHE_ENV = "SPMVLAB_KERNEL_CACHE"
+
+
+def source_file(source: str, directory: str | None = None) -> str | None:
+    """Where the compiled code of a kernel text is kept across processes: the text written
+    once to ``<directory>/gs_<sha256 of the text>.py`` (``directory`` default: the
+    ``SPMVLAB_KERNEL_CACHE`` environment variable), whose ``__pycache__`` then holds numba's
+    compiled kernels (one per signature and GPU). None when no directory is set. The file
+    is written only if missing (numba checks the file's time stamp), through a temporary
+    file, so processes compiling the same text at once do not see a partial file."""
+    directory = os.environ.get(CACHE_ENV) if directory is None else directory
+    if not directory:
+        return None
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(os.path.abspath(directory),
+                        f"gs_{hashlib.sha256(source.encode()).hexdigest()[:24]}.py")
+    if not os.path.isfile(path):
+        fd, tmp = tempfile.mkstemp(dir=directory, suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(source)
+        os.replace(tmp, path)
+    return path
 
 
 def cache_info() -> int:
