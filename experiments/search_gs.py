@@ -26,7 +26,9 @@ Before timing, every distinct kernel is compiled once in parallel worker process
 (``SPMVLAB_COMPILE_WORKERS``, default min(16, cores); numba takes about a second per
 kernel) into the kernel cache of ``spmvlab.codegen`` (``SPMVLAB_KERNEL_CACHE``, default a
 folder in the temporary directory), from which the timing process loads them; the results
-record the count and the seconds (``compile``). Measure in parts, e.g. ``--set weights`` /
+record the counts (``compile``: kernels, compiled, loaded from the cache, failed) and the
+seconds; ``spmvlab.tune.fit`` charges each try of its search analysis one kernel's compile
+(seconds x workers / compiled, from a part that loaded none). Measure in parts, e.g. ``--set weights`` /
 ``--set suitesparse`` times ``--ns 8``, ``32``, ``64``, each with ``--merge``; the results
 are saved every 20 s, so a part stopped by a time limit keeps what it timed.
 """
@@ -47,8 +49,6 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "search_gs"
 NEEDS_GPU = True
-#: no results committed yet (written without a GPU): tests/test_bench.py allows that while set
-AWAITING_FIRST_GPU_RUN = True
 SPLIT_KEYS = ("matrices", "ns")
 LAYERS = ["mpnet_L00_attn_q", "mpnet_L00_ffn_up", "mpnet_L00_ffn_down", "mpnet_L11_attn_q"]
 WEIGHTS = [f"w:{layer}:{pr}:{s}" for layer in LAYERS for pr in ("magnitude", "random") for s in (0.7, 0.9)] + \
@@ -103,12 +103,14 @@ def _warm(spec: str, n: int, strategies: list) -> dict:
     from spmvlab.methods.generalsparse import GeneralSparse
     A, dtype = load(spec)
     p = methods.Problem.make(A, dtype, k=n, seed=1, lossy=True)
-    out = dict(compiled=0, failed=0)
+    out = dict(compiled=0, loaded=0, failed=0)
     for s in strategies:
         try:
-            GeneralSparse(p, s, optimize=False).run()
+            m = GeneralSparse(p, s, optimize=False)
+            m.run()
             cuda.synchronize()
-            out["compiled"] += 1
+            hits = sum(getattr(m.generated.kernel, "_cache_hits", {}).values())   # numba's counter
+            out["loaded" if hits else "compiled"] += 1
         except Exception:   # noqa: BLE001 (the timed pass records the error)
             out["failed"] += 1
     return out
@@ -138,12 +140,16 @@ def warm_kernels(work: list, workers: int) -> dict:
     import multiprocessing as mp
     tasks = warm_tasks(work)
     t0 = time.perf_counter()
-    done = dict(kernels=sum(len(t[2]) for t in tasks), compiled=0, failed=0, workers=workers)
+    done = dict(kernels=sum(len(t[2]) for t in tasks), compiled=0, loaded=0, failed=0, workers=workers)
     with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        futs = [pool.submit(_warm, *t) for t in tasks]
+        futs = {pool.submit(_warm, *t): t for t in tasks}
         for f in X.progress(cf.as_completed(futs), total=len(futs), desc=f"{NAME}: compile"):
-            for k, v in f.result().items():
-                done[k] += v
+            try:
+                for k, v in f.result().items():
+                    done[k] += v
+            except Exception as exc:   # noqa: BLE001 (the timed pass compiles what is missing)
+                done["failed"] += len(futs[f][2])
+                done.setdefault("errors", []).append(f"{futs[f][0]}: {type(exc).__name__}: {exc}"[:300])
     done["seconds"] = round(time.perf_counter() - t0, 1)
     return done
 

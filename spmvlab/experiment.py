@@ -435,13 +435,21 @@ def _part(meta: dict, config: dict) -> dict:
                 config=config)
 
 
-def merge_results(module, old: dict, rows: list, config: dict, meta: dict) -> tuple[list, dict, list]:
+def _extras(results: dict) -> dict:
+    """What a results file holds besides its rows, config, metadata and parts."""
+    return {k: v for k, v in results.items() if k not in ("rows", "config", "meta", "parts", "partial")}
+
+
+def merge_results(module, old: dict, rows: list, config: dict, meta: dict,
+                  extra: dict | None = None) -> tuple[list, dict, list]:
     """``old`` (a saved results file) plus a new run (``rows``, ``config``, ``meta``): the two
     configs must agree except in the module's ``SPLIT_KEYS`` (lists, united in the order of
     ``module.config()``) and its ``UNCOMPARED_KEYS`` (settings that do not change what a row
     measures, such as a time budget; the new run's value is kept); a new row replaces the saved row it re-measures (same
     :data:`ROW_IDENTITY`). Every row gets ``part``, the index of its run in the returned
-    ``parts`` (each run's git hash, device, date and config)."""
+    ``parts`` (each run's git hash, device, date and config, and ``extra``: what ``measure``
+    returned besides its rows, e.g. a compile count, where there was any; the file's top
+    level keeps the latest run's)."""
     split = tuple(getattr(module, "SPLIT_KEYS", ()))
     if not split:
         raise OptionError(problem("--merge", f"an experiment with SPLIT_KEYS ({module.NAME} has none)",
@@ -462,11 +470,14 @@ def merge_results(module, old: dict, rows: list, config: dict, meta: dict) -> tu
         for v in have:
             seen.setdefault(to_json(v), v)
         merged[k] = sorted(seen.values(), key=lambda v: (order.get(to_json(v), len(order)), to_json(v)))
-    parts = list(old.get("parts") or [_part(old.get("meta") or {}, a)])
+    first = _part(old.get("meta") or {}, a)
+    if _extras(old):
+        first["extra"] = _extras(old)
+    parts = list(old.get("parts") or [first])
     old_rows = [dict(r, part=r.get("part", 0)) for r in old["rows"]]
     new_keys = {_row_key(r) for r in rows}
     kept = [r for r in old_rows if _row_key(r) not in new_keys]
-    parts.append(_part(meta, b))
+    parts.append(dict(_part(meta, b), **({"extra": dict(extra)} if extra else {})))
     return kept + [dict(r, part=len(parts) - 1) for r in rows], merged, parts
 
 
@@ -519,7 +530,8 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
         results.pop("meta", None)
         results.pop("partial", None)
         if base is not None:
-            rows, config, results["parts"] = merge_results(module, base, rows, config, meta)
+            rows, config, results["parts"] = merge_results(module, base, rows, config, meta,
+                                                           extra=_extras(results))
         if partial:
             results["partial"] = True
         return save_results(path, rows, config, extra=results, meta=meta)

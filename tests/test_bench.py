@@ -614,6 +614,9 @@ def test_checkpoint_keeps_what_a_stopped_run_measured(tmp_path):
     saved = X.load_results(out)
     assert saved["partial"] is True and len(saved["rows"]) == 4 + 2
     assert sorted({r["sparsity"] for r in saved["rows"]}) == [0.5, 0.9]
+    # each part keeps what its measure returned besides rows (the top level: the latest's)
+    assert saved["parts"][1]["extra"] == {"skipped": ["x"]} and "extra" not in saved["parts"][0]
+    assert saved["skipped"] == ["x"]
     assert X.checkpoint(dict(rows=[])) is None  # outside a run: nothing is written
 
 

@@ -38,6 +38,7 @@ def _fake_timing(us):
 
 def test_search_campaign_loop(monkeypatch):
     exp = X.load_experiment("search_gs")
+    monkeypatch.setenv("SPMVLAB_COMPILE_WORKERS", "1")     # on a GPU: no worker processes (fake load)
     A = sp.random(24, 20, density=0.3, format="csr", random_state=np.random.default_rng(1))
     monkeypatch.setattr(exp, "load", lambda spec: (A, "float32"))
     from spmvlab.methods.generalsparse import GeneralSparse
@@ -101,6 +102,15 @@ def test_evaluate_recovers_a_known_law(capsys, tmp_path):
     assert s["held_out_matrices"] == 2 and s["train_matrices"] == 6 and s["cases"] == 2
     assert s["median_accuracy"] > 0.97 and s["pick_within_10pct"] == 1.0
     assert s["median_iterations_to_90"] == 1 and s["compile_s_per_kernel"] == pytest.approx(0.49)
+    # the parallel compile step, where a run compiled everything itself, gives the compile cost
+    res["compile"] = dict(kernels=10, compiled=10, loaded=0, failed=0, workers=4, seconds=5.0)
+    assert fit.evaluate(res)["summary"]["compile_s_per_kernel"] == pytest.approx(2.0)
+    res["parts"] = [dict(extra=dict(compile=dict(res["compile"], seconds=3.0))), dict(),
+                    dict(extra=dict(compile=dict(kernels=4, compiled=1, loaded=3, workers=4, seconds=9.0)))]
+    assert fit.evaluate(res)["summary"]["compile_s_per_kernel"] == pytest.approx(1.2)   # parts: loads skipped
+    del res["parts"][0]["extra"]
+    assert fit.evaluate(res)["summary"]["compile_s_per_kernel"] == pytest.approx(0.49)  # none fresh
+    del res["compile"], res["parts"]
     model = fit.fit_all(res)
     assert model.meta["timings"] == 8 * len(tune.default_shortlist(32))
     exp = X.load_experiment("search_gs")
@@ -224,6 +234,8 @@ def test_weights_loop_builds_once_and_matches_the_per_n_loop(monkeypatch, tmp_pa
     from spmvlab import tune
     from spmvlab.methods import base
     _fake_gpu(monkeypatch)
+    # no cost model: the search times the shortlist, whose picks share a layout across N here
+    monkeypatch.setattr(tune.search, "load_model", lambda *a, **kw: None)
     cfg = _tiny_weights_cfg(tmp_path)
     blocks = [tuple(b) for b in cfg["blocks"]]
     old = _gs.measure_weights_per_n(cfg, blocks)

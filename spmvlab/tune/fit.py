@@ -17,7 +17,7 @@ The evaluation (:func:`evaluate`), per held-out (matrix, N):
 * ``top_rel``             the same for the best of the model's first ``top`` (what
                           ``best_strategy`` keeps);
 * the search analysis     iterations and seconds (each try: its measured plan and timing
-                          seconds plus the median compile seconds of the campaign) until a
+                          seconds plus one kernel's compile seconds, ``_compile_s``) until a
                           strategy within 90 % of the best is timed, in the model's order;
                           the exhaustive seconds for comparison.
 """
@@ -57,8 +57,18 @@ def split_matrices(matrices: list, every: int) -> tuple[list, list]:
     return [m for m in matrices if m not in held], held
 
 
-def _compile_s(recs) -> float:
-    """Median check seconds of a kernel's first use minus that of later uses: the compile."""
+def _compile_s(recs, results: dict | None = None) -> float:
+    """Seconds to compile one kernel: from the campaign's parallel compile step where a run
+    compiled every kernel itself (``compile`` of a part, or of the file, with ``loaded`` 0:
+    seconds x workers / compiled, summed over such runs); else the median check seconds of
+    a kernel's first use minus that of later uses."""
+    results = results or {}
+    runs = [(p.get("extra") or {}).get("compile") for p in results.get("parts") or []] \
+        if results.get("parts") else [results.get("compile")]
+    runs = [c for c in runs if c]
+    fresh = [c for c in runs if c.get("loaded") == 0 and c.get("compiled")]
+    if fresh:
+        return sum(c["seconds"] * c["workers"] for c in fresh) / sum(c["compiled"] for c in fresh)
     first = [r["check_s"] for r in recs if r.get("first") and r.get("check_s") is not None]
     later = [r["check_s"] for r in recs if r.get("first") is False and r.get("check_s") is not None]
     if not first:
@@ -73,7 +83,7 @@ def evaluate(results: dict, top: int = 4) -> dict:
     mats = [m for m in cfg["matrices"] if any(r["matrix"] == m for r in recs)]
     train, held = split_matrices(mats, cfg.get("holdout_every", 4))
     model = CostModel.fit([r for r in recs if r["matrix"] in train])
-    per_compile = _compile_s(recs)
+    per_compile = _compile_s(recs, results)
     out = []
     for m in held:
         for n in sorted({r["n"] for r in recs if r["matrix"] == m}):
