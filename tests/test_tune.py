@@ -162,6 +162,31 @@ def test_best_strategy_times_the_model_top_or_the_shortlist():
         tune.best_strategy(A, 8, "float32", model=None, timer=lambda *a: float("inf"))
 
 
+def test_best_strategy_confirms_the_proxy_winners_on_the_matrix():
+    A = sp.random(400, 50, density=0.3, format="csr", random_state=np.random.default_rng(3))
+    short = tune.default_shortlist(8, "float32")
+    proxy_us = {s: 10.0 + i for i, s in enumerate(short)}     # the sample ranks them in order
+    full_us = {s: 100.0 - i for i, s in enumerate(short)}     # the matrix: the second is faster
+    seen = []
+
+    def timer(P, s, N, dt):
+        whole = P.shape[0] == A.shape[0]
+        seen.append((whole, s))
+        return full_us[s] if whole else proxy_us[s]
+
+    r = tune.best_strategy(A, 8, "float32", model=None, timer=timer, max_nnz=2000)
+    assert [w for w, _ in seen] == [False] * len(short) + [True, True]
+    assert [s for w, s in seen if w] == short[:2] and r.strategy == short[1]
+    assert [t.get("full_us") for t in r.timed[:3]] == [100.0, 99.0, None]
+    assert r.summary()["search_confirmed"] == 2 and r.proxy_rows < A.shape[0]
+    seen.clear()
+    r = tune.best_strategy(A, 8, "float32", model=None, timer=timer, max_nnz=2000, confirm=0)
+    assert r.strategy == short[0] and all(not w for w, _ in seen)
+    seen.clear()
+    r = tune.best_strategy(A, 8, "float32", model=None, timer=timer)   # A is its own proxy
+    assert r.strategy == short[-1] and len(seen) == len(short) and r.summary()["search_confirmed"] == 0
+
+
 def test_proxy_keeps_columns_and_bounds_nnz():
     A = sp.random(5000, 300, density=0.05, format="csr", random_state=np.random.default_rng(2))
     P = tune.proxy(A, max_nnz=10000, run=64)
