@@ -503,13 +503,18 @@ GENERALSPARSE = [
          script=["experiments/search_gs.py", "spmvlab/tune/fit.py"], paper=0.9,
          paper_note="\"approximately 90 %\", A100",
          ours=dict(results="search_gs", view="search_gs:summary", field="median_accuracy", fmt=".2f"),
-         why="per-strategy linear regression on log time, 14 features; every 4th matrix held out"),
+         why="per-strategy ridge regression on log time, 14 features (the ridge term by 4-fold "
+             "cross-validation over the 24 training matrices); every 4th matrix held out; 0.80 "
+             "with the nearly unregularised fit first used"),
     dict(label="§4.6", what="share of held-out (matrix, N) whose best of the model's top 4 is within "
                             "10 % of the exhaustive best",
          script=["experiments/search_gs.py", "spmvlab/tune/fit.py"], paper=None,
          ours=dict(results="search_gs", view="search_gs:summary", field="top_within_10pct", scale=100,
                    fmt=".0f", unit=" %"),
-         why="issue goal: >= 80 %"),
+         why="issue goal: >= 80 % (19 of 24 cases; the misses, best of the top 4 against the "
+             "best: HB/bcsstk13 0.85 / 0.71 at N = 32 / 64, SNAP/ego-Facebook 0.90 / 0.80 at N = 8 "
+             "/ 64, vanHeukelum/cage11 0.82 at N = 8; 5 of 8 held-out matrices are the mpnet "
+             "weights, where every case is met)"),
     dict(label="§4.6", what="search iterations to reach 90 % of the exhaustive best (median)",
          script=["experiments/search_gs.py", "spmvlab/tune/fit.py"], paper="30–50",
          ours=dict(results="search_gs", view="search_gs:summary", field="median_iterations_to_90",

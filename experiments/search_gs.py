@@ -227,7 +227,7 @@ def plot(results: dict, fig_path: str) -> list[str]:
                                      cfg.get("holdout_every", 4))
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
     if held and len(train):
-        model = fit.CostModel.fit([r for r in recs if r["matrix"] in train])
+        model = fit.CostModel.fit([r for r in recs if r["matrix"] in train], ridge=ev["summary"]["ridge"])
         xs, ys = [], []
         for r in recs:
             if r["matrix"] in held and np.isfinite(r["time_us"]):

@@ -111,8 +111,17 @@ def test_evaluate_recovers_a_known_law(capsys, tmp_path):
     del res["parts"][0]["extra"]
     assert fit.evaluate(res)["summary"]["compile_s_per_kernel"] == pytest.approx(0.49)  # none fresh
     del res["compile"], res["parts"]
+    assert [t["ridge"] for t in ev["ridge_cv"]] == list(fit.RIDGES)
+    # the choice: the best cross-validated top-4 share, then the best accuracy
+    train, _ = fit.split_matrices(res["config"]["matrices"], 4)
+    ridge, table = fit.choose_ridge(fit.timing_records(res["rows"])[1], train)     # what evaluate did
+    chosen = next(t for t in table if t["ridge"] == ridge)
+    assert ridge == s["ridge"] and chosen["top_within_10pct"] == max(t["top_within_10pct"] for t in table)
+    assert chosen["median_accuracy"] == max(t["median_accuracy"] for t in table
+                                            if t["top_within_10pct"] == chosen["top_within_10pct"])
+    assert table[0]["median_accuracy"] > table[-1]["median_accuracy"] > 0      # an exact law: less shrinkage fits it
     model = fit.fit_all(res)
-    assert model.meta["timings"] == 8 * len(tune.default_shortlist(32))
+    assert model.meta["timings"] == 8 * len(tune.default_shortlist(32)) and model.meta["ridge"] in fit.RIDGES
     exp = X.load_experiment("search_gs")
     out = exp.plot(res, str(tmp_path / "s.png"))
     assert all(os.path.getsize(p) > 1000 for p in out)

@@ -4,7 +4,9 @@ on held-out matrices.
     python -m spmvlab.tune.fit [results/h200/search_gs.json] [--write] [--top 4]
 
 Without ``--write`` it only prints the held-out evaluation (the model fitted on the training
-matrices, judged on the held-out ones: the config's ``holdout_every``-th matrices). With
+matrices, judged on the held-out ones: the config's ``holdout_every``-th matrices). The
+ridge term of the regressions is chosen by 4-fold cross-validation over the training
+matrices alone (:func:`choose_ridge`; the held-out ones never take part in the choice). With
 ``--write`` it then fits on every matrix and writes ``spmvlab/tune/cost_model.json`` (the
 only writer of that file), recording the results file's device, date and git hash.
 
@@ -31,7 +33,7 @@ import numpy as np
 from .model import MODEL_PATH, CostModel
 from .search import search_analysis
 
-__all__ = ["timing_records", "split_matrices", "evaluate", "fit_all", "main"]
+__all__ = ["timing_records", "split_matrices", "choose_ridge", "evaluate", "fit_all", "main", "RIDGES"]
 
 
 def timing_records(rows: list) -> tuple[dict, list]:
@@ -76,16 +78,15 @@ def _compile_s(recs, results: dict | None = None) -> float:
     return max(0.0, float(np.median(first)) - (float(np.median(later)) if later else 0.0))
 
 
-def evaluate(results: dict, top: int = 4) -> dict:
-    """Fit on the training matrices, judge on the held-out ones (see the module docstring)."""
-    cfg = results["config"]
-    _, recs = timing_records(results["rows"])
-    mats = [m for m in cfg["matrices"] if any(r["matrix"] == m for r in recs)]
-    train, held = split_matrices(mats, cfg.get("holdout_every", 4))
-    model = CostModel.fit([r for r in recs if r["matrix"] in train])
-    per_compile = _compile_s(recs, results)
+#: the ridge terms :func:`choose_ridge` compares
+RIDGES = (1e-3, 1e-2, 0.1, 1.0, 3.0, 10.0)
+
+
+def _judge(model: CostModel, recs: list, matrices: list, top: int, per_compile: float = 0.0) -> list:
+    """One dict per (matrix, N) of ``matrices``: how the model's ranking of its strategies
+    compares with their measured times (module docstring)."""
     out = []
-    for m in held:
+    for m in matrices:
         for n in sorted({r["n"] for r in recs if r["matrix"] == m}):
             rs = [r for r in recs if r["matrix"] == m and r["n"] == n]
             fin = [r for r in rs if np.isfinite(r["time_us"])]
@@ -109,6 +110,56 @@ def evaluate(results: dict, top: int = 4) -> dict:
                             top_within_10pct=bool(top_best <= 1.1 * best),
                             iterations_to_90=a["iterations_to_target"], seconds_to_90=a["seconds_to_target"],
                             exhaustive_s=a["exhaustive_seconds"], best_us=best))
+    return out
+
+
+def choose_ridge(recs: list, matrices: list, folds: int = 4, top: int = 4,
+                 ridges=RIDGES) -> tuple[float, list]:
+    """The ridge term by ``folds``-fold cross-validation over ``matrices`` (every
+    ``folds``-th matrix in a fold; only these matrices' timings are used): the largest share
+    of (matrix, N) whose best of the model's top ``top`` is within 10 % of the best, ties
+    broken by the median accuracy, then by the smaller ridge. Returns (ridge, one row per
+    ridge with its cross-validated ``top_within_10pct`` and ``median_accuracy``)."""
+    table = []
+    for ridge in ridges:
+        cases = []
+        for f in range(min(folds, len(matrices))):
+            test = matrices[f::folds]
+            train = [m for m in matrices if m not in test]
+            fitted = [r for r in recs if r["matrix"] in train]
+            if not train or not any(np.isfinite(r["time_us"]) for r in fitted):
+                continue
+            cases += _judge(CostModel.fit(fitted, ridge=ridge), recs, test, top)
+        acc = [c["accuracy"] for c in cases if c["accuracy"] is not None]
+        table.append(dict(ridge=ridge, top_within_10pct=float(np.mean([c["top_within_10pct"] for c in cases]))
+                          if cases else 0.0, median_accuracy=float(np.median(acc)) if acc else 0.0))
+    best = max(table, key=lambda t: (round(t["top_within_10pct"], 9), round(t["median_accuracy"], 9),
+                                     -t["ridge"]))
+    return best["ridge"], table
+
+
+_EVALUATED: dict = {}
+
+
+def evaluate(results: dict, top: int = 4) -> dict:
+    """Fit on the training matrices (ridge chosen by :func:`choose_ridge` on them alone),
+    judge on the held-out ones (see the module docstring). Remembered per results content
+    and ``top``."""
+    meta = results.get("meta") or {}
+    memo = (meta.get("date_utc"), meta.get("git_hash"), top, repr(results.get("parts")),
+            repr(results.get("compile")), repr(results["config"]),
+            hash(tuple((r.get("method"), r.get("matrix"), r.get("n"), r.get("key"), r.get("us"),
+                        r.get("check_passed")) for r in results["rows"])))
+    if memo in _EVALUATED:
+        return _EVALUATED[memo]
+    cfg = results["config"]
+    _, recs = timing_records(results["rows"])
+    mats = [m for m in cfg["matrices"] if any(r["matrix"] == m for r in recs)]
+    train, held = split_matrices(mats, cfg.get("holdout_every", 4))
+    ridge, ridge_cv = choose_ridge(recs, train, top=top)
+    model = CostModel.fit([r for r in recs if r["matrix"] in train], ridge=ridge)
+    per_compile = _compile_s(recs, results)
+    out = _judge(model, recs, held, top, per_compile)
     summary = {}
     if out:
         def share(k):
@@ -123,18 +174,22 @@ def evaluate(results: dict, top: int = 4) -> dict:
                        median_iterations_to_90=float(np.median(its)) if its else None,
                        median_seconds_to_90=float(np.median(secs)) if secs else None,
                        median_exhaustive_s=float(np.median([r["exhaustive_s"] for r in out])),
-                       compile_s_per_kernel=per_compile, top=top)
-    return dict(cases=out, summary=summary)
+                       compile_s_per_kernel=per_compile, top=top, ridge=ridge)
+    _EVALUATED[memo] = dict(cases=out, summary=summary, ridge_cv=ridge_cv)
+    return _EVALUATED[memo]
 
 
-def fit_all(results: dict) -> CostModel:
-    """The model fitted on every matrix of the results (what ``--write`` saves)."""
+def fit_all(results: dict, top: int = 4) -> CostModel:
+    """The model fitted on every matrix of the results (what ``--write`` saves), its ridge
+    chosen by :func:`choose_ridge` over all of them."""
     _, recs = timing_records(results["rows"])
     meta = results.get("meta") or {}
-    return CostModel.fit(recs, meta=dict(
+    mats = [m for m in results["config"]["matrices"] if any(r["matrix"] == m for r in recs)]
+    ridge, _ = choose_ridge(recs, mats, top=top)
+    return CostModel.fit(recs, ridge=ridge, meta=dict(
         source="experiments/search_gs.py", device=(meta.get("device") or {}).get("name"),
         date_utc=meta.get("date_utc"), git_hash=meta.get("git_hash"),
-        matrices=len({r["matrix"] for r in recs}), timings=len(recs)))
+        matrices=len({r["matrix"] for r in recs}), timings=len(recs), ridge=ridge))
 
 
 def main(argv=None) -> int:
@@ -149,13 +204,16 @@ def main(argv=None) -> int:
     ev = evaluate(res, a.top)
     for k, v in ev["summary"].items():
         print(f"{k:>26}: {v}")
+    print("ridge by 4-fold cross-validation over the training matrices: " +
+          ", ".join(f"{t['ridge']:g} (top {t['top_within_10pct']:.2f}, accuracy {t['median_accuracy']:.2f})"
+                    for t in ev["ridge_cv"]))
     if a.write:
         dev = ((res.get("meta") or {}).get("device") or {}).get("name") or ""
         if "H200" not in dev:
             print(f"refusing to write the model from results of {dev or 'no GPU'} (H200 timings only)",
                   file=sys.stderr)
             return 1
-        path = fit_all(res).save(MODEL_PATH)
+        path = fit_all(res, a.top).save(MODEL_PATH)
         print(f"wrote {path}")
     return 0
 
