@@ -214,6 +214,16 @@ def measure(cfg: dict) -> dict:
     return dict(rows=rows, **extra)
 
 
+def short_label(spec: str) -> str:
+    """A matrix spec in a few characters: "L00_attn_q mag 90%" or "HB/bcsstk13"."""
+    kind, _, rest = spec.partition(":")
+    if kind != "w":
+        return rest
+    parts = rest.split(":")
+    label = f"{parts[0].replace('mpnet_', '')} {parts[1][:3]} {float(parts[2]) * 100:.0f}%"
+    return label + (f" {parts[3]}" if len(parts) > 3 else "")
+
+
 def plot(results: dict, fig_path: str) -> list[str]:
     """Held-out matrices: predicted vs measured time of every strategy (model fitted on the
     training matrices), and the quality of the model's pick and of its best of ``top``."""
@@ -247,8 +257,8 @@ def plot(results: dict, fig_path: str) -> list[str]:
     b.bar(range(len(cases)), [c["top_rel"] for c in cases], label=f"best of top {ev['summary'].get('top', 4)}")
     b.plot(range(len(cases)), [c["pick_rel"] or 0 for c in cases], "rv", label="first pick", ls="none")
     b.axhline(1 / 1.1, color="black", ls="--", lw=1, label="within 10 % of the best")
-    b.set_xticks(range(len(cases)), [f"{c['matrix'].split(':')[1][-14:]} N={c['n']}" for c in cases],
-                 rotation=70, fontsize=6)
+    b.set_xticks(range(len(cases)), [f"{short_label(c['matrix'])} N={c['n']}" for c in cases],
+                 rotation=70, fontsize=6, ha="right", rotation_mode="anchor")
     b.set(ylabel="exhaustive best / chosen", ylim=(0, 1.05), title="the model's choice, held-out matrices")
     b.legend(fontsize=7)
     fig.suptitle(f"GeneralSparse cost model, {P.device_name(results)} (paper: A100)", fontsize=10)

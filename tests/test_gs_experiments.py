@@ -371,3 +371,10 @@ def test_key_sample_is_fixed_and_about_the_fraction():
     assert picked == [k for k in keys if exp.key_sampled(k, 0.2)]             # the same every time
     assert set(k for k in keys if exp.key_sampled(k, 0.1)) < set(picked)     # nested fractions
     assert not any(exp.key_sampled(k, 0.0) for k in keys) and all(exp.key_sampled(k, 1.0) for k in keys)
+
+
+def test_search_plot_labels_name_pruning_and_sparsity():
+    exp = X.load_experiment("search_gs")
+    assert exp.short_label("w:mpnet_L00_ffn_up:random:0.9:8x8") == "L00_ffn_up ran 90% 8x8"
+    assert exp.short_label("w:mpnet_L11_attn_q:magnitude:0.7") == "L11_attn_q mag 70%"
+    assert exp.short_label("ss:HB/bcsstk13") == "HB/bcsstk13"
