@@ -16,8 +16,9 @@
     matrix: a warp-group per row, CSR-vector-like);
 ``strategy="best"``
     ``spmvlab.tune.best_strategy``: the cost model's top candidates timed (the shortlist
-    without a model) on a row sample of a large matrix, the two fastest timed again on the
-    matrix itself, the fastest there kept; the search is summarised in ``row_extra`` (the
+    without a model; their bare-strategy kernels, as the model was trained) on a row sample
+    of a large matrix, the two fastest timed again on the matrix itself, the fastest there
+    kept and run with ``optimize``; the search is summarised in ``row_extra`` (the
     results row gets it).
 
 SpMM only (``A @ X`` with X of k columns), float16 (float32 accumulation) or float32.

@@ -235,10 +235,16 @@ class SearchResult:
                     strategy=self.strategy.label, strategy_key=strategy_key(self.strategy))
 
 
-def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = True, keep=None):
+def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = False, keep=None):
     """A timer for :func:`best_strategy`: ``timer(A, strategy, N, dtype) -> microseconds``
     (median, cold L2) of the generated kernel through the ``GeneralSparse`` method (its
-    GPU check must pass, else the strategy counts as infinitely slow). ``keep``: a
+    GPU check must pass, else the strategy counts as infinitely slow). ``optimize`` False
+    (the default): the bare strategy's kernel (offsets loaded), as the cost model's timings
+    were taken (``experiments/search_gs.py``); compiled once per strategy and dtype, so the
+    searches of other matrices and N that try the same strategy compile nothing (on the
+    H200 a search of 4 optimized kernels took 8-19 s, fig14_gs at 7d54691, and a compile
+    about 1.8 s, search_gs's parallel compile step). The method
+    that runs the chosen strategy applies the code optimizer to it. ``keep``: a
     ``Problem`` of the searched matrix; the problem of the timed sample is kept among its
     shared values (``Problem.shared``), so the searches for the other N of that matrix
     (``Problem.with_rhs``) reuse the sample's plans (the same X and timings either way)."""
