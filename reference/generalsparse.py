@@ -730,6 +730,19 @@ def _compact_arrays(sl: _Slots, length: np.ndarray, block_offset: np.ndarray, co
                tg_len=length.astype(np.int32))
     if k <= SPAN16:
         return dict(out, col_bits=16, col_base=None, col_offset=cols.astype(np.uint16))
+    base, block = column_bases(cols, real, block_offset, k)
+    if base is None:
+        return dict(out, col_bits=32)
+    offset = np.where(real, cols - base[block], 0)
+    return dict(out, col_bits=16, col_base=base.astype(np.int32), col_offset=offset.astype(np.uint16))
+
+
+def column_bases(cols: np.ndarray, real: np.ndarray, block_offset: np.ndarray, k: int) -> tuple:
+    """Per block of slots (``block_offset``), the smallest column of its real slots (0 for a
+    block with none): ``(bases, block of each slot)``, or ``(None, block of each slot)`` when
+    some block's columns span ``SPAN16`` or more (no 16-bit offsets). ``cols`` and ``real``
+    are per slot, in logical order."""
+    n = cols.size
     block = np.searchsorted(block_offset, np.arange(n), side="right") - 1
     lo = np.full(block_offset.size - 1, k, dtype=np.int64)
     hi = np.full(block_offset.size - 1, -1, dtype=np.int64)
@@ -737,10 +750,8 @@ def _compact_arrays(sl: _Slots, length: np.ndarray, block_offset: np.ndarray, co
     np.maximum.at(hi, block[real], cols[real])
     used = hi >= 0
     if np.any(hi[used] - lo[used] >= SPAN16):
-        return dict(out, col_bits=32)
-    base = np.where(used, lo, 0)
-    offset = np.where(real, cols - base[block], 0)
-    return dict(out, col_bits=16, col_base=base.astype(np.int32), col_offset=offset.astype(np.uint16))
+        return None, block
+    return np.where(used, lo, 0), block
 
 
 def decode_compact(p: Plan) -> dict:

@@ -140,6 +140,18 @@ def gs_matrices(draw, max_side=40, extremes=True):
     return case.A, dtype
 
 
+def gs_wide_matrix() -> sp.csr_matrix:
+    """6 x 70000 (columns past 16 bits): in blocks of 2 rows every span fits 16 bits, in
+    blocks of 4 the first (columns 3 to 69999) does not; row 5 is empty."""
+    A = sp.lil_matrix((6, 70000), dtype=np.float32)
+    A[0, [3, 60000]] = [1.0, 2.0]
+    A[1, [40, 41]] = [3.0, -1.0]
+    A[2, 65000] = -2.0
+    A[3, [69999, 65010]] = [4.0, 5.0]
+    A[4, 10] = 0.5
+    return A.tocsr()
+
+
 @st.composite
 def llm_like(draw, max_rows=48, max_cols=96, dtypes=DTYPES):
     """Uniform random mask at an LLM sparsity (30-95 %), Gaussian values."""

@@ -22,7 +22,7 @@ from parity import assert_close
 from reference._common import DTypeError, OptionError, ShapeError, canonical_csr
 from reference.offsets import compress
 from spmvlab import datasets
-from strategies import build_case, gs_matrices
+from strategies import build_case, gs_matrices, gs_wide_matrix
 
 single, multi = "single", "multi"
 D = G.Division
@@ -228,23 +228,11 @@ def test_compact_strategies_are_listed_and_smaller():
         G.plan(A, G.Strategy(thread_cols=8, warp_cols=8, block_cols=8, b_vector=8), dtype=np.float32, lossy=True)
 
 
-def _wide_matrix():
-    """70000 columns: in blocks of 2 rows every span fits 16 bits, in blocks of 4 the first
-    (columns 3 to 69999) does not; row 5 is empty."""
-    A = sp.lil_matrix((6, 70000), dtype=np.float32)
-    A[0, [3, 60000]] = [1.0, 2.0]
-    A[1, [40, 41]] = [3.0, -1.0]
-    A[2, 65000] = -2.0
-    A[3, [69999, 65010]] = [4.0, 5.0]
-    A[4, 10] = 0.5
-    return A.tocsr()
-
-
 @pytest.mark.parametrize("block_size,bits", [(2, 16), (4, 32)])
 def test_compact_columns_wide_matrix(block_size, bits):
     """Row-blocks of 2 rows: every block's span fits (a base per block); of 4: one does not,
     so the plan falls back to int32 columns. Both multiply exactly."""
-    A = _wide_matrix()
+    A = gs_wide_matrix()
     M = G.Division("multi", False)
     s = G.Strategy(block=M, warp=M, thread=G.Division("multi", True), block_size=block_size,
                    thread_cols=2, warp_cols=2, block_cols=2, compact=True, b_vector=2)

@@ -15,7 +15,7 @@ import reference.generalsparse as G
 from reference._common import OptionError
 from spmvlab import tune
 from spmvlab.encoders import generalsparse as fast
-from strategies import build_case, gs_matrices
+from strategies import build_case, gs_matrices, gs_wide_matrix
 
 ACCEPT_LOSS = pytest.mark.filterwarnings("ignore::reference._common.LossyConversionWarning",
                                          "ignore::RuntimeWarning")
@@ -129,18 +129,6 @@ def test_errors_are_the_reference_ones():
         fast.plan(A, "row/warp")
 
 
-def _wide_matrix():
-    """70000 columns: in blocks of 2 rows every span fits 16 bits, in blocks of 4 one does
-    not; row 5 is empty."""
-    A = sp.lil_matrix((6, 70000), dtype=np.float32)
-    A[0, [3, 60000]] = [1.0, 2.0]
-    A[1, [40, 41]] = [3.0, -1.0]
-    A[2, 65000] = -2.0
-    A[3, [69999, 65010]] = [4.0, 5.0]
-    A[4, 10] = 0.5
-    return A.tocsr()
-
-
 @pytest.mark.parametrize("block_size,bits", [(2, 16), (4, 32)])
 @pytest.mark.parametrize("interleave", [False, True])
 def test_compact_wide_columns(block_size, bits, interleave):
@@ -149,7 +137,7 @@ def test_compact_wide_columns(block_size, bits, interleave):
     s = G.Strategy(block=M, warp=M, thread=G.Division("multi", True), block_size=block_size,
                    thread_cols=2, warp_cols=4, block_cols=4, compact=True, b_vector=2,
                    interleave=interleave, vector_width=2 if interleave else 1)
-    p = both(_wide_matrix(), s, np.float32)
+    p = both(gs_wide_matrix(), s, np.float32)
     assert p.col_bits == bits
 
 

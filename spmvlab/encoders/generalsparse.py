@@ -144,15 +144,9 @@ def _compact(s, length, offsets, block_offset, rows, cols, pad, storage, row_ptr
     # columns beyond 16 bits: the reference's per-block bases, on the logical arrays
     logical_cols = cols[storage].astype(np.int64)
     real = ~pad[storage]
-    block = np.searchsorted(block_offset, np.arange(n), side="right") - 1
-    lo = np.full(block_offset.size - 1, k, dtype=np.int64)
-    hi = np.full(block_offset.size - 1, -1, dtype=np.int64)
-    np.minimum.at(lo, block[real], logical_cols[real])
-    np.maximum.at(hi, block[real], logical_cols[real])
-    used = hi >= 0
-    if np.any(hi[used] - lo[used] >= GS.SPAN16):
+    base, block = GS.column_bases(logical_cols, real, block_offset, k)
+    if base is None:
         return dict(out, col_bits=32)
-    base = np.where(used, lo, 0)
     offset = np.zeros(n, dtype=np.uint16)
     offset[storage] = np.where(real, logical_cols - base[block], 0).astype(np.uint16)
     return dict(out, col_bits=16, col_base=base.astype(np.int32), col_offset=offset)
