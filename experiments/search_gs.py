@@ -119,11 +119,12 @@ def _warm(spec: str, n: int, strategies: list) -> dict:
 def warm_tasks(work: list, size: int = 8) -> list:
     """``(spec, n, strategies)`` tasks of at most ``size`` strategies that together name each
     distinct kernel of ``work`` once, at the first (matrix, N) that lists it."""
+    from reference.generalsparse import SPAN16
     seen, tasks = set(), []
     for spec, n, dtype, k, cands in work:
         mine = []
         for st in cands:
-            key = (st, dtype, bool(st.compact and k > 65535))
+            key = (st, dtype, bool(st.compact and k > SPAN16))   # wider: 32-bit columns possible
             if key not in seen:
                 seen.add(key)
                 mine.append(st)
@@ -134,8 +135,8 @@ def warm_tasks(work: list, size: int = 8) -> list:
 def warm_kernels(work: list, workers: int) -> dict:
     """Compile every distinct kernel of ``work`` ((spec, n, dtype, K, candidates) per matrix
     and N) once, in ``workers`` processes, before anything is timed. A kernel is the bare
-    strategy's for a dtype (and, for compact storage, 16- or 32-bit columns: K above 65535
-    may need 32), so each is compiled for the first (matrix, N) that lists it."""
+    strategy's for a dtype (and, for compact storage, 16- or 32-bit columns: K above
+    ``SPAN16`` may need 32), so each is compiled for the first (matrix, N) that lists it."""
     import concurrent.futures as cf
     import multiprocessing as mp
     tasks = warm_tasks(work)
@@ -159,9 +160,9 @@ def measure(cfg: dict) -> dict:
     from spmvlab import codegen, methods, tune
     from spmvlab._cuda import SIMULATOR
     from spmvlab.methods.generalsparse import GeneralSparse
-    work = []
+    work, loaded = [], {}
     for spec in cfg["matrices"]:
-        A, dtype = load(spec)
+        A, dtype = loaded[spec] = load(spec)
         for n in (int(v) for v in cfg["ns"]):
             cands = tune.candidates(A, n, dtype=dtype)
             if cfg.get("key_fraction"):
@@ -181,8 +182,7 @@ def measure(cfg: dict) -> dict:
     seen = set()
     last = time.perf_counter()
     for spec, n, dtype, _, cands in X.progress(work, desc=NAME):
-        A, _ = load(spec)
-        p = methods.Problem.make(A, dtype, k=n, seed=1, lossy=True)
+        p = methods.Problem.make(loaded[spec][0], dtype, k=n, seed=1, lossy=True)
         rows.append(dict(method="features", matrix=spec, n=n, dtype=dtype, shape=list(p.shape),
                          nnz=int(p.A.nnz), candidates=len(cands),
                          features=tune.features(p.A, n, dtype)))

@@ -312,15 +312,20 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
         feats = features(P, N, dt)      # the matrix timed, as in training
         predicted = {s: model.predict_us(feats, s) for s in cands}
         ranked, source, n_cand = model.rank(feats, cands)[:top], "model", len(cands)
-    timed = []
-    for i, s in enumerate(ranked):
+    def attempt(M, s) -> tuple[float, float]:
+        """(microseconds of ``s`` on ``M``, seconds the try took)."""
         t1 = time.perf_counter()
         try:
-            us = float(timer(P, s, N, dt))
+            us = float(timer(M, s, N, dt))
         except OptionError:        # the strategy does not fit this matrix
             us = float("inf")
-        timed.append(dict(label=s.label, key=strategy_key(s), us=us,
-                          seconds=time.perf_counter() - t1, predicted_us=predicted.get(s), rank=i))
+        return us, time.perf_counter() - t1
+
+    timed = []
+    for i, s in enumerate(ranked):
+        us, secs = attempt(P, s)
+        timed.append(dict(label=s.label, key=strategy_key(s), us=us, seconds=secs,
+                          predicted_us=predicted.get(s), rank=i))
     finite = [i for i, r in enumerate(timed) if np.isfinite(r["us"])]
     if not finite:
         raise OptionError(problem("best_strategy", "at least one strategy that runs",
@@ -328,12 +333,8 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
     best = min(finite, key=lambda i: timed[i]["us"])
     if confirm > 0 and P.shape[0] < A.shape[0] and len(finite) > 1:
         for i in sorted(finite, key=lambda i: timed[i]["us"])[:confirm]:
-            t1 = time.perf_counter()
-            try:
-                timed[i]["full_us"] = float(timer(A, ranked[i], N, dt))
-            except OptionError:
-                timed[i]["full_us"] = float("inf")
-            timed[i]["seconds"] += time.perf_counter() - t1
+            timed[i]["full_us"], secs = attempt(A, ranked[i])
+            timed[i]["seconds"] += secs
         full = [i for i in finite if np.isfinite(timed[i].get("full_us", float("inf")))]
         if full:
             best = min(full, key=lambda i: timed[i]["full_us"])
