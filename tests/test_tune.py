@@ -155,9 +155,15 @@ def test_best_strategy_times_the_model_top_or_the_shortlist():
     recs = [dict(features=feats, strategy=s, time_us=1.0 + i) for i, s in enumerate(cands)]
     m = tune.CostModel.fit(recs, min_samples=1)
     calls.clear()
-    r = tune.best_strategy(A, 8, "float32", model=m, top=2, timer=timer)
+    r = tune.best_strategy(A, 8, "float32", model=m, top=2, timer=timer, guard=False)
     assert r.source == "model" and len(calls) == 2 and r.n_candidates == len(cands)
     assert calls == m.rank(feats, cands)[:2] == cands[:2] and r.strategy == cands[1]
+    calls.clear()       # guarded (the default): the anchors the model did not pick are timed too
+    r = tune.best_strategy(A, 8, "float32", model=m, top=2, timer=timer)
+    extra = [s for s in tune.anchors(8, "float32") if s not in cands[:2]]
+    assert extra and calls == cands[:2] + extra and r.strategy == cands[1]
+    assert [t["rank"] for t in r.timed] == [0, 1] + [None] * len(extra)
+    assert [t["key"] for t in r.summary()["search_timed"]] == [tune.strategy_key(s) for s in calls]
     with pytest.raises(OptionError):
         tune.best_strategy(A, 8, "float32", model=None, timer=lambda *a: float("inf"))
 
@@ -185,6 +191,35 @@ def test_best_strategy_confirms_the_proxy_winners_on_the_matrix():
     seen.clear()
     r = tune.best_strategy(A, 8, "float32", model=None, timer=timer)   # A is its own proxy
     assert r.strategy == short[-1] and len(seen) == len(short) and r.summary()["search_confirmed"] == 0
+
+
+def test_guarded_search_keeps_an_anchor_when_the_model_picks_are_slow_on_the_matrix():
+    # the model's picks win on the sample and lose on the matrix (nonzero-split strategies on
+    # a 512-row sample of 9216x9216, fig14_gs at 2426572): an anchor is confirmed and kept
+    A = sp.random(400, 50, density=0.3, format="csr", random_state=np.random.default_rng(4))
+    cands = tune.candidates(A, 8, dtype="float32")
+    picks = [s for s in cands if not s.compact][:3]
+    anchors = tune.anchors(8, "float32")
+    feats = tune.features(A, 8)
+    m = tune.CostModel.fit([dict(features=feats, strategy=s, time_us=1.0 + i)
+                            for i, s in enumerate(picks)], min_samples=1)
+    seen = []
+
+    def timer(P, s, N, dt):
+        whole = P.shape[0] == A.shape[0]
+        seen.append((whole, s))
+        if s in anchors:
+            return 50.0 + anchors.index(s) if whole else 30.0 + anchors.index(s)
+        return 500.0 if whole else 10.0
+
+    r = tune.best_strategy(A, 8, "float32", model=m, top=3, timer=timer, max_nnz=2000)
+    assert [s for w, s in seen if not w][:3] == m.rank(feats, cands)[:3]
+    confirmed = [s for w, s in seen if w]
+    assert len(confirmed) == 3 and confirmed[-1] == anchors[0] and r.strategy == anchors[0]
+    assert r.summary()["search_confirmed"] == 3
+    seen.clear()
+    r = tune.best_strategy(A, 8, "float32", model=m, top=3, timer=timer, max_nnz=2000, guard=False)
+    assert r.strategy not in anchors and not any(s in anchors for _, s in seen)
 
 
 def test_proxy_keeps_columns_and_bounds_nnz():

@@ -22,6 +22,16 @@ s8="tests/test_block_extraction.py tests/test_coo.py tests/test_csr_dtans.py tes
 for f in tests/test_*.py; do
   case " $F $s5 $s6 $s7 $s8 " in *" $f "*) ;; *) s8="$s8 $f";; esac
 done
+# numba's on-disk cache first, in one process: shards compiling the same cached parallel function
+# at once can leave its index and code from different processes (numba issue 10128), a segfault
+# when loaded (the H200's run at 2426572: shard 7 in the EC-CSR encoder)
+python - <<'PY' || echo "# warm-up of the compiled encoders failed; the shards compile them themselves"
+import numpy as np, scipy.sparse as sp
+from spmvlab.encoders import csr_dtans, ec_csr, macko
+A = sp.random(64, 96, density=0.3, format="csr", random_state=np.random.default_rng(0))
+for enc in (csr_dtans, ec_csr, macko):
+    enc.encode(A)
+PY
 keys=("macko" "ec_csr or coo" "csr_dtans" "not macko and not ec_csr and not coo and not csr_dtans")
 i=0
 for k in "${keys[@]}" "$s5" "$s6" "$s7" "$s8"; do

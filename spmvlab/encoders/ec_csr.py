@@ -139,11 +139,14 @@ def similarity_chunk(bits, cnt, lo, hi, pool, start, stop, sim):
                     sim[ii, j] = 0
 
 
-@njit(cache=True, nogil=True)
 def match_rows(bits, cnt, lo, hi, chunk):
     """Greedy matching of the rows of ``bits`` (row set bits ``cnt``, nonzero words in
     ``[lo, hi)``: :func:`_counts`): int64 [pairs, 2], as ``reference.row_matching.match_rows``
-    on the same pattern (order, ties, no-overlap rule)."""
+    on the same pattern (order, ties, no-overlap rule). A Python loop over chunks of rows: the
+    parallel :func:`similarity_chunk`, then the compiled greedy pass :func:`_pick_partners`
+    (a cached non-parallel njit function must not call a cached parallel one: numba then
+    segfaults when the pair is loaded from its cache, numba issues 4807 and 8578; seen on the
+    H200's suite run)."""
     n = bits.shape[0]
     pool = np.ones(n, dtype=np.bool_)
     pairs = np.empty((n // 2, 2), dtype=np.int64)
@@ -152,22 +155,33 @@ def match_rows(bits, cnt, lo, hi, chunk):
     for start in range(0, n, chunk):
         stop = min(n, start + chunk)
         similarity_chunk(bits, cnt, lo, hi, pool, start, stop, sim)
-        for i in range(start, stop):
-            if not pool[i]:
-                continue                    # matched by an earlier row
-            pool[i] = False
-            if cnt[i] == 0:
-                continue
-            best, partner = 0, -1
-            row = sim[i - start]
-            for j in range(i + 1, n):
-                if pool[j] and row[j] > best:   # strictly: the first maximum wins
-                    best, partner = row[j], j
-            if partner >= 0:
-                pairs[n_pairs, 0], pairs[n_pairs, 1] = i, partner
-                n_pairs += 1
-                pool[partner] = False
+        n_pairs = _pick_partners(sim, cnt, pool, start, stop, pairs, n_pairs)
     return pairs[:n_pairs]
+
+
+@njit(cache=True, nogil=True)
+def _pick_partners(sim, cnt, pool, start, stop, pairs, n_pairs):
+    """The greedy pass of :func:`match_rows` over rows ``[start, stop)`` (their similarities in
+    ``sim``): each row still in ``pool`` leaves it and takes the first row j > i of the pool
+    with the most shared columns (none when that is 0); pairs appended from ``n_pairs``,
+    the new count returned."""
+    n = pool.size
+    for i in range(start, stop):
+        if not pool[i]:
+            continue                    # matched by an earlier row
+        pool[i] = False
+        if cnt[i] == 0:
+            continue
+        best, partner = 0, -1
+        row = sim[i - start]
+        for j in range(i + 1, n):
+            if pool[j] and row[j] > best:   # strictly: the first maximum wins
+                best, partner = row[j], j
+        if partner >= 0:
+            pairs[n_pairs, 0], pairs[n_pairs, 1] = i, partner
+            n_pairs += 1
+            pool[partner] = False
+    return n_pairs
 
 
 @njit(cache=True, nogil=True)

@@ -11,11 +11,12 @@
 from .features import DESIGN_NAMES, FEATURE_NAMES, design, features
 from .model import (MODEL_PATH, MODEL_VERSION, CostModel, load_model, strategy_family,
                     strategy_from_dict, strategy_key, strategy_to_dict)
-from .search import (SHORTLIST_NAMES, SearchResult, best_strategy, candidates, default_shortlist,
-                     gpu_timer, plan_cached, proxy, search_analysis, sparse_signature, supported)
+from .search import (SHORTLIST_NAMES, SearchResult, anchors, best_strategy, candidates,
+                     default_shortlist, gpu_timer, plan_cached, proxy, search_analysis,
+                     sparse_signature, supported)
 
 __all__ = ["FEATURE_NAMES", "DESIGN_NAMES", "features", "design", "MODEL_PATH", "MODEL_VERSION",
            "CostModel", "load_model", "strategy_key", "strategy_family", "strategy_to_dict",
            "strategy_from_dict", "SHORTLIST_NAMES", "default_shortlist", "supported",
            "sparse_signature", "proxy", "candidates", "plan_cached", "SearchResult",
-           "best_strategy", "gpu_timer", "search_analysis"]
+           "anchors", "best_strategy", "gpu_timer", "search_analysis"]

@@ -63,7 +63,7 @@ from .features import features
 from .model import CostModel, load_model, strategy_key
 
 __all__ = ["SHORTLIST_NAMES", "default_shortlist", "supported", "sparse_signature", "proxy",
-           "candidates", "SearchResult", "best_strategy", "search_analysis", "plan_cached",
+           "candidates", "SearchResult", "anchors", "best_strategy", "search_analysis", "plan_cached",
            "gpu_timer"]
 
 SHORTLIST_NAMES = ("row/warp", "row/wg x4", "row/tg", "nnz/tg", "row/warp tc1", "nnz/tg tc1",
@@ -232,7 +232,16 @@ class SearchResult:
                     search_candidates=self.n_candidates, search_s=round(self.seconds, 3),
                     search_proxy_rows=self.proxy_rows, search_proxy_nnz=self.proxy_nnz,
                     search_confirmed=sum("full_us" in t for t in self.timed),
-                    strategy=self.strategy.label, strategy_key=strategy_key(self.strategy))
+                    strategy=self.strategy.label, strategy_key=strategy_key(self.strategy),
+                    search_timed=[dict(key=t["key"], rank=t["rank"], us=_round(t["us"]),
+                                       full_us=_round(t.get("full_us")),
+                                       predicted_us=_round(t.get("predicted_us")))
+                                  for t in self.timed])
+
+
+def _round(v):
+    """A timing for the results files: 0.1 us, None for none or not finite (JSON)."""
+    return None if v is None or not np.isfinite(v) else round(float(v), 1)
 
 
 def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = False, keep=None):
@@ -275,8 +284,19 @@ def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = False, keep=None
     return timer
 
 
+def anchors(N: int, dtype="float16") -> list:
+    """The strategies every model-ranked search times beside the model's picks: the compact
+    entries of :func:`default_shortlist` (9-11: rows per warp or warp-group, 16-bit columns,
+    vector loads), which won most weight-matrix cases of ``experiments/search_gs.py``. They
+    bound what a wrong ranking can cost: on the H200 at 9216x9216, N = 32 (fig14_gs at
+    2426572) the model's top 4 were all nonzero-split strategies, the fastest on the
+    512-row sample and 8x slower than CSR SpMM on the matrix."""
+    return [s for s in default_shortlist(N, dtype) if s.compact]
+
+
 def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
-                  timer=None, max_nnz: int = 2_000_000, where=None, confirm: int = 2) -> SearchResult:
+                  timer=None, max_nnz: int = 2_000_000, where=None, confirm: int = 2,
+                  guard: bool = True) -> SearchResult:
     """The fastest of the model's ``top`` candidates (or of the default shortlist when
     ``model`` is None or no model has been fitted), timed by ``timer`` (default
     :func:`gpu_timer`) on :func:`proxy` ``(A, max_nnz)``. ``where``: a predicate on
@@ -289,7 +309,12 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
     sample of ~2M nonzeros runs in ~10 us, where launch and tail effects can rank
     strategies otherwise than on the whole matrix (on the H200, 7168x7168 at 90 %
     magnitude pruning, N = 8: a nonzero-split strategy won on the sample and took 110 us on
-    the matrix, against 38 us for CSR SpMM). ``timed`` entries get ``full_us``."""
+    the matrix, against 38 us for CSR SpMM). ``timed`` entries get ``full_us``.
+
+    ``guard`` (model-ranked searches only): the :func:`anchors` not among the model's picks
+    are timed too (their entries have ``rank`` None), and the fastest of them on the proxy
+    is confirmed on A with the others, so the kept strategy is never slower than the best
+    anchor measured on A."""
     t0 = time.perf_counter()
     if model == "default":
         model = load_model()
@@ -312,6 +337,9 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
         feats = features(P, N, dt)      # the matrix timed, as in training
         predicted = {s: model.predict_us(feats, s) for s in cands}
         ranked, source, n_cand = model.rank(feats, cands)[:top], "model", len(cands)
+    n_ranked = len(ranked)
+    if guard and source == "model":
+        ranked += [s for s in anchors(N, dt) if s not in ranked and (where is None or where(s))]
     def attempt(M, s) -> tuple[float, float]:
         """(microseconds of ``s`` on ``M``, seconds the try took)."""
         t1 = time.perf_counter()
@@ -325,14 +353,19 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
     for i, s in enumerate(ranked):
         us, secs = attempt(P, s)
         timed.append(dict(label=s.label, key=strategy_key(s), us=us, seconds=secs,
-                          predicted_us=predicted.get(s), rank=i))
+                          predicted_us=predicted.get(s), rank=i if i < n_ranked else None))
     finite = [i for i, r in enumerate(timed) if np.isfinite(r["us"])]
     if not finite:
         raise OptionError(problem("best_strategy", "at least one strategy that runs",
                                   "none of " + ", ".join(r["label"] for r in timed)))
     best = min(finite, key=lambda i: timed[i]["us"])
     if confirm > 0 and P.shape[0] < A.shape[0] and len(finite) > 1:
-        for i in sorted(finite, key=lambda i: timed[i]["us"])[:confirm]:
+        again = sorted(finite, key=lambda i: timed[i]["us"])[:confirm]
+        guards = [i for i in finite if i >= n_ranked]
+        if guards:
+            fastest = min(guards, key=lambda i: timed[i]["us"])
+            again += [fastest] if fastest not in again else []
+        for i in again:
             timed[i]["full_us"], secs = attempt(A, ranked[i])
             timed[i]["seconds"] += secs
         full = [i for i in finite if np.isfinite(timed[i].get("full_us", float("inf")))]
