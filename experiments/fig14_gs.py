@@ -12,10 +12,10 @@ scales of a real layer). The paper ran on an A100.
     python experiments/fig14_gs.py [--quick] [--shapes 7168x7168] [--prunings random]
                                    [--sparsities 0.7] [--ns 8,32] [--merge]
 
-Runtime on an H200: about 2-4 min per (shape, pruning, sparsity) at 7168 rows, 5-8 min for
-the 70 % matrices of the 28672/36864 shapes (100M nonzeros: drawing, pruning, encoding and
-planning dominate); measure the full sweep in parts, e.g. one shape per run (the two largest
-split by sparsity) with ``--merge``.
+Runtime on an H200 (573d07c): 2-3 min per (shape, sparsity), both prunings, for the
+7168/9216/28672 shapes (28672x7168: 146 s at 90 %, 166 s at 70 %; drawing, pruning, encoding
+and planning take most of it); more for the 36864 shapes. Measure the full sweep in parts,
+e.g. one (shape, sparsity) per run with ``--merge``.
 """
 from __future__ import annotations
 

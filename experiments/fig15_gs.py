@@ -23,8 +23,6 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "fig15_gs"
 NEEDS_GPU = True
-#: no results committed yet (written without a GPU): tests/test_bench.py allows that while set
-AWAITING_FIRST_GPU_RUN = True
 SPLIT_KEYS = ("matrices", "ns")
 METHODS = ["cusparse", "csr_vector", _gs.GS_BEST]
 MARK = {_gs.GS_BEST: dict(color="tab:red", marker="o"), "cusparse": dict(color="tab:blue", marker="s"),

@@ -17,7 +17,7 @@ SuiteSparse matrices (fp32). The paper ran on an A100.
 
     python experiments/fig18_gs.py [--quick] [--ns 32] [--merge]
 
-Runtime on an H200: about 4 min (10 matrices x 2 N).
+Runtime on an H200: about 6.5 min (10 matrices x 2 N; 383 s at 573d07c).
 """
 from __future__ import annotations
 
@@ -33,8 +33,6 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "fig18_gs"
 NEEDS_GPU = True
-#: no results committed yet (written without a GPU): tests/test_bench.py allows that while set
-AWAITING_FIRST_GPU_RUN = True
 SPLIT_KEYS = ("weights", "suitesparse", "ns")
 VARIANTS = ["base", "op1", "op2", "op1+op2", "op1+op2 -opt"]
 FULL = dict(weight_shape=[7168, 7168], weights=["magnitude:0.7", "magnitude:0.9", "random:0.7", "random:0.9"],
@@ -130,7 +128,29 @@ def plot(results: dict, fig_path: str) -> list[str]:
     return P.savefig(fig, fig_path)
 
 
+def summary(results: dict) -> list:
+    """One row per variant (paper_values' view): the geometric-mean speedup over ``base``, its
+    range, and in how many (matrix, N) cases the variant is the fastest of the five."""
+    import numpy as np
+    t = {}
+    for r in results["rows"]:
+        if r.get("median_us") and r.get("check_passed") is not False:
+            t.setdefault((r["matrix"], r["n"]), {})[r["method"]] = r["median_us"]
+    cases = [v for v in t.values() if all(m in v for m in VARIANTS)]
+    out = []
+    for m in VARIANTS:
+        xs = [v["base"] / v[m] for v in cases]
+        out.append(dict(variant=m, cases=len(cases),
+                        geomean=float(np.exp(np.mean(np.log(xs)))) if xs else float("nan"),
+                        low=min(xs, default=float("nan")), high=max(xs, default=float("nan")),
+                        fastest=sum(min(v, key=v.get) == m for v in cases)))
+    return out
+
+
 def report(results: dict):
+    P.print_table(summary(results), [("variant", "variant", ""), ("cases", "cases", ""),
+                                     ("geomean", "x base (geomean)", ".2f"), ("low", "min", ".2f"),
+                                     ("high", "max", ".2f"), ("fastest", "fastest in", "")])
     cols = [("matrix", "matrix", ""), ("n", "N", ""), ("method", "variant", ""),
             ("median_us", "median us", ".1f"), ("tflops", "TFLOP/s", ".3f"),
             ("reduction", "reduction", ""), ("check_passed", "ok", "")]

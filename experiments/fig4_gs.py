@@ -8,7 +8,7 @@ A100.
 
     python experiments/fig4_gs.py [--quick] [--shapes 7168x7168] [--merge]
 
-Runtime on an H200: about 4-5 min for the three default shapes (each matrix drawn and
+Runtime on an H200: about 3-6 min for the three default shapes (183 s at 573d07c) (each matrix drawn and
 pruned four times); split with ``--shapes`` and ``--merge``.
 """
 from __future__ import annotations
@@ -25,8 +25,6 @@ from spmvlab import plotting as P  # noqa: E402
 
 NAME = "fig4_gs"
 NEEDS_GPU = True
-#: no results committed yet (written without a GPU): tests/test_bench.py allows that while set
-AWAITING_FIRST_GPU_RUN = True
 SPLIT_KEYS = ("shapes", "prunings", "sparsities", "ns")
 FULL = dict(shapes=[[7168, 7168], [9216, 9216], [28672, 7168]], prunings=["magnitude", "random"],
             sparsities=[0.7, 0.9], ns=[32], dtype="float16",
@@ -73,7 +71,27 @@ def plot(results: dict, fig_path: str) -> list[str]:
     return P.savefig(fig, fig_path)
 
 
+def summary(results: dict) -> list:
+    """One row per method (paper_values' view): its time under random pruning over its time
+    under magnitude pruning of the same matrix (shape, sparsity, N), the range and the
+    geometric mean; above 1 the magnitude-pruned matrix (uneven rows) is the faster one."""
+    import numpy as np
+    t = {(tuple(r["shape"]), r["sparsity"], r["n"], r["method"], r["pruning"]): r["median_us"]
+         for r in results["rows"] if r.get("median_us") and r.get("check_passed") is not False}
+    out = []
+    for m in results["config"]["methods"]:
+        xs = [t[k[:4] + ("random",)] / us for k, us in t.items()
+              if k[3] == m and k[4] == "magnitude" and k[:4] + ("random",) in t]
+        if xs:
+            out.append(dict(method=m, matrices=len(xs), low=min(xs), high=max(xs),
+                            geomean=float(np.exp(np.mean(np.log(xs))))))
+    return out
+
+
 def report(results: dict):
+    P.print_table(summary(results), [("method", "method", ""), ("matrices", "matrices", ""),
+                                     ("low", "random/magnitude time min", ".2f"),
+                                     ("high", "max", ".2f"), ("geomean", "geomean", ".2f")])
     cols = [("shape", "shape", ""), ("sparsity", "sparsity", ".2f"), ("pruning", "pruning", ""),
             ("n", "N", ""), ("method", "method", ""), ("median_us", "median us", ".1f"),
             ("tflops", "TFLOP/s", ".2f"), ("strategy", "strategy", ""), ("check_passed", "ok", "")]
