@@ -248,11 +248,12 @@ def add_tflops(r: dict) -> dict:
     return r
 
 
-def saved_rows(name: str):
-    """The rows of this device's saved results of experiment ``name`` (None when absent)."""
+def saved_rows(name: str, device: str | None = None):
+    """(rows, results) of ``device``'s saved results of experiment ``name`` (default: this
+    machine's device); (None, None) when absent."""
     from spmvlab import experiment as X
     from spmvlab import runinfo
-    dev = runinfo.device_slug(runinfo.device_info())
+    dev = device or runinfo.device_slug(runinfo.device_info())
     path = X.results_path(name, dev)
     if not os.path.isfile(path):
         return None, None
@@ -260,11 +261,12 @@ def saved_rows(name: str):
     return res["rows"], res
 
 
-def speedup(rows, method: str, base: str, keys) -> list:
-    """(key values, base_us / method_us) for every group of ``keys`` timed for both."""
+def speedup(rows, method: str, base: str, keys, checked: bool = True) -> list:
+    """(key values, base_us / method_us) for every group of ``keys`` timed for both (with
+    ``checked``, only results that passed the correctness check; else every timed one)."""
     t = {}
     for r in rows:
-        if r.get("median_us") and r.get("check_passed", True) is not False:
+        if r.get("median_us") and (not checked or r.get("check_passed", True) is not False):
             t[(tuple(str(r.get(k)) for k in keys), r["method"])] = r["median_us"]
     out = []
     for (k, m), us in t.items():

@@ -56,7 +56,7 @@ from .errors import DatasetError
 __all__ = ["ROOT", "results_path", "figure_path", "result_devices", "results_device",
            "make_config", "floats", "shapes", "words", "to_json", "save_results", "load_results",
            "progress", "problems", "gpu_available", "load_experiment", "experiments", "results_name",
-           "build_parser", "checkpoint", "Stopped", "run", "replot", "main"]
+           "build_parser", "checkpoint", "Stopped", "run", "derive_run", "replot", "main"]
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS = os.path.join(ROOT, "results")
@@ -568,6 +568,32 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
     return saved
 
 
+def derive_run(module, cfg: dict, device: str, *, quick: bool = False, out: str | None = None,
+               fig: str | None = None, report: bool = True) -> dict | None:
+    """The results of an experiment whose rows are another experiment's saved rows
+    (``module.DERIVED_FROM``; ``module.derive(cfg, device)`` returns ``{"rows", "source":
+    {"experiment", "meta"}}``, or None when ``device``'s saved results do not cover ``cfg``),
+    made on any machine: saved as ``device``'s results with the source's meta (the GPU,
+    commit and date that measured the rows) and this run's own under ``derived``; plotted
+    and reported as :func:`run` does. None when not covered (nothing written)."""
+    from .runinfo import run_metadata
+    got = module.derive(cfg, device)
+    if got is None:
+        return None
+    got = dict(got)
+    rows, source = got.pop("rows"), got["source"]
+    name = results_name(module, cfg)
+    path = save_results(out or results_path(name, device, quick), rows, cfg,
+                        extra=dict(got, derived=run_metadata()), meta=source["meta"])
+    saved = load_results(path)
+    figs = module.plot(saved, fig or figure_path(name, device, quick))
+    print(f"wrote {_rel(path)} from {source['experiment']}'s {device} results"
+          + "".join(f", {_rel(f)}" for f in figs or []))
+    if report and hasattr(module, "report"):
+        module.report(saved)
+    return saved
+
+
 def replot(module, cfg: dict, *, quick: bool = False, device: str | None = None,
            out: str | None = None, fig: str | None = None, prefix: str = "") -> int:
     """Plot saved results of ``cfg``'s run: the file ``out``, or results/<device>/ of
@@ -614,6 +640,15 @@ def main(module, argv=None) -> int:
         cfg = module.config(args.quick, **overrides)
     except OptionError as exc:
         parser.error(str(exc))
+    if not args.plot_only and module.NEEDS_GPU and hasattr(module, "derive") and not gpu_available():
+        devices = [args.device] if args.device else result_devices(module.DERIVED_FROM, args.quick)
+        made = [d for d in devices if derive_run(module, cfg, d, quick=args.quick, out=args.out,
+                                                 fig=args.fig) is not None]
+        if made:
+            return 0
+        print(f"no CUDA GPU, and no saved {module.DERIVED_FROM} results cover this configuration"
+              f" ({', '.join(devices) or 'none saved'}): plotting saved {module.NAME} results",
+              file=sys.stderr)
     if args.plot_only or (module.NEEDS_GPU and not gpu_available()):
         return replot(module, cfg, quick=args.quick, device=args.device, out=args.out,
                       fig=args.fig, prefix="" if args.plot_only else "no CUDA GPU: ")

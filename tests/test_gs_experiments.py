@@ -378,3 +378,33 @@ def test_search_plot_labels_name_pruning_and_sparsity():
     assert exp.short_label("w:mpnet_L00_ffn_up:random:0.9:8x8") == "L00_ffn_up ran 90% 8x8"
     assert exp.short_label("w:mpnet_L11_attn_q:magnitude:0.7") == "L11_attn_q mag 70%"
     assert exp.short_label("ss:HB/bcsstk13") == "HB/bcsstk13"
+
+
+def test_derived_tables_are_made_without_a_gpu(tmp_path, monkeypatch, capsys):
+    """table6_gs from a device's saved fig15_gs rows on a machine without a GPU: the device's
+    folder, the measuring run's meta, this run's under "derived"; not covered -> nothing."""
+    monkeypatch.setattr(X, "RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setattr(X, "gpu_available", lambda: False)
+    exp = X.load_experiment("table6_gs")
+    mats = ["a", "b"]
+    rows = [_gs.add_tflops(dict(method=m, matrix=mat, n=n, k=n, nnz=1000, median_us=us, check_passed=True))
+            for mat in mats for n in (8, 32, 64)
+            for m, us in (("cusparse", 20.0), ("csr_vector", 12.0), (_gs.GS_BEST, 10.0))]
+    meta = {"date_utc": "2026-01-01T00:00:00Z", "git_hash": "abc1234", "device": {"name": "Fake GPU"}}
+    X.save_results("fig15_gs", rows, X.load_experiment("fig15_gs").config(matrices=mats), meta=meta,
+                   device="fakegpu")
+    assert X.main(exp, ["--matrices", ",".join(mats)]) == 0
+    res = X.load_results("table6_gs", "fakegpu")
+    assert res["meta"] == meta and res["source"]["experiment"] == "fig15_gs"
+    assert "derived" in res and len(res["rows"]) == len(rows)
+    assert os.path.isfile(tmp_path / "figures" / "fakegpu" / "table6_gs.png")
+    t = exp.table(res)
+    assert {r["base"] for r in t} == {"cusparse", "csr_vector"} and all(r["mean"] > 1 for r in t)
+    # a matrix fig15_gs has not measured: not covered, nothing derived (the saved table replotted)
+    os.remove(X.results_path("table6_gs", "fakegpu"))
+    assert exp.derive(exp.config(matrices=mats + ["c"]), "fakegpu") is None
+    assert exp.derive(exp.config(matrices=mats, from_fig15=False), "fakegpu") is None
+    assert X.main(exp, ["--matrices", "a,c"]) == 1
+    assert "no saved fig15_gs results cover" in capsys.readouterr().err
+    assert not os.path.exists(X.results_path("table6_gs", "fakegpu"))
