@@ -15,11 +15,12 @@
     the first strategy of ``spmvlab.tune.default_shortlist(N)`` (one fixed kernel for every
     matrix: a warp-group per row, CSR-vector-like);
 ``strategy="best"``
-    ``spmvlab.tune.best_strategy``: the cost model's top candidates timed (the shortlist
-    without a model; their bare-strategy kernels, as the model was trained) on a row sample
-    of a large matrix, the two fastest timed again on the matrix itself, the fastest there
-    kept and run with ``optimize``; the search is summarised in ``row_extra`` (the
-    results row gets it).
+    ``spmvlab.tune.best_strategy``: the cost model's top candidates and the compact
+    anchors (``tune.anchors``) timed (the shortlist without a model; their bare-strategy
+    kernels, as the model was trained) on a row sample of a large matrix, the two fastest
+    and the fastest anchor timed again on the matrix itself, the fastest there kept and run
+    with ``optimize``; the search is summarised in ``row_extra`` (the results row gets it,
+    ``search_timed`` listing every try).
 
 SpMM only (``A @ X`` with X of k columns), float16 (float32 accumulation) or float32.
 """
