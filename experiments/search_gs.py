@@ -5,7 +5,9 @@ For every matrix and N, the strategies of ``strategies(A, N)`` that the code gen
 supports (``spmvlab.tune.candidates``: 530-760 per matrix, about 2600 distinct kernels for
 the weights alone) whose key is in a fixed sample of ``key_fraction`` of the keys
 (:func:`key_sampled`, by hash: 0.2 gives 56-211 per matrix and N, 910 kernels, 10601 tries
-in all) are built (plan, upload), checked on the GPU and timed (cold L2, median of ``reps``),
+in all), and with ``anchors`` the guarded search's anchors (``tune.anchors``: 2-3 per N, mostly
+outside that sample, so that ``tune.fit`` can score the search as ``best_strategy`` runs it),
+are built (plan, upload), checked on the GPU and timed (cold L2, median of ``reps``),
 with the kernel of the bare strategy (offsets loaded: one compile per strategy and dtype
 serves every matrix). "Exhaustive" in the evaluation means every strategy of that sample. One row
 per try (``method="gs"``: matrix, n, key, family, us, build_s, check_s, time_s, first = the
@@ -56,7 +58,7 @@ WEIGHTS = [f"w:{layer}:{pr}:{s}" for layer in LAYERS for pr in ("magnitude", "ra
 SUITESPARSE = ["ss:" + m for m in _gs.SUITESPARSE[:26:2] + ["vanHeukelum/cage11"]]
 SETS = {"weights": WEIGHTS, "suitesparse": SUITESPARSE}
 FULL = dict(matrices=WEIGHTS + SUITESPARSE, ns=[8, 32, 64], reps=10, warmup=2, max_strategies=None,
-            key_fraction=0.2, holdout_every=4, seed=0)
+            key_fraction=0.2, anchors=True, holdout_every=4, seed=0)
 QUICK = dict(matrices=["w:mpnet_L00_attn_q:magnitude:0.9", "ss:HB/bcsstk13"], ns=[8], reps=5,
              max_strategies=12, key_fraction=None)
 
@@ -170,6 +172,8 @@ def measure(cfg: dict) -> dict:
             if cfg["max_strategies"] and len(cands) > cfg["max_strategies"]:
                 pick = np.linspace(0, len(cands) - 1, cfg["max_strategies"]).astype(int)
                 cands = [cands[i] for i in pick]
+            if cfg.get("anchors"):     # what the guarded search times besides the model's picks
+                cands += [st for st in tune.anchors(n, dtype) if st not in cands]
             work.append((spec, n, dtype, A.shape[1], cands))
     extra = {}
     workers = int(os.environ.get("SPMVLAB_COMPILE_WORKERS", min(16, os.cpu_count() or 1)))

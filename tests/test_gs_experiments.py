@@ -43,13 +43,18 @@ def test_search_campaign_loop(monkeypatch):
     monkeypatch.setattr(exp, "load", lambda spec: (A, "float32"))
     from spmvlab.methods.generalsparse import GeneralSparse
     monkeypatch.setattr(GeneralSparse, "time", lambda self, **kw: _fake_timing(float(self.format_bytes)))
-    cfg = exp.config(quick=True, matrices=["ss:a", "ss:b"], ns=[3], max_strategies=3)
+    cfg = exp.config(quick=True, matrices=["ss:a", "ss:b"], ns=[3], max_strategies=3, anchors=False)
     rows = exp.measure(cfg)["rows"]
     feats = [r for r in rows if r["method"] == "features"]
     gs = [r for r in rows if r["method"] == "gs"]
     assert len(feats) == 2 and len(gs) == 6 and all(r["check_passed"] for r in gs)
     assert [r["first"] for r in gs] == [True] * 3 + [False] * 3       # kernels reused across matrices
     assert feats[0]["features"]["N"] == 3 and feats[0]["candidates"] == 3
+    # with the anchors (the default): the guarded search's anchors timed after the sample
+    rows = exp.measure(dict(cfg, anchors=True))["rows"]
+    gs = [r for r in rows if r["method"] == "gs"]
+    keys = [tune.strategy_key(s) for s in tune.anchors(3, "float32")]
+    assert len(gs) == 2 * (3 + len(keys)) and [r["key"] for r in gs[3:3 + len(keys)]] == keys
 
 
 def test_compile_tasks_name_each_kernel_once():
@@ -92,6 +97,26 @@ def _fabricated_search(n_mat=8, seed=0):
                              time_s=0.02, first=i == 0))
     return {"meta": {"date_utc": "2026-01-01T00:00:00+00:00", "device": {"name": "Fake GPU"}},
             "config": dict(matrices=mats, ns=[32], holdout_every=4), "rows": rows}
+
+
+def test_evaluate_scores_the_guarded_search():
+    """search_within_10pct: the best of the model's top and the anchors the results timed."""
+    from spmvlab.tune import fit
+    res = _fabricated_search()
+    s0 = fit.evaluate(res, top=1)["summary"]
+    assert s0["cases_with_anchors"] == 0 and s0["search_within_10pct"] == s0["top_within_10pct"]
+    keys = {tune.strategy_key(s) for s in tune.anchors(32, "float16")}
+    assert keys <= {r["key"] for r in res["rows"] if r["method"] == "gs"}
+    _, held = fit.split_matrices(res["config"]["matrices"], 4)
+    for r in res["rows"]:
+        if r["method"] == "gs":
+            r["dtype"] = "float16"
+            if r["key"] in keys and r["matrix"] in held:      # unseen in training: only the guard finds it
+                r["us"] = 1e-6
+    ev = fit.evaluate(res, top=1)
+    s = ev["summary"]
+    assert s["cases_with_anchors"] == s["cases"] == 2 and s["search_within_10pct"] == 1.0
+    assert s["top_within_10pct"] == 0.0 and all(c["anchors"] == len(keys) for c in ev["cases"])
 
 
 def test_evaluate_recovers_a_known_law(capsys, tmp_path):

@@ -17,7 +17,11 @@ The evaluation (:func:`evaluate`), per held-out (matrix, N):
 * ``within10``            share of its strategies predicted within 10 %;
 * ``pick_rel``            exhaustive best / time of the model's first pick (1 = the best);
 * ``top_rel``             the same for the best of the model's first ``top`` (what
-                          ``best_strategy`` keeps);
+                          ``best_strategy(guard=False)`` keeps);
+* ``search_rel``          the same for the best of those and the anchors
+                          (``search.anchors``) the results timed: what the guarded
+                          ``best_strategy`` keeps; ``anchors`` counts the anchors timed
+                          (search_gs times them all with ``anchors=True``);
 * the search analysis     iterations and seconds (each try: its measured plan and timing
                           seconds plus one kernel's compile seconds, ``_compile_s``) until a
                           strategy within 90 % of the best is timed, in the model's order;
@@ -45,6 +49,7 @@ def timing_records(rows: list) -> tuple[dict, list]:
             continue
         ok = r.get("check_passed") is not False and r.get("us") is not None
         recs.append(dict(matrix=r["matrix"], n=r["n"], key=r["key"], family=r["family"],
+                         dtype=r.get("dtype"),
                          features=feats[(r["matrix"], r["n"])],
                          time_us=float(r["us"]) if ok else float("inf"),
                          cost_s=float(r.get("build_s", 0.0)) + float(r.get("time_s", 0.0))
@@ -102,15 +107,29 @@ def _judge(model: CostModel, recs: list, matrices: list, top: int, per_compile: 
             a = search_analysis(times, keys, costs)
             best = a["best_us"]
             top_best = min(times[k] for k in keys[:top])
+            guards = _anchor_keys(n, rs[0].get("dtype")) & set(times)
+            search_best = min([top_best] + [times[k] for k in guards])
             out.append(dict(matrix=m, n=n, strategies=len(rs),
                             accuracy=1 - float(np.median(rel)) if rel else None,
                             within10=float(np.mean(np.array(rel) <= 0.1)) if rel else None,
                             pick_rel=a["first_pick_rel"], top_rel=best / top_best if np.isfinite(top_best) else 0.0,
                             pick_within_10pct=a["first_within_10pct"],
                             top_within_10pct=bool(top_best <= 1.1 * best),
+                            anchors=len(guards),
+                            search_rel=best / search_best if np.isfinite(search_best) else 0.0,
+                            search_within_10pct=bool(search_best <= 1.1 * best),
                             iterations_to_90=a["iterations_to_target"], seconds_to_90=a["seconds_to_target"],
                             exhaustive_s=a["exhaustive_seconds"], best_us=best))
     return out
+
+
+def _anchor_keys(n: int, dtype) -> set:
+    """The strategy keys of ``search.anchors(n, dtype)`` (none without a dtype)."""
+    if not dtype:
+        return set()
+    from .model import strategy_key
+    from .search import anchors
+    return {strategy_key(s) for s in anchors(int(n), dtype)}
 
 
 def choose_ridge(recs: list, matrices: list, folds: int = 4, top: int = 4,
@@ -171,6 +190,8 @@ def evaluate(results: dict, top: int = 4) -> dict:
                        median_accuracy=float(np.median(acc)) if acc else None,
                        pick_within_10pct=share("pick_within_10pct"),
                        top_within_10pct=share("top_within_10pct"),
+                       search_within_10pct=share("search_within_10pct"),
+                       cases_with_anchors=int(sum(r["anchors"] > 0 for r in out)),
                        median_iterations_to_90=float(np.median(its)) if its else None,
                        median_seconds_to_90=float(np.median(secs)) if secs else None,
                        median_exhaustive_s=float(np.median([r["exhaustive_s"] for r in out])),
