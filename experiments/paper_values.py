@@ -453,8 +453,8 @@ GENERALSPARSE = [
                "7168×7168, 9216×9216, 28672×7168 and 7168×28672 at 70 and 90 %, both prunings; "
                "the 36864 shapes not yet run). 7168×7168 and 9216×9216 at 90 % were measured "
                "before the search confirmed its picks on the whole matrix (7d54691; at N = 8 "
-               "magnitude its pick there is 2.8x slower than CSR SpMM). cuSPARSE fp16 is "
-               "torch's CSR path (GPU_NOTES: 10-100x slower than cuBLAS at these shapes), whose "
+               "magnitude its pick there is 2.9x and 3.5x slower than CSR SpMM). cuSPARSE fp16 "
+               "is torch's CSR path (GPU_NOTES: 10-100x slower than cuBLAS at these shapes), whose "
                "results miss our fp32-accumulation error bound in 29 of the 48 cases (n_bad > 0; "
                "max error ≈ 5e-4 of sum |a||b|: fp16 rounding of partial sums); their times are "
                "kept")
