@@ -131,7 +131,6 @@ def plot(results: dict, fig_path: str) -> list[str]:
 def summary(results: dict) -> list:
     """One row per variant (paper_values' view): the geometric-mean speedup over ``base``, its
     range, and in how many (matrix, N) cases the variant is the fastest of the five."""
-    import numpy as np
     t = {}
     for r in results["rows"]:
         if r.get("median_us") and r.get("check_passed") is not False:
@@ -141,7 +140,7 @@ def summary(results: dict) -> list:
     for m in VARIANTS:
         xs = [v["base"] / v[m] for v in cases]
         out.append(dict(variant=m, cases=len(cases),
-                        geomean=float(np.exp(np.mean(np.log(xs)))) if xs else float("nan"),
+                        geomean=_gs.geomean(xs),
                         low=min(xs, default=float("nan")), high=max(xs, default=float("nan")),
                         fastest=sum(min(v, key=v.get) == m for v in cases)))
     return out

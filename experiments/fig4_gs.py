@@ -8,8 +8,8 @@ A100.
 
     python experiments/fig4_gs.py [--quick] [--shapes 7168x7168] [--merge]
 
-Runtime on an H200: about 3-6 min for the three default shapes (183 s at 573d07c) (each matrix drawn and
-pruned four times); split with ``--shapes`` and ``--merge``.
+Runtime on an H200: about 3-6 min for the three default shapes (183 s at 573d07c; each
+matrix drawn and pruned four times); split with ``--shapes`` and ``--merge``.
 """
 from __future__ import annotations
 
@@ -75,7 +75,6 @@ def summary(results: dict) -> list:
     """One row per method (paper_values' view): its time under random pruning over its time
     under magnitude pruning of the same matrix (shape, sparsity, N), the range and the
     geometric mean; above 1 the magnitude-pruned matrix (uneven rows) is the faster one."""
-    import numpy as np
     t = {(tuple(r["shape"]), r["sparsity"], r["n"], r["method"], r["pruning"]): r["median_us"]
          for r in results["rows"] if r.get("median_us") and r.get("check_passed") is not False}
     out = []
@@ -84,7 +83,7 @@ def summary(results: dict) -> list:
               if k[3] == m and k[4] == "magnitude" and k[:4] + ("random",) in t]
         if xs:
             out.append(dict(method=m, matrices=len(xs), low=min(xs), high=max(xs),
-                            geomean=float(np.exp(np.mean(np.log(xs))))))
+                            geomean=_gs.geomean(xs)))
     return out
 
 

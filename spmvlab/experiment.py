@@ -559,10 +559,15 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
         _CHECKPOINT = saved_cp
         if main_thread and old_term is not None:
             signal.signal(signal.SIGTERM, old_term)
-    path = _save(results, False)
+    return _publish(module, _save(results, False), fig or figure_path(name, device, quick), report)
+
+
+def _publish(module, path: str, fig: str, report: bool, whence: str = "") -> dict:
+    """Load the results just saved at ``path``, plot them to ``fig``, say which files were
+    written (``whence`` after the results' name) and print the module's report; returns them."""
     saved = load_results(path)
-    figs = module.plot(saved, fig or figure_path(name, device, quick))
-    print(f"wrote {_rel(path)}" + "".join(f", {_rel(f)}" for f in figs or []))
+    figs = module.plot(saved, fig)
+    print(f"wrote {_rel(path)}{whence}" + "".join(f", {_rel(f)}" for f in figs or []))
     if report and hasattr(module, "report"):
         module.report(saved)
     return saved
@@ -585,13 +590,8 @@ def derive_run(module, cfg: dict, device: str, *, quick: bool = False, out: str 
     name = results_name(module, cfg)
     path = save_results(out or results_path(name, device, quick), rows, cfg,
                         extra=dict(got, derived=run_metadata()), meta=source["meta"])
-    saved = load_results(path)
-    figs = module.plot(saved, fig or figure_path(name, device, quick))
-    print(f"wrote {_rel(path)} from {source['experiment']}'s {device} results"
-          + "".join(f", {_rel(f)}" for f in figs or []))
-    if report and hasattr(module, "report"):
-        module.report(saved)
-    return saved
+    return _publish(module, path, fig or figure_path(name, device, quick), report,
+                    f" from {source['experiment']}'s {device} results")
 
 
 def replot(module, cfg: dict, *, quick: bool = False, device: str | None = None,
