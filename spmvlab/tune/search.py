@@ -288,9 +288,9 @@ def anchors(N: int, dtype="float16") -> list:
     """The strategies every model-ranked search times beside the model's picks: the compact
     entries of :func:`default_shortlist` (9-11: rows per warp or warp-group, 16-bit columns,
     vector loads), which won most weight-matrix cases of ``experiments/search_gs.py``. They
-    bound what a wrong ranking can cost: on the H200 at 9216x9216, N = 32 (fig14_gs at
-    2426572) the model's top 4 were all nonzero-split strategies, the fastest on the
-    512-row sample and 8x slower than CSR SpMM on the matrix."""
+    bound what a wrong ranking can cost: at 9216x9216, N = 32 the model's top 4 on the
+    512-row sample are all nonzero-split strategies, and the one kept took 2757 us on the
+    H200, 8x CSR SpMM's time (fig14_gs at 2426572, its log in results/h200)."""
     return [s for s in default_shortlist(N, dtype) if s.compact]
 
 
