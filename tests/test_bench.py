@@ -405,10 +405,6 @@ def _run_flags(name, device):
         return dict(sparsities=[0.5], methods=X.load_experiment(name).H100_METHODS)
     if (name, device) == ("fig4_macko", "h200"):         # measured in parts (every sparsity)
         return dict(budget_s=205.0)                      # the last part's budget
-    if (name, device) == ("fig14_gs", "h200"):           # measured in parts, four shapes so far
-        return dict(shapes=[[7168, 7168], [28672, 7168], [7168, 28672], [9216, 9216]])
-    if (name, device) == ("table4_gs", "h200"):          # derived from the fig14_gs shapes so far
-        return dict(shapes=[[7168, 7168], [28672, 7168], [7168, 28672], [9216, 9216]])
     if (name, device) == ("fig1_macko", "h100"):
         return dict(sparsities=X.load_experiment(name).H100_SPARSITIES)
     return _RUN_FLAGS.get(name, {})
