@@ -1,0 +1,116 @@
+"""Why the tuned GeneralSparse kernel loses to our CSR SpMM at N = 8 on the long-row weight
+shapes (fig14_gs on the H200 at 06dd8fa: 7168x28672 magnitude 90 %, 248 us against CSR SpMM's
+153 us; 9216x36864 random 90 %, 196 us against 94 us): the row-per-warp strategies of the
+generated space, varied one setting at a time, timed on the whole matrix beside CSR SpMM
+(``csr_vector``: a warp per row, 4 entries per lane per step, 32-bit columns) and MACKO.
+
+    python tools/gs_rowwarp_ab.py [--cases 7168x28672:magnitude:0.9,...] [--ns 8] [--out FILE]
+
+The matrices are fig14_gs's (``experiments/_gs.py``: seeded OPT-like weights, pruned over the
+whole matrix, fp16). Variants (compact storage: 16-bit columns, rows from offsets; B gathered
+``tc`` values at a time):
+
+``row/warp cv vW``    a warp per row, each lane its own thread-group reading W consecutive
+                      entries per step (interleaved storage), one warp per block (W = 8 is the
+                      guarded search's anchor "row/warp cv")
+``row/wg x4 cv vW``   four rows per block of four warps (the anchor "row/wg x4 cv" for W = 8)
+``row/wg x8 cv vW``   eight rows per block of eight warps
+
+each with the code optimizer off (offsets loaded, as the search times them) and, for the
+anchors, on. Every kernel is checked on the GPU first; times are medians of 20 cold-L2 runs.
+Prints a table and writes every row with the run metadata (results/<device>/gs_rowwarp_ab.json
+or ``--out``).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "experiments")]
+
+CASES = "7168x28672:magnitude:0.9,9216x36864:random:0.9,28672x7168:random:0.9"
+
+
+def variants(N: int, dtype: str = "float16"):
+    """(label, strategy, optimize) of the A/B, anchors first."""
+    from spmvlab.tune import search
+    rw = search._compact_variant(N, dtype, "row/warp cv")
+    wg = search._compact_variant(N, dtype, "row/wg x4 cv")
+    M = type(wg.block)("multi", False)
+    out = [(f"row/warp cv v{rw.vector_width} (anchor)", rw, False),
+           (f"row/warp cv v{rw.vector_width} (anchor) +opt", rw, True),
+           (f"row/wg x4 cv v{wg.vector_width} (anchor)", wg, False),
+           (f"row/wg x4 cv v{wg.vector_width} (anchor) +opt", wg, True)]
+    for w in (4, 2):
+        out.append((f"row/warp cv v{w}", dataclasses.replace(rw, vector_width=w), False))
+        out.append((f"row/wg x4 cv v{w}", dataclasses.replace(wg, vector_width=w), False))
+    for w in (8, 4):
+        out.append((f"row/wg x8 cv v{w}", dataclasses.replace(wg, block=M, block_size=8, warps_per_block=8,
+                                                             vector_width=w), False))
+    return out
+
+
+def main(argv=None) -> int:
+    import numpy as np  # noqa: F401
+    import _gs
+    from spmvlab import experiment, methods, runinfo
+    from spmvlab.methods.generalsparse import GeneralSparse
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", default=CASES, help="comma-separated RxC:pruning:sparsity")
+    ap.add_argument("--ns", default="8")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    t_start = time.perf_counter()
+    rows, table = [], []
+    for case in a.cases.split(","):
+        dims, pruning, sparsity = case.split(":")
+        shape = tuple(int(v) for v in dims.split("x"))
+        t0 = time.perf_counter()
+        W = _gs.opt_weights(shape, 0)
+        A = _gs.to_csr16(_gs.prune_blocks(W, float(sparsity), pruning, seed=0))
+        del W
+        print(f"{case}: nnz {A.nnz} ({time.perf_counter() - t0:.0f} s to draw)", flush=True)
+        for n in [int(v) for v in a.ns.split(",")]:
+            p = methods.Problem.make(A, "float16", k=n, seed=1, lossy=True)
+            extra = dict(case=case, shape=list(shape), pruning=pruning, sparsity=float(sparsity), n=n)
+            for r in methods.measure_problem(p, ["csr_vector", "macko", "cublas"], reps=a.reps, warmup=3,
+                                             keep_going=True, extra=extra):
+                rows.append(r)
+                table.append((case, n, r["method"], r.get("median_us"), r.get("check_passed"), ""))
+            for label, s, opt in variants(n):
+                row = dict(extra, method="generalsparse", variant=label, optimize=opt, strategy=s.label)
+                t1 = time.perf_counter()
+                try:
+                    m = GeneralSparse(p, s, optimize=opt)
+                    c = m.check()
+                    t = m.time(reps=a.reps, warmup=3, cold=True)
+                    row.update(check_passed=c.passed, median_us=t.median_us, p10_us=t.p10_us,
+                               p90_us=t.p90_us, format_bytes=m.format_bytes,
+                               bytes_per_nnz=m.format_bytes / A.nnz)
+                    m.close()
+                except Exception as exc:      # noqa: BLE001 (recorded, the A/B goes on)
+                    row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+                row["build_time_s"] = round(time.perf_counter() - t1, 2)
+                rows.append(row)
+                table.append((case, n, label, row.get("median_us"), row.get("check_passed"),
+                              f"{row.get('bytes_per_nnz', float('nan')):.2f} B/nnz" if "error" not in row
+                              else row["error"][:60]))
+                print(f"  N={n} {label:28s} {row.get('median_us', float('nan')):8.1f} us "
+                      f"[{time.perf_counter() - t_start:.0f}s]", flush=True)
+            del p
+        del A
+    path = experiment.save_results(a.out or "gs_rowwarp_ab", rows, vars(a), meta=runinfo.run_metadata())
+    print(f"\n{'case':28s} {'N':>3s} {'method / variant':32s} {'median us':>10s} check")
+    for case, n, what, us, ok, note in table:
+        print(f"{case:28s} {n:3d} {what:32s} {us if us is not None else float('nan'):10.1f} {ok} {note}")
+    print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
