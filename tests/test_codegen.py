@@ -300,6 +300,38 @@ def test_compact_kernel_equals_reference(N, s):
     np.testing.assert_allclose(C.astype(np.float64), R.astype(np.float64), rtol=tol, atol=tol)
 
 
+def _long_rows():
+    """Rows long enough that each lane of a row-per-warp strategy gets several full vector
+    loads (the unmasked path), beside empty rows, one-entry rows and ragged ends."""
+    rng = np.random.default_rng(11)
+    lengths = [0, 1, 600, 257, 9, 0, 333, 1]
+    rows = np.repeat(np.arange(len(lengths)), lengths)
+    cols = np.concatenate([np.sort(rng.choice(700, n, replace=False)) for n in lengths])
+    vals = rng.standard_normal(rows.size)
+    return sp.csr_matrix((vals, (rows, cols)), shape=(len(lengths), 700))
+
+
+@pytest.mark.parametrize("N,dtype,name", [(8, np.float16, "row/warp cv"), (12, np.float16, "row/wg x4 cv"),
+                                          (3, np.float32, "row/warp cv"), (4, np.float32, "row/wg x4 cv")])
+def test_unmasked_vector_path_and_clamped_columns(N, dtype, name):
+    """The search's anchors on long rows: a vector load wholly inside the thread-group's slots
+    takes the path without masks, no gather of B sits behind a branch, and lanes whose
+    columns lie beyond N (N = 12 with 8 columns per thread, N = 3 with 4) re-read valid
+    columns of B but write nothing: the product equals scipy's and the reference's."""
+    from spmvlab.tune import search
+    s = search._compact_variant(N, np.dtype(dtype).name, name)
+    A = _long_rows()
+    p, B, C = _run(A, s, dtype, N)
+    src = codegen.generate(p).source
+    assert f"if s0 + {s.vector_width} <= end:" in src, src
+    assert "if ok" not in src.split("def spmm_kernel")[1].split("# the thread-group's partials")[0]
+    if (N, name) in ((12, "row/wg x4 cv"), (3, "row/warp cv")):
+        assert N % s.thread_cols, "no lane has columns beyond N"
+    assert_close(C, canonical_csr(A, dtype, lossy=True), B, dtype, f"long rows ({s.label})")
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    np.testing.assert_allclose(C.astype(np.float64), GS.spmm(p, B).astype(np.float64), rtol=tol, atol=tol)
+
+
 def _wide(seed=4):
     """6 x 70000 (columns past 16 bits): in blocks of 2 rows every span fits, in 4 not."""
     A = sp.lil_matrix((6, 70000), dtype=np.float32)

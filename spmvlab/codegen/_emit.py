@@ -134,7 +134,7 @@ def _emit_docstring(w: _Writer, sp: Spec):
       f"columns (l % {L})*{sp.thread_cols} .. +{sp.thread_cols - 1} of the warp's; it walks "
       f"the thread-group's slots [thread_offset(g), thread_offset(g + 1)) in order.")
     w("Lanes whose columns lie beyond n_cols still walk their slots (they take part in")
-    w("the warp shuffles) but load no B and write nothing.")
+    w("the warp shuffles), re-reading B's last valid columns, and write nothing.")
     w('"""')
 
 
@@ -148,6 +148,11 @@ def _emit_prologue(w: _Writer, sp: Spec):
       f" + (lane % {sp.group_lanes}) * {sp.thread_cols}")
     for j in _cols(sp):
         w(f"ok{j} = col0 + {j} < n_cols")
+    g = sp.b_vector
+    w("# B's columns read: clamped into B, so that no gather waits behind a branch (columns")
+    w("# beyond n_cols re-read the last valid ones; their sums are never written)")
+    for i in range(sp.thread_cols // g):
+        w(f"cg{i} = min(col0 + {i * g}, n_cols - {g})")
     w("# ---- warp level: this lane's thread-group")
     w(f"t = lane // {sp.group_lanes}")
     w(f"tg = wg * {sp.groups_per_warp} + t")
@@ -226,16 +231,13 @@ def _emit_fma(w: _Writer, sp: Spec):
     g = sp.b_vector
     if g == 1:
         for j in _cols(sp):
-            w(f"if ok{j}:\n    a{j} += v * {acc}(B[k, col0 + {j}])")
+            w(f"a{j} += v * {acc}(B[k, cg{j}])")
         return
-    w("kb = k * n_cols + col0")
+    w("kb = k * n_cols")
     for i in range(sp.thread_cols // g):
-        w(f"if ok{i * g}:")
-        w.indent()
-        w(f"xs = vload{g}(B, kb + {i * g})")
+        w(f"xs = vload{g}(B, kb + cg{i})")
         for q in range(g):
             w(f"a{i * g + q} += v * {acc}(xs[{q}])")
-        w.dedent()
 
 
 def _emit_compact_start(w: _Writer, sp: Spec, s: str):
@@ -312,6 +314,17 @@ def _emit_thread_compact(w: _Writer, sp: Spec):
     else:
         w(f"vs = vload{V}(values, p0)")
         w(f"ks = vload{V}(cols, p0)")
+        if not bitmap:
+            # a load wholly inside the group's slots: no masks, so its V gathers of B can
+            # all be in flight at once (a mask per slot serialises them behind branches)
+            w(f"if s0 + {V} <= end:")
+            w.indent()
+            for q in range(V):
+                w(f"v = {acc}(vs[{q}])")
+                w(f"k = {col.format(f'ks[{q}]')}")
+                _emit_fma(w, sp)
+            w("continue")
+            w.dedent()
         for q in range(V):
             if q:                       # slot 0 of a load is always real
                 w(f"if s0 + {q} < end:")
