@@ -1,0 +1,37 @@
+"""Launch CSR SpMM and the guarded search's row-per-warp anchor ("row/warp cv", code
+optimizer on) on one long-row fp16 weight matrix, for a profiler:
+
+    ncu --kernel-name regex:"csr_spmm|spmm_kernel" --launch-skip 2 --launch-count 2 \\
+        --section SpeedOfLight --section WarpStateStats ... \\
+        python tools/profile_gs_rowwarp.py [ROWS COLS SPARSITY PRUNING] [--n 8]
+
+Each kernel runs three times (the first compiles; ``--launch-skip 2`` profiles one launch of
+each). The matrix is fig14_gs's (experiments/_gs.py, seed 0); prints nothing useful by itself."""
+import argparse
+import os
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "experiments")]
+
+import _gs  # noqa: E402
+from spmvlab import methods  # noqa: E402
+from spmvlab._cuda import cuda  # noqa: E402
+from spmvlab.methods.generalsparse import GeneralSparse  # noqa: E402
+from spmvlab.tune import search  # noqa: E402
+
+p = argparse.ArgumentParser()
+p.add_argument("rows", type=int, nargs="?", default=4096)
+p.add_argument("cols", type=int, nargs="?", default=36864)
+p.add_argument("sparsity", type=float, nargs="?", default=0.9)
+p.add_argument("pruning", nargs="?", default="random")
+p.add_argument("--n", type=int, default=8)
+a = p.parse_args()
+A = _gs.to_csr16(_gs.prune_blocks(_gs.opt_weights((a.rows, a.cols), 0), a.sparsity, a.pruning, seed=0))
+prob = methods.Problem.make(A, "float16", k=a.n, seed=1, lossy=True)
+ms = [methods.build(methods.resolve("csr_vector"), prob),
+      GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv"), optimize=True)]
+for m in ms:
+    for _ in range(3):
+        m.run()
+    cuda.synchronize()
