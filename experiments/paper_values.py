@@ -449,13 +449,17 @@ GENERALSPARSE = [
            script="experiments/fig14_gs.py", paper=p, paper_note=_A100,
            ours=dict(results="fig14_gs", where=_gs_at(n=n), field="speedup_vs_cusparse", agg="mean",
                      fmt=".2f", unit="×"),
-           why="arithmetic mean over the matrices measured (the paper: all 24; ours so far 16: "
-               "7168×7168, 9216×9216, 28672×7168 and 7168×28672 at 70 and 90 %, both prunings; "
-               "the 36864 shapes not yet run). 7168×7168 and 9216×9216 at 90 % were measured "
-               "before the search confirmed its picks on the whole matrix (7d54691; at N = 8 "
-               "magnitude its pick there is 2.9x and 3.5x slower than CSR SpMM). cuSPARSE fp16 "
+           why="arithmetic mean over all 24 matrices (6 shapes x 2 prunings x 70/90 %; the "
+               "7168×7168 and 9216×9216 70 % rows from 7d54691 and 2426572, the rest from 573d07c "
+               "and 06dd8fa, each part's commit in the file). Below the paper: from N = 8 to 64 "
+               "our time grows 2.8-8.6x (a gather of B and N products per nonzero on CUDA "
+               "cores), torch's cuSPARSE's 1.1-1.3x; at N = 8 our picks are 0.48-0.87x CSR SpMM "
+               "on the long-row shapes (K = 28672/36864), where the generated row-per-warp "
+               "kernels themselves are 1.1-2.0x slower than CSR SpMM (tools/gs_rowwarp_ab.py), "
+               "and 0.44-0.81x on 7168×7168 and 9216×9216 at 70 % (rows from before the guarded "
+               "search). cuSPARSE fp16 "
                "is torch's CSR path (GPU_NOTES: 10-100x slower than cuBLAS at these shapes), whose "
-               "results miss our fp32-accumulation error bound in 29 of the 48 cases (n_bad > 0; "
+               "results miss our fp32-accumulation error bound in 41 of the 72 cases (n_bad > 0; "
                "max error ≈ 5e-4 of sum |a||b|: fp16 rounding of partial sums); their times are "
                "kept")
       for n, p in ((8, 17.15), (32, 19.14), (64, 20.82))],
@@ -465,7 +469,7 @@ GENERALSPARSE = [
            ours=dict(results="fig14_gs", where=_gs_at(n=n, sparsity=s), field="speedup_vs_cublas",
                      agg="range", fmt=".2f", unit="×"),
            why="issue goal: > 1 at 70 % for N = 8 and 32 and at 90 % for N = 64. The tuned "
-               "picks store 4.7 B per nonzero (compact: fp16 value, 16-bit column, row arrays) "
+               "picks store 4.0-5.3 B per nonzero (compact: fp16 value, 16-bit column, row arrays) "
                "against cuBLAS's 2 B per weight, and from N = 8 on each nonzero costs a gather "
                "of a row of B and N products on CUDA cores, while cuBLAS's time stays flat in N")
       for n, s, pct in ((8, 0.7, 70), (32, 0.7, 70), (64, 0.9, 90))],
@@ -475,9 +479,9 @@ GENERALSPARSE = [
                      where={"base": "cusparse", "pruning": pr, "sparsity": s, "n": n},
                      field="mean_timed", fmt=".2f", unit="×", agg="list",
                      item="{v} ({timed_shapes} shapes; cuSPARSE within the error bound in {shapes})"),
-           why="mean over the shapes measured so far (4 of 6: the 36864 shapes not yet run), "
-               "every timed cuSPARSE result counted: torch's fp16 cuSPARSE misses our error bound "
-               "in 29 of the 48 fig14 cases (table4_gs also gives the mean over those within it)")
+           why="mean over the six shapes, every timed cuSPARSE result counted: torch's fp16 "
+               "cuSPARSE misses our error bound in 41 of the 72 fig14 cases (table4_gs also "
+               "gives the mean over those within it)")
       for (pr, s, n, p) in (("magnitude", 0.7, 8, 23.71), ("magnitude", 0.9, 8, 7.40),
                             ("random", 0.7, 8, 26.13), ("random", 0.9, 8, 11.35),
                             ("magnitude", 0.7, 32, 27.99), ("magnitude", 0.9, 32, 7.01),
@@ -488,7 +492,8 @@ GENERALSPARSE = [
            ours=dict(results="table5_gs", view="table5_gs:table",
                      where={"base": "cusparse", "block": f"({b},{b})", "sparsity": s, "n": n},
                      field="mean", fmt=".2f", unit="×"),
-           why="two of the six shapes by default")
+           why="7168×7168 and 7168×28672 (two of the six shapes, the default); the mean over "
+               "the shapes where torch's fp16 cuSPARSE meets our error bound (1 or 2)")
       for (b, s, n, p) in ((1, 0.7, 8, 26.13), (4, 0.7, 8, 27.08), (8, 0.7, 8, 27.10),
                            (1, 0.9, 8, 11.35), (4, 0.9, 8, 13.33), (8, 0.9, 8, 14.01),
                            (1, 0.7, 32, 29.29), (4, 0.7, 32, 30.35), (8, 0.7, 32, 31.37),
