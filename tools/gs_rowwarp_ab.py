@@ -20,6 +20,15 @@ each with the code optimizer off (offsets loaded, as the search times them) and,
 anchors, on. Every kernel is checked on the GPU first; times are medians of 20 cold-L2 runs.
 Prints a table and writes every row with the run metadata (results/<device>/gs_rowwarp_ab.json
 or ``--out``).
+
+On the H200 (results/h200/gs_rowwarp_ab_06c1dd9_before_unmasked.json, then gs_rowwarp_ab.json
+at 88467f2, after the generator stopped masking each gather): the fastest variant took 205 ->
+178 us on 7168x28672 (CSR SpMM 154-155 us) and 200 -> 187 us on 9216x36864 (CSR SpMM 93 us);
+on 28672x7168 (short rows, CSR SpMM 61 us) the optimized "row/wg x4 cv" went 55 -> 60 us,
+the other variants within 2 % of before.
+Vector width 8 is the fastest width everywhere, and more warps per block change little. Their
+SASS (tools/sass.py) is alike: 48 registers against CSR SpMM's 46, no spills, two or three
+gathers of B in flight in both; what remains is for the profiler (tools/profile_gs_rowwarp.py).
 """
 from __future__ import annotations
 

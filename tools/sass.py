@@ -4,9 +4,10 @@ with ptxas and disassemble, printing registers, spills and the instruction mix.
     python tools/sass.py 'macko.spmv\\[float16,b4,prefetch=1\\]' [--maxreg 40] [--dump k.sass]
 
 Needs ``ptxas`` and ``cuobjdump`` new enough for the PTX that numba-cuda's NVVM emits (PTX 9.5
-for NVVM 13.5; the CUDA 13.0 toolkit's ptxas refuses it). Without a toolkit:
-``pip download --no-deps nvidia-cuda-nvcc nvidia-cuda-cuobjdump``, unzip both wheels and point
-``SPMVLAB_CUDA_BIN`` at their ``nvidia/cu13/bin``. The labels are those of
+for NVVM 13.5; the CUDA 13.0 toolkit's ptxas refuses it), and ``nvdisasm``, which cuobjdump
+runs from ``PATH``. Without a toolkit: ``pip download --no-deps nvidia-cuda-nvcc
+nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm``, unzip the wheels into one folder, point
+``SPMVLAB_CUDA_BIN`` at its ``nvidia/cu13/bin`` and put that folder on ``PATH``. The labels are those of
 ``python -m spmvlab.ptxcheck``. Instruction counts are a guide, not a timing: see
 results/h200/macko_spmv_rewrite_ab.txt for a rewrite with 17 % fewer instructions that ran slower.
 """
