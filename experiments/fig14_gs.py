@@ -14,7 +14,8 @@ scales of a real layer). The paper ran on an A100.
 
 Runtime on an H200 (573d07c): 2-3 min per (shape, sparsity), both prunings, for the
 7168/9216/28672 shapes (28672x7168: 146 s at 90 %, 166 s at 70 %; drawing, pruning, encoding
-and planning take most of it); more for the 36864 shapes. Measure the full sweep in parts,
+and planning take most of it); 36864x9216 156 s at 90 % and 216 s at 70 %, 9216x36864
+137 s at 90 % and 266 s at 70 % (06dd8fa). Measure the full sweep in parts,
 e.g. one (shape, sparsity) per run with ``--merge``.
 """
 from __future__ import annotations
