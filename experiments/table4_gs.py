@@ -125,7 +125,8 @@ def plot(results: dict, fig_path: str) -> list[str]:
     ax.imshow(np.log2(grid), cmap="RdBu", vmin=-4, vmax=4, aspect="auto")
     for (i, j), v in np.ndenumerate(grid):
         text = "-" if not np.isfinite(v) else f"({v:.2f}x)" if unchecked[i, j] else f"{v:.2f}x"
-        ax.text(j, i, text, ha="center", va="center", fontsize=8)
+        dark = np.isfinite(v) and abs(np.log2(v)) > 2.5           # deep colours: white text
+        ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if dark else "black")
     ax.set_xticks(range(len(clab)), [f"col={n}\n{100 * s:.0f} %" for n, s in clab])
     ax.set_yticks(range(len(rlab)), [f"{b} / {pr}" for b, pr in rlab])
     ax.grid(False)

@@ -82,10 +82,12 @@ def plot(results: dict, fig_path: str) -> list[str]:
         ax.set_yscale("log", base=2)
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(blocks))], blocks)
         ax.set(title=f"over {base}", xlabel="pruned block (rows, cols)", ylabel="mean speedup")
-        ax.legend(fontsize=7)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(combos), fontsize=8, frameon=False)
     fig.suptitle(f"GeneralSparse, random block pruning, fp16, {P.device_name(results)} (paper: A100)",
                  fontsize=10)
-    return P.savefig(fig, fig_path)
+    fig.tight_layout(rect=(0, 0.08, 1, 1))                  # the legend below, off the bars
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):
