@@ -299,6 +299,13 @@ def _emit_thread_compact(w: _Writer, sp: Spec):
         w("nxt = np.int64(row_ptr[cur + 1])")
     w.dedent()
     col = "np.int64({})" + (" + cb" if sp.col_mode == "u16base" else "")
+
+    def slot(value: str, column: str):
+        """One slot: its value and column, then its products with B."""
+        w(f"v = {acc}({value})")
+        w(f"k = {col.format(column)}")
+        _emit_fma(w, sp)
+
     w(f"for s0 in range(lo, end, {V}):")
     w.indent()
     if sp.interleave:
@@ -308,21 +315,17 @@ def _emit_thread_compact(w: _Writer, sp: Spec):
     if V == 1:
         if bitmap:
             _emit_compact_start(w, sp, "s0")
-        w(f"v = {acc}(values[p0])")
-        w(f"k = {col.format('cols[p0]')}")
-        _emit_fma(w, sp)
+        slot("values[p0]", "cols[p0]")
     else:
         w(f"vs = vload{V}(values, p0)")
         w(f"ks = vload{V}(cols, p0)")
         if not bitmap:
-            # a load wholly inside the group's slots: no masks, so its V gathers of B can
-            # all be in flight at once (a mask per slot serialises them behind branches)
+            # a load wholly inside the group's slots: no masks, so the compiler may issue its
+            # V gathers of B together (a mask per slot kept each behind its own branch)
             w(f"if s0 + {V} <= end:")
             w.indent()
             for q in range(V):
-                w(f"v = {acc}(vs[{q}])")
-                w(f"k = {col.format(f'ks[{q}]')}")
-                _emit_fma(w, sp)
+                slot(f"vs[{q}]", f"ks[{q}]")
             w("continue")
             w.dedent()
         for q in range(V):
@@ -331,9 +334,7 @@ def _emit_thread_compact(w: _Writer, sp: Spec):
                 w.indent()
             if bitmap:
                 _emit_compact_start(w, sp, f"s0 + {q}")
-            w(f"v = {acc}(vs[{q}])")
-            w(f"k = {col.format(f'ks[{q}]')}")
-            _emit_fma(w, sp)
+            slot(f"vs[{q}]", f"ks[{q}]")
             if q:
                 w.dedent()
     w.dedent()
