@@ -89,6 +89,10 @@ def table(results: dict) -> list:
     cfg = results["config"]
     rows = results["rows"]
     keys = ("shape", "pruning", "sparsity", "n")
+
+    def pick(sp, pr, s, n):
+        return [v for k, v in sp if k[1:] == (pr, str(s), str(n))]
+
     out = []
     for base in BASES:
         ok = _gs.speedup(rows, _gs.GS_BEST, base, keys)
@@ -96,9 +100,7 @@ def table(results: dict) -> list:
         for pr in cfg["prunings"]:
             for s in cfg["sparsities"]:
                 for n in cfg["ns"]:
-                    def pick(sp):
-                        return [v for k, v in sp if k[1] == pr and k[2] == str(s) and k[3] == str(n)]
-                    xs, ts = pick(ok), pick(timed)
+                    xs, ts = pick(ok, pr, s, n), pick(timed, pr, s, n)
                     if ts:
                         out.append(dict(base=base, pruning=pr, sparsity=s, n=n, shapes=len(xs),
                                         mean=sum(xs) / len(xs) if xs else None,
