@@ -75,6 +75,16 @@ def to_csr16(W: np.ndarray) -> sp.csr_matrix:
     return A
 
 
+def case_matrix(case: str, seed: int = 0):
+    """``"RxC:pruning:sparsity"`` (e.g. ``"9216x36864:random:0.9"``, the tools' notation) ->
+    (shape, pruning, sparsity, A): the fig14 weights of that shape (:func:`opt_weights`,
+    ``seed``) pruned over the whole matrix, as :func:`to_csr16`."""
+    dims, pruning, sparsity = case.split(":")
+    shape = tuple(int(v) for v in dims.split("x"))
+    W = opt_weights(shape, seed)
+    return shape, pruning, float(sparsity), to_csr16(prune_blocks(W, float(sparsity), pruning, seed=seed))
+
+
 def weight_jobs(cfg: dict, blocks=((1, 1),)):
     """(shape, pruning, sparsity, block) of a weights experiment, shape-major (one dense
     draw per shape)."""

@@ -121,18 +121,14 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     rows, lines = [], []
     for case in a.cases.split(","):
-        dims, pruning, sparsity = case.split(":")
-        shape = tuple(int(v) for v in dims.split("x"))
-        W = _gs.opt_weights(shape, 0)
-        A = _gs.to_csr16(_gs.prune_blocks(W, float(sparsity), pruning, seed=0))
-        del W
+        shape, pruning, sparsity, A = _gs.case_matrix(case)
         B = np.random.default_rng(1).standard_normal((shape[1], N)).astype(np.float16)
         exact = A.astype(np.float64) @ B.astype(np.float64)
         bound = abs(A).astype(np.float64) @ np.abs(B.astype(np.float64))
         dA = dict(indptr=cuda.to_device(A.indptr.astype(np.int64)), cols=cuda.to_device(A.indices.astype(np.int32)),
                   vals=cuda.to_device(A.data.astype(np.float16)))
         dB = cuda.to_device(np.ascontiguousarray(B).ravel())
-        extra = dict(case=case, shape=list(shape), pruning=pruning, sparsity=float(sparsity), n=N, nnz=int(A.nnz))
+        extra = dict(case=case, shape=list(shape), pruning=pruning, sparsity=sparsity, n=N, nnz=int(A.nnz))
         for order in ("cyclic", "chunked"):
             dC = cuda.to_device(np.full((shape[0], N), np.nan, dtype=np.float32))
             run(order, dA, dB, dC)

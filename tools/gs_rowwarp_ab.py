@@ -77,16 +77,12 @@ def main(argv=None) -> int:
     t_start = time.perf_counter()
     rows, table = [], []
     for case in a.cases.split(","):
-        dims, pruning, sparsity = case.split(":")
-        shape = tuple(int(v) for v in dims.split("x"))
         t0 = time.perf_counter()
-        W = _gs.opt_weights(shape, 0)
-        A = _gs.to_csr16(_gs.prune_blocks(W, float(sparsity), pruning, seed=0))
-        del W
+        shape, pruning, sparsity, A = _gs.case_matrix(case)
         print(f"{case}: nnz {A.nnz} ({time.perf_counter() - t0:.0f} s to draw)", flush=True)
         for n in [int(v) for v in a.ns.split(",")]:
             p = methods.Problem.make(A, "float16", k=n, seed=1, lossy=True)
-            extra = dict(case=case, shape=list(shape), pruning=pruning, sparsity=float(sparsity), n=n)
+            extra = dict(case=case, shape=list(shape), pruning=pruning, sparsity=sparsity, n=n)
             for r in methods.measure_problem(p, ["csr_vector", "macko", "cublas"], reps=a.reps, warmup=3,
                                              keep_going=True, extra=extra):
                 rows.append(r)

@@ -27,7 +27,7 @@ p.add_argument("sparsity", type=float, nargs="?", default=0.9)
 p.add_argument("pruning", nargs="?", default="random")
 p.add_argument("--n", type=int, default=8)
 a = p.parse_args()
-A = _gs.to_csr16(_gs.prune_blocks(_gs.opt_weights((a.rows, a.cols), 0), a.sparsity, a.pruning, seed=0))
+A = _gs.case_matrix(f"{a.rows}x{a.cols}:{a.pruning}:{a.sparsity}")[3]
 prob = methods.Problem.make(A, "float16", k=a.n, seed=1, lossy=True)
 ms = [methods.build(methods.resolve("csr_vector"), prob),
       GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv"), optimize=True)]
