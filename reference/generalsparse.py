@@ -19,7 +19,8 @@ A :class:`Strategy` names one point of the space:
   ``pad_empty_rows`` (one zero slot per empty row, so some worker writes its zeros),
   ``interleave`` (the slots that the thread-groups of a warp-group read at the same step are
   stored next to each other, ``vector_width`` at a time), ``vector_width`` (each
-  thread-group's range padded to a multiple of it, for vector loads of the sparse arrays).
+  thread-group's range padded to a multiple of it, for vector loads of the sparse arrays),
+  and ours, ``cyclic`` (below).
 
 :func:`plan` turns a strategy and a matrix into a :class:`Plan`: the block, warp and thread
 offset arrays of Fig. 7c (a nested partition of the slot stream), the adjusted layout, and
@@ -81,6 +82,20 @@ Choices the paper leaves open
   real slot.
 * **Empty rows** without ``pad_empty_rows`` are never written: the plan sets ``zero_init``
   (the kernel zeroes C first), as it does when blocks add atomically.
+* **Cyclic thread division** (``cyclic``, our format adjustment): the thread-groups of a
+  warp-group that holds one row piece take its entries in turn, ``vector_width`` at a time
+  (thread-group t's step j holds entry ``(j // V) * T * V + t * V + j % V`` of the piece, T
+  thread-groups, V the vector width), instead of one contiguous chunk each. With
+  ``interleave`` that entry is exactly the storage position, so the piece is stored in row
+  order and a warp's step reads T * V consecutive entries of the row: their columns are
+  close, so the rows of B they gather share cache lines (the order of CSR SpMM's lanes).
+  Contiguous chunks spread a warp's gathers over the whole row: on the H200 a CSR SpMM kernel
+  at N = 8 took 2.3-4.9x longer with chunked lanes than with cyclic ones, and the row-per-warp
+  kernel of chunked strategies hit L1 for 26 % of its loads against CSR SpMM's 71 %
+  (``tools/gs_lane_order_ab.py``, results/h200). Thread-group t's real slots are a prefix of
+  its steps (the entries grow with j), so the padding still ends each thread-group and the
+  generated kernel is the same; only the plan differs. Valid where the thread division is
+  single-row split, the warp division single-row and the storage interleaved.
 * **Accumulation**: float32 for float16/float32 values (float64 for float64), the
   products in the accumulator type; atomic additions go to an accumulator-typed C that is
   rounded to the value type once at the end.
@@ -97,7 +112,8 @@ Choices the paper leaves open
   the parent's division; ``sort_rows`` only for multi-row blocks of unequal rows;
   ``pad_empty_rows`` only where A has empty rows and blocks are not split; ``interleave``
   and ``vector_width`` 4 only for split thread divisions with at least 2 (4) slots per
-  thread-group on average; every strategy without ``pad_empty_rows`` once more with
+  thread-group on average, every interleaved one under single-row warp-groups and a
+  single-row split thread division once more with ``cyclic``; every strategy without ``pad_empty_rows`` once more with
   ``compact`` storage, ``b_vector`` = gcd(N, thread_cols) (at most 16 bytes) and, where
   interleaved, ``vector_width`` = 16 bytes of values (8 float16, 4 float32).
 
@@ -209,6 +225,10 @@ class Strategy:
     block_cols           columns per block: warp_cols times the warps of a warp-group
                          (a power of two dividing warps_per_block)
     sort_rows, pad_empty_rows, interleave, vector_width   the format adjustments
+    cyclic               thread-groups of a single-row warp-group take the row piece's
+                         entries in turn, vector_width at a time, instead of a contiguous
+                         chunk each (needs interleave, warp=Division('single', ...),
+                         thread=Division('single', True); see the module docstring)
     compact              compact storage (see "Compact storage" in the module docstring):
                          16-bit columns where they fit, rows from per-row and
                          per-thread-group offsets instead of per-slot rows and flags
@@ -234,6 +254,7 @@ class Strategy:
     vector_width: int = 1
     compact: bool = False
     b_vector: int = 1
+    cyclic: bool = False
 
     def __post_init__(self):
         for level in ("block", "warp", "thread"):
@@ -246,7 +267,7 @@ class Strategy:
             v = getattr(self, name)
             if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
                 raise OptionError(problem(f"Strategy.{name}", "an integer >= 1", repr(v)))
-        for name in ("sort_rows", "pad_empty_rows", "interleave", "compact"):
+        for name in ("sort_rows", "pad_empty_rows", "interleave", "compact", "cyclic"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(problem(f"Strategy.{name}", "True or False", repr(getattr(self, name))))
         b = self.block
@@ -256,6 +277,18 @@ class Strategy:
         if not b.split and b.rows == "multi" and self.block_size < 2:
             raise OptionError(problem("Strategy.block_size", "at least 2 rows for multi-row blocks",
                                       self.block_size, "pass block=Division('single', False) for one row"))
+        if self.cyclic:
+            if self.thread != Division("single", True):
+                raise OptionError(problem("Strategy.thread", "Division('single', True) with cyclic=True "
+                                          "(thread-groups take turns within one row piece)", self.thread.label,
+                                          "pass thread=Division('single', True), or cyclic=False"))
+            if self.warp.rows != "single":
+                raise OptionError(problem("Strategy.warp", "a single-row division with cyclic=True (one "
+                                          "row piece per warp-group)", self.warp.label,
+                                          "pass warp=Division('single', ...), or cyclic=False"))
+            if not self.interleave:
+                raise OptionError(problem("Strategy.interleave", "True with cyclic=True (the piece is "
+                                          "stored in row order)", False, "pass interleave=True"))
         self._check_choice("warps_per_block", _POW2)
         self._check_choice("thread_cols", (1, 2, 4, 8))
         self._check_choice("vector_width", (1, 2, 4, 8))
@@ -309,7 +342,7 @@ class Strategy:
     def label(self) -> str:
         """A short one-line name, e.g. for plots."""
         adj = [n for n, on in (("sort", self.sort_rows), ("pad", self.pad_empty_rows),
-                               ("ilv", self.interleave)) if on]
+                               ("ilv", self.interleave), ("cyc", self.cyclic)) if on]
         if self.vector_width > 1:
             adj.append(f"v{self.vector_width}")
         if self.compact:
@@ -604,7 +637,31 @@ def _divide(rowptr: np.ndarray, s: Strategy):
     block = _block_offsets(rowptr, s)
     warp = _children(block, rowptr, s.groups_per_block, s.warp, "warp", "block")
     thread = _children(warp, rowptr, s.groups_per_warp, s.thread, "thread", "warp-group")
+    if s.cyclic:
+        thread = _cyclic_offsets(warp, s)
     return block, warp, thread
+
+
+def cyclic_lengths(n: np.ndarray, t_count: int, v: int) -> np.ndarray:
+    """[len(n), t_count] real slots of each thread-group when ``t_count`` thread-groups take
+    the ``n`` entries of a row piece in turns of ``v`` (``cyclic``): thread-group t holds the
+    entries ``(j // v) * t_count * v + t * v + j % v`` below n, a prefix of its steps j."""
+    n = np.asarray(n, dtype=np.int64)[:, None]
+    q, r = n // (t_count * v), n % (t_count * v)
+    return q * v + np.clip(r - np.arange(t_count)[None, :] * v, 0, v)
+
+
+def cyclic_entry(step: np.ndarray, t: np.ndarray, t_count: int, v: int) -> np.ndarray:
+    """The entry of its row piece that thread-group ``t``'s ``step`` holds (``cyclic``)."""
+    return (step // v) * (t_count * v) + t * v + step % v
+
+
+def _cyclic_offsets(warp: np.ndarray, s: Strategy) -> np.ndarray:
+    """Thread offsets over the unpadded stream for ``cyclic``: each thread-group's slice has
+    the length of its real slots (the slots themselves are spread over the piece)."""
+    length = cyclic_lengths(np.diff(warp), s.groups_per_warp, s.vector_width)
+    starts = warp[:-1, None] + np.cumsum(length, axis=1) - length
+    return np.r_[starts.ravel(), warp[-1]].astype(np.int64)
 
 
 def _pad_slots(thread: np.ndarray, s: Strategy):
@@ -655,7 +712,13 @@ def _slots(lay: _Layout, thread: np.ndarray, s: Strategy) -> _Slots:
     step = np.arange(group.size) - offsets[:-1][group]
     real = step < length[group]
     # the layout slot each logical slot holds; padding refers to its group's last real slot
-    held = np.where(length[group] > 0, thread[:-1][group] + np.minimum(step, length[group] - 1), -1)
+    last = np.minimum(step, length[group] - 1)
+    if s.cyclic:      # entries of the warp-group's piece, which begins at its first group's
+        t = group % s.groups_per_warp
+        at = thread[:-1][group - t] + cyclic_entry(last, t, s.groups_per_warp, s.vector_width)
+    else:
+        at = thread[:-1][group] + last
+    held = np.where(length[group] > 0, at, -1)
     n_lay = int(lay.rowptr[-1])
     lay_row = _sentinel(np.repeat(np.arange(lay.rowptr.size - 1), np.diff(lay.rowptr)), -1)
     lay_first = np.zeros(n_lay + 1, dtype=bool)
@@ -1155,6 +1218,8 @@ def _lower_levels(rowptr, block, size, w, dense, sort_rows, pad) -> list:
             per_thread = rowptr[-1] / max((w_off.size - 1) * t, 1)
             if thread.split and t > 1 and per_thread >= 2:
                 found.append(dataclasses.replace(s, interleave=True))
+                if warp.rows == "single" and thread.rows == "single":
+                    found.append(dataclasses.replace(s, interleave=True, cyclic=True))
                 if per_thread >= 4:
                     found.append(dataclasses.replace(s, vector_width=4))
     return found

@@ -42,7 +42,7 @@ MATRICES = {
 def _key(s: GS.Strategy, p: GS.Plan):
     r = p.reduction
     return (r.thread, r.warp, r.block, r.atomic, s.sort_rows or s.pad_empty_rows,
-            s.interleave or s.vector_width > 1)
+            s.interleave or s.vector_width > 1, s.cyclic)
 
 
 def _sample():
@@ -61,6 +61,11 @@ def _sample():
                     continue
                 seen.add(k)
                 cases.append((name, N, s, (np.float32, np.float16)[len(cases) % 2]))
+    # rows too short here for strategies() to list a cyclic one: one row per warp, given
+    ss, ws = GS.Division("single", True), GS.Division("single", False)
+    cases += [("13x37", N, GS.Strategy(block=ws, warp=ws, thread=ss, thread_cols=1, warp_cols=4, block_cols=4,
+                                       interleave=True, vector_width=v, cyclic=True), dt)
+              for N, v, dt in ((3, 2, np.float32), (1, 1, np.float16))]
     return cases
 
 
@@ -85,6 +90,7 @@ def test_sample_covers_the_supported_reductions():
         assert want in keys, want
     assert any(s.block.split for _, _, s, _ in SAMPLE) and any(not s.block.split for _, _, s, _ in SAMPLE)
     assert any(s.interleave for _, _, s, _ in SAMPLE) and any(s.pad_empty_rows for _, _, s, _ in SAMPLE)
+    assert any(s.cyclic for _, _, s, _ in SAMPLE)
     assert 20 <= len(SAMPLE) <= 90, len(SAMPLE)
 
 
@@ -264,7 +270,7 @@ def _compact_sample():
             if r.block is not None and s.groups_per_block > 1:
                 continue                  # block reductions: the block tests below
             keys = {(r.thread, r.warp, r.atomic), ("opts", s.sort_rows, s.interleave, s.vector_width > 1,
-                                                   s.b_vector > 1)}
+                                                   s.b_vector > 1), ("cyclic", s.cyclic)}
             if keys <= seen:
                 continue
             seen |= keys
@@ -277,7 +283,7 @@ COMPACT = _compact_sample()
 
 def test_compact_sample_covers_the_options():
     assert any(s.b_vector == 8 for _, s in COMPACT) and any(s.b_vector == 4 for _, s in COMPACT)
-    assert any(s.vector_width == 8 and s.interleave for _, s in COMPACT)
+    assert any(s.vector_width == 8 and s.interleave for _, s in COMPACT) and any(s.cyclic for _, s in COMPACT)
     assert any(s.sort_rows for _, s in COMPACT) and any(s.block.split for _, s in COMPACT)
     algs = {GS.select_reduction(s, 2).thread for _, s in COMPACT}
     assert {GS.THREAD_TOTAL, GS.THREAD_BITMAP} <= algs
@@ -312,7 +318,9 @@ def _long_rows():
 
 
 @pytest.mark.parametrize("N,dtype,name", [(8, np.float16, "row/warp cv"), (12, np.float16, "row/wg x4 cv"),
-                                          (3, np.float32, "row/warp cv"), (4, np.float32, "row/wg x4 cv")])
+                                          (3, np.float32, "row/warp cv"), (4, np.float32, "row/wg x4 cv"),
+                                          (8, np.float16, "row/warp cv cyc"), (12, np.float16, "row/wg x4 cv cyc"),
+                                          (3, np.float32, "row/warp cv cyc")])
 def test_unmasked_vector_path_and_clamped_columns(N, dtype, name):
     """The search's anchors on long rows: a vector load wholly inside the thread-group's slots
     takes the path without masks, no gather of B sits behind a branch, and lanes whose
@@ -325,7 +333,7 @@ def test_unmasked_vector_path_and_clamped_columns(N, dtype, name):
     src = codegen.generate(p).source
     assert f"if s0 + {s.vector_width} <= end:" in src, src
     assert "if ok" not in src.split("def spmm_kernel")[1].split("# the thread-group's partials")[0]
-    if (N, name) in ((12, "row/wg x4 cv"), (3, "row/warp cv")):
+    if (N, name.removesuffix(" cyc")) in ((12, "row/wg x4 cv"), (3, "row/warp cv")):
         assert N % s.thread_cols, "no lane has columns beyond N"
     assert_close(C, canonical_csr(A, dtype, lossy=True), B, dtype, f"long rows ({s.label})")
     tol = 1e-5 if dtype == np.float32 else 2e-3

@@ -321,6 +321,39 @@ def test_pinned_interleaved_vector_layout():
     assert G.execute(p, np.ones((8, 16), np.float32)).C[:, 0].tolist() == [36, 6]
 
 
+def test_pinned_cyclic_layout():
+    """One row of 11, one warp-group of 2 thread-groups, vector width 2, interleaved. Chunked,
+    thread-group 0 takes entries 0-5 and 1 takes 6-10; cyclic, they take pairs in turn (0 gets
+    0 1 4 5 8 9, 1 gets 2 3 6 7 10), so memory holds the row in order, one padding slot last."""
+    s = G.Strategy(block=WHOLE_S, warp=WHOLE_S, thread=SPLIT_S, thread_cols=1, warp_cols=16, block_cols=16,
+                   vector_width=2, interleave=True)
+    A = _rows([11], n_cols=11)
+    chunked, cyclic = G.plan(A, s), G.plan(A, dataclasses.replace(s, cyclic=True))
+    assert chunked.logical("source").tolist() == list(range(11)) + [-1]
+    assert chunked.source.tolist() == [0, 1, 6, 7, 2, 3, 8, 9, 4, 5, 10, -1]
+    assert cyclic.thread_offset.tolist() == chunked.thread_offset.tolist() == [0, 6, 12]
+    assert cyclic.source.tolist() == list(range(11)) + [-1]           # storage = row order
+    assert cyclic.logical("source").tolist() == [0, 1, 4, 5, 8, 9, 2, 3, 6, 7, 10, -1]
+    assert cyclic.logical("pad").tolist() == [False] * 11 + [True]
+    assert G.cyclic_lengths(np.array([11, 0, 3, 8]), 2, 2).tolist() == [[6, 5], [0, 0], [2, 1], [4, 4]]
+    for p in (chunked, cyclic):
+        assert G.execute(p, np.ones((11, 16), np.float32)).C[:, 0].tolist() == [66]
+    c = G.plan(A, dataclasses.replace(s, cyclic=True, compact=True, b_vector=1))
+    assert c.tg_len.tolist() == [6, 5] and c.tg_row.tolist() == [0, 0]
+    assert {k: v.tolist() for k, v in G.decode_compact(c).items()} == {
+        k: getattr(c, k).tolist() for k in ("rows", "row_start", "pad", "cols")}
+
+
+def test_cyclic_strategies_are_listed():
+    """Every interleaved strategy with single-row warp-groups and a single-row split thread
+    division is listed once more cyclic (compact ones too); the rest never are."""
+    listed = G.strategies(build_case(seed=2, n_rows=5, n_cols=300, density=0.6, dtype=np.float32).A, 8)
+    cyc = [s for s in listed if s.cyclic]
+    assert cyc and any(s.compact for s in cyc)
+    assert all(s.interleave and s.thread == SPLIT_S and s.warp.rows == "single" for s in cyc)
+    assert {dataclasses.replace(s, cyclic=False) for s in cyc} <= set(listed)
+
+
 def test_pinned_split_blocks_add_atomically():
     """Blocks of 4 nonzeros over rows of 3, 2, 4: row 0 ends inside block 0 (stored by the
     warp's BITMAP reduction), rows 1 and 2 cross block boundaries (added atomically)."""
@@ -477,6 +510,12 @@ def test_strategy_errors_name_the_field():
         G.Division("many")
     with pytest.raises(OptionError, match=r"Strategy.warps_per_block: expected one of"):
         G.Strategy(warps_per_block=3)
+    with pytest.raises(OptionError, match=r"Strategy.interleave: expected True with cyclic=True"):
+        G.Strategy(cyclic=True)
+    with pytest.raises(OptionError, match=r"Strategy.thread: expected Division\('single', True\) with cyclic"):
+        G.Strategy(thread=WHOLE_S, cyclic=True, interleave=True)
+    with pytest.raises(OptionError, match=r"Strategy.warp: expected a single-row division with cyclic"):
+        G.Strategy(block=WHOLE_M, block_size=2, warp=WHOLE_M, cyclic=True, interleave=True)
 
 
 def test_plan_and_spmm_errors():

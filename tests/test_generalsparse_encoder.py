@@ -103,6 +103,8 @@ def any_strategy(draw):
               sort_rows=draw(st.booleans()), pad_empty_rows=not compact and draw(st.booleans()),
               interleave=draw(st.booleans()), vector_width=draw(st.sampled_from([1, 2, 4, 8])),
               compact=compact, b_vector=draw(st.sampled_from([b for b in (1, 2, 4, 8) if tc % b == 0])))
+    kw["cyclic"] = (kw["interleave"] and kw["thread"] == G.Division("single", True)
+                    and kw["warp"].rows == "single" and draw(st.booleans()))
     try:
         return G.Strategy(**kw)
     except OptionError:

@@ -127,7 +127,8 @@ def test_shortlist_compact_variants_move_few_bytes():
     for N in (8, 32, 64):
         short = tune.default_shortlist(N, "float16")
         compact = [s for s in short if s.compact]
-        assert len(compact) == 2 + (N > 16) and all(s.b_vector == 8 and s.vector_width == 8 for s in compact)
+        assert len(compact) == 2 * (2 + (N > 16)) and all(s.b_vector == 8 and s.vector_width == 8 for s in compact)
+        assert [s.cyclic for s in compact] == [False] * (2 + (N > 16)) + [True] * (2 + (N > 16))
         plain = GS.plan(W, short[0], dtype="float16", lossy=True)
         assert plain.bytes_per_nnz > 10
         for s in compact:

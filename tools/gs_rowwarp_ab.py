@@ -17,7 +17,9 @@ whole matrix, fp16). Variants (compact storage: 16-bit columns, rows from offset
 ``row/wg x8 cv vW``   eight rows per block of eight warps
 
 each with the code optimizer off (offsets loaded, as the search times them) and, for the
-anchors, on. Every kernel is checked on the GPU first; times are medians of 20 cold-L2 runs.
+anchors, on; then the anchors, the v4 and the x8 v8 variants with the cyclic thread division
+(``cyc``: lanes take a row's entries in turns of W; "row/warp cv cyc" and "row/wg x4 cv cyc" are
+anchors too). Every kernel is checked on the GPU first; times are medians of 20 cold-L2 runs.
 Prints a table and writes every row with the run metadata (results/<device>/gs_rowwarp_ab.json
 or ``--out``).
 
@@ -60,7 +62,11 @@ def variants(N: int, dtype: str = "float16"):
     for w in (8, 4):
         out.append((f"row/wg x8 cv v{w}", dataclasses.replace(wg, block=M, block_size=8, warps_per_block=8,
                                                              vector_width=w), False))
-    return out
+    # the cyclic thread division (lanes take the row's entries in turns): the anchors and v4, x8
+    cyc = [(label.replace(" (anchor)", "").replace(" +opt", "") + " cyc" + (" +opt" if opt else ""),
+            dataclasses.replace(s, cyclic=True), opt)
+           for label, s, opt in out if "(anchor)" in label or " v4" in label or "x8 cv v8" in label]
+    return out + cyc
 
 
 def main(argv=None) -> int:

@@ -1,7 +1,8 @@
-"""Launch CSR SpMM and the guarded search's row-per-warp anchor ("row/warp cv", code
-optimizer on) on one long-row fp16 weight matrix, for a profiler:
+"""Launch CSR SpMM and the guarded search's row-per-warp anchors ("row/warp cv" and its
+cyclic twin "row/warp cv cyc", code optimizer on) on one long-row fp16 weight matrix, for a
+profiler:
 
-    ncu --kernel-name regex:"csr_spmm|spmm_kernel" --launch-skip 2 --launch-count 2 \\
+    ncu --kernel-name regex:"csr_spmm|spmm_kernel" --launch-skip 2 --launch-count 3 \\
         --section SpeedOfLight --section WarpStateStats ... \\
         python tools/profile_gs_rowwarp.py [ROWS COLS SPARSITY PRUNING] [--n 8]
 
@@ -30,7 +31,8 @@ a = p.parse_args()
 A = _gs.case_matrix(f"{a.rows}x{a.cols}:{a.pruning}:{a.sparsity}")[3]
 prob = methods.Problem.make(A, "float16", k=a.n, seed=1, lossy=True)
 ms = [methods.build(methods.resolve("csr_vector"), prob),
-      GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv"), optimize=True)]
+      GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv"), optimize=True),
+      GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv cyc"), optimize=True)]
 for m in ms:
     for _ in range(3):
         m.run()

@@ -27,14 +27,16 @@ _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 @njit(cache=True, nogil=True)
 def _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row, indices, vbits,
-                t_count, interleave, v, storage, rows, row_start, cols, vals, pad, source,
+                t_count, interleave, v, cyclic, storage, rows, row_start, cols, vals, pad, source,
                 row_ptr):
     """Every logical slot of every thread-group ``g`` (steps ``0 .. offsets[g+1] -
     offsets[g]``; the first ``length[g]`` hold layout slots ``thread[g] ...``, the rest
     padding that refers to the last of them): its storage position into ``storage`` and
     its row, row start, source, column, value bits and padding flag at that position.
     ``row_ptr[r]``: the logical position where adjusted row r starts (left as is where no
-    slot starts one). ``first_row[g]``: the adjusted row of layout slot ``thread[g]``."""
+    slot starts one). ``first_row[g]``: the adjusted row of layout slot ``thread[g]``. ``cyclic``:
+    step j holds entry ``reference.generalsparse.cyclic_entry(j, t)`` of the warp-group's
+    row piece, which begins at ``thread[g - t]``."""
     n_groups = length.size
     for g in range(n_groups):
         off = offsets[g]
@@ -42,7 +44,8 @@ def _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row, 
         n_real = length[g]
         t = g % t_count
         base = offsets[g - t]
-        r = first_row[g]
+        piece = thread[g - t]
+        r = first_row[g - t] if cyclic else first_row[g]
         for step in range(n_pad):
             lg = off + step
             if interleave:
@@ -55,7 +58,11 @@ def _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row, 
                 source[pos] = -1
                 pad[pos] = True
                 continue
-            held = thread[g] + min(step, n_real - 1)
+            last = min(step, n_real - 1)
+            if cyclic:
+                held = piece + (last // v) * (t_count * v) + t * v + last % v
+            else:
+                held = thread[g] + last
             while rowptr[r + 1] <= held:
                 r += 1
             rows[pos] = r
@@ -112,8 +119,8 @@ def plan(A, strategy: GS.Strategy, dtype=None, lossy: bool = False) -> GS.Plan:
     first_row = (np.searchsorted(rowptr, thread[:-1], side="right") - 1).astype(np.int64)
     _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row.astype(np.bool_),
                 np.ascontiguousarray(csr.indices), values.view(bits), t_count, bool(s.interleave),
-                int(s.vector_width), storage, rows, row_start, cols, vals.view(bits), pad, source,
-                row_ptr)
+                int(s.vector_width), bool(s.cyclic), storage, rows, row_start, cols, vals.view(bits),
+                pad, source, row_ptr)
 
     written = np.zeros(m, dtype=bool)
     written[order[np.diff(rowptr) > 0]] = True      # every layout slot is held by a real slot

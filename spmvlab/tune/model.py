@@ -77,7 +77,7 @@ def strategy_family(s: GS.Strategy) -> str:
 def strategy_key(s: GS.Strategy) -> str:
     """A key shared by the strategies of one kind across N (see the module docstring)."""
     adj = "".join(c for c, on in (("s", s.sort_rows), ("p", s.pad_empty_rows), ("i", s.interleave),
-                                  ("c", s.compact)) if on)
+                                  ("c", s.compact), ("y", s.cyclic)) if on)
     if s.b_vector > 1:         # B read as wide as the thread's columns allow (N-dependent)
         adj += "b"
     return (f"{strategy_family(s)} bs:{_block_size_rel(s)} x{s.warps_per_block}w"

@@ -16,7 +16,7 @@ cost model, time the first few, keep the fastest.
     exhaustive best has been timed (the paper's Sec. 4.6 reports 30-50 iterations and 10-30 s
     against ~15 minutes exhaustive).
 
-The shortlist (no model yet) has up to eleven strategies, the same for every matrix, written for N
+The shortlist (no model yet) has up to fourteen strategies, the same for every matrix, written for N
 columns with ``thread_cols = min(8, max(1, N' // 8))`` (N' = N rounded up to a power of two)
 so that a thread-group has ``min(N', 8)`` lanes for every N >= 8 and one plan serves all
 N >= 8 (:func:`sparse_signature`):
@@ -42,8 +42,11 @@ N >= 8 (:func:`sparse_signature`):
 11. ``row/wg x4 cv16`` 10 with warps of 16 columns (blocks along ``grid.y`` take N / 16
                        column groups: A read N / 16 times, a block's slice of B 8x smaller,
                        so more of it stays in L1); only for N' > 16.
+12-14. ``... cyc``     9-11 with the cyclic thread division (``reference.generalsparse``: the
+                       thread-groups take a row's entries in turns of V, so a warp's step
+                       reads V times T consecutive entries and gathers nearby rows of B).
 
-The shortlist depends on the dtype (float16 by default) through 9-11.
+The shortlist depends on the dtype (float16 by default) through 9-14.
 """
 from __future__ import annotations
 
@@ -67,7 +70,8 @@ __all__ = ["SHORTLIST_NAMES", "default_shortlist", "supported", "sparse_signatur
            "gpu_timer"]
 
 SHORTLIST_NAMES = ("row/warp", "row/wg x4", "row/tg", "nnz/tg", "row/warp tc1", "nnz/tg tc1",
-                   "row/blk x4", "nnz/blk x4", "row/warp cv", "row/wg x4 cv", "row/wg x4 cv16")
+                   "row/blk x4", "nnz/blk x4", "row/warp cv", "row/wg x4 cv", "row/wg x4 cv16",
+                   "row/warp cv cyc", "row/wg x4 cv cyc", "row/wg x4 cv16 cyc")
 _BLOCK_ALGS = (GS.BLOCK_TOTAL, GS.BLOCK_BITMAP, GS.BLOCK_SEGMENT)
 
 
@@ -88,7 +92,7 @@ def _compact_variant(N: int, dtype, name: str) -> GS.Strategy | None:
     v = 16 // np.dtype(dtype).itemsize
     top = _pow2(N)
     tc = min(v, top)
-    if name.endswith("cv16"):
+    if name.endswith(("cv16", "cv16 cyc")):
         if top <= 16:
             return None
         w = 16
@@ -96,8 +100,11 @@ def _compact_variant(N: int, dtype, name: str) -> GS.Strategy | None:
         w = min(top, GS.WARP * tc)
     t = GS.WARP // (w // tc)
     thread = SS if t > 1 else S
+    cyclic = name.endswith(" cyc")
+    if cyclic and t == 1:
+        return None
     dense = dict(thread_cols=tc, warp_cols=w, block_cols=w, compact=True, b_vector=math.gcd(int(N), tc),
-                 interleave=t > 1, vector_width=v)
+                 interleave=t > 1, vector_width=v, cyclic=cyclic)
     if name.startswith("row/warp"):
         return GS.Strategy(block=S, warp=S, thread=thread, block_size=1, warps_per_block=1, **dense)
     return GS.Strategy(block=M, warp=S, thread=thread, block_size=4, warps_per_block=4, **dense)
@@ -286,7 +293,7 @@ def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = False, keep=None
 
 def anchors(N: int, dtype="float16") -> list:
     """The strategies every model-ranked search times beside the model's picks: the compact
-    entries of :func:`default_shortlist` (9-11: rows per warp or warp-group, 16-bit columns,
+    entries of :func:`default_shortlist` (9-14: rows per warp or warp-group, 16-bit columns,
     vector loads), which won most weight-matrix cases of ``experiments/search_gs.py``. They
     bound what a wrong ranking can cost: at 9216x9216, N = 32 the model's top 4 on the
     512-row sample are all nonzero-split strategies, and the one kept took 2757 us on the
