@@ -23,14 +23,19 @@ anchors too). Every kernel is checked on the GPU first; times are medians of 20 
 Prints a table and writes every row with the run metadata (results/<device>/gs_rowwarp_ab.json
 or ``--out``).
 
-On the H200 (results/h200/gs_rowwarp_ab_06c1dd9_before_unmasked.json, then gs_rowwarp_ab.json
-at 88467f2, after the generator stopped masking each gather): the fastest variant took 205 ->
+On the H200 (results/h200/gs_rowwarp_ab_06c1dd9_before_unmasked.json, then
+gs_rowwarp_ab_88467f2.json, after the generator stopped masking each gather): the fastest variant took 205 ->
 178 us on 7168x28672 (CSR SpMM 154-155 us) and 200 -> 187 us on 9216x36864 (CSR SpMM 93 us);
 on 28672x7168 (short rows, CSR SpMM 61 us) the optimized "row/wg x4 cv" went 55 -> 60 us,
 the other variants within 2 % of before.
 Vector width 8 is the fastest width everywhere, and more warps per block change little. Their
 SASS (tools/sass.py) is alike: 48 registers against CSR SpMM's 46, no spills, two or three
-gathers of B in flight in both; what remains is for the profiler (tools/profile_gs_rowwarp.py).
+gathers of B in flight in both; the profiler (tools/profile_gs_rowwarp.py, ncu) showed the
+difference in L1: 26 % of the generated kernel's loads hit there, 71 % of CSR SpMM's.
+The cause was the lane order (tools/gs_lane_order_ab.py). With the cyclic thread division
+(gs_rowwarp_ab.json at 156e0b1) the fastest variant takes 139 us on 7168x28672 (chunked 181,
+CSR SpMM 156) and 92 us on 9216x36864 (chunked 184, CSR SpMM 94), both "row/wg x4 cv v8 cyc
++opt"; on 28672x7168 cyclic is 2-5 % slower than chunked (62.5 against 60.2 us, CSR SpMM 61).
 """
 from __future__ import annotations
 
