@@ -204,13 +204,14 @@ def test_guarded_search_keeps_an_anchor_when_the_model_picks_are_slow_on_the_mat
     feats = tune.features(A, 8)
     m = tune.CostModel.fit([dict(features=feats, strategy=s, time_us=1.0 + i)
                             for i, s in enumerate(picks)], min_samples=1)
-    seen = []
+    seen, step = [], [5.0]
 
     def timer(P, s, N, dt):
         whole = P.shape[0] == A.shape[0]
         seen.append((whole, s))
         if s in anchors:
-            return 50.0 + anchors.index(s) if whole else 30.0 + anchors.index(s)
+            i = anchors.index(s)
+            return 50.0 - (i if step[0] < 1 else -i) if whole else 30.0 + step[0] * i
         return 500.0 if whole else 10.0
 
     r = tune.best_strategy(A, 8, "float32", model=m, top=3, timer=timer, max_nnz=2000)
@@ -218,6 +219,11 @@ def test_guarded_search_keeps_an_anchor_when_the_model_picks_are_slow_on_the_mat
     confirmed = [s for w, s in seen if w]
     assert len(confirmed) == 3 and confirmed[-1] == anchors[0] and r.strategy == anchors[0]
     assert r.summary()["search_confirmed"] == 3
+    # anchors tied on the sample (within 10 % of the fastest): all confirmed, the matrix decides
+    seen.clear()
+    step[0] = 0.1
+    r = tune.best_strategy(A, 8, "float32", model=m, top=3, timer=timer, max_nnz=2000)
+    assert [s for w, s in seen if w][2:] == anchors and len(anchors) >= 4 and r.strategy == anchors[-1]
     seen.clear()
     r = tune.best_strategy(A, 8, "float32", model=m, top=3, timer=timer, max_nnz=2000, guard=False)
     assert r.strategy not in anchors and not any(s in anchors for _, s in seen)
