@@ -14,6 +14,11 @@ On the H200 the generated row-per-warp kernels took 1.15x and 2.0x CSR SpMM's ti
 (tools/gs_rowwarp_ab.py). If ``chunked`` is as much slower than ``cyclic`` here, the lane
 order is the cause and GeneralSparse needs a cyclic thread division.
 
+It was (results/h200/gs_lane_order_ab.json at cffec9e): chunked took 602 us against cyclic's
+124 on 9216x36864 random 90 %, 414 against 180 on 7168x28672 magnitude 90 % and 192 against 66
+on 28672x7168 random 90 % (csr_vector 94, 153, 61 us). GeneralSparse now has it
+(``Strategy.cyclic``, reference/generalsparse.py).
+
     python tools/gs_lane_order_ab.py [--cases 9216x36864:random:0.9,...] [--out FILE]
 
 Both kernels are checked against scipy first; times are medians of 20 cold-L2 runs, beside
