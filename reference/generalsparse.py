@@ -113,8 +113,8 @@ Choices the paper leaves open
   ``pad_empty_rows`` only where A has empty rows and blocks are not split; ``interleave``
   and ``vector_width`` 4 only for split thread divisions with at least 2 (4) slots per
   thread-group on average, every interleaved one under single-row warp-groups and a
-  single-row split thread division once more with ``cyclic``; every strategy without ``pad_empty_rows`` once more with
-  ``compact`` storage, ``b_vector`` = gcd(N, thread_cols) (at most 16 bytes) and, where
+  single-row split thread division once more with ``cyclic``; every strategy without
+  ``pad_empty_rows`` once more with ``compact`` storage, ``b_vector`` = gcd(N, thread_cols) (at most 16 bytes) and, where
   interleaved, ``vector_width`` = 16 bytes of values (8 float16, 4 float32).
 
 Compact storage (our format adjustment, in the spirit of the paper's Fig. 8)
@@ -652,7 +652,8 @@ def cyclic_lengths(n: np.ndarray, t_count: int, v: int) -> np.ndarray:
 
 
 def cyclic_entry(step: np.ndarray, t: np.ndarray, t_count: int, v: int) -> np.ndarray:
-    """The entry of its row piece that thread-group ``t``'s ``step`` holds (``cyclic``)."""
+    """The entry of its row piece that thread-group ``t``'s ``step`` holds (``cyclic``;
+    arrays or scalars: the numba planner compiles this function as it is)."""
     return (step // v) * (t_count * v) + t * v + step % v
 
 

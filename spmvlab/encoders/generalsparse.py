@@ -21,6 +21,9 @@ from reference._common import OptionError, canonical_csr, index_dtype_for, probl
 
 __all__ = ["plan"]
 
+#: the reference's cyclic thread division, compiled for scalars
+_cyclic_entry = njit(cache=True, nogil=True)(GS.cyclic_entry)
+
 # unsigned integer type with the same width as each value dtype (values are copied as bits)
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
@@ -60,7 +63,7 @@ def _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row, 
                 continue
             last = min(step, n_real - 1)
             if cyclic:
-                held = piece + (last // v) * (t_count * v) + t * v + last % v
+                held = piece + _cyclic_entry(last, t, t_count, v)
             else:
                 held = thread[g] + last
             while rowptr[r + 1] <= held:
