@@ -453,7 +453,7 @@ GENERALSPARSE = [
                "at several commits (each part's commit in the file): 7168×28672 and 9216×36864 at "
                "90 % at a531de0, 9216×9216 at 90 % at 4025fb4 and 7168×28672 at 70 % at 156e0b1 "
                "(with the cyclic thread division), 7168×7168 and 9216×9216 at 70 % at cffec9e, the "
-               "rest at 573d07c and 06dd8fa (before it). Below the paper: from N = 8 to 64 our time grows 2.8-8.6x "
+               "rest at 573d07c and 06dd8fa (before it). Below the paper: from N = 8 to 64 our time grows 3.8-8.6x "
                "(a gather of B and N products per nonzero on CUDA cores), torch's cuSPARSE's "
                "1.1-1.3x. At N = 8 our picks match CSR SpMM (geometric mean 1.01x, 0.58-1.11x); "
                "the slowest, 9216×36864 at 70 % (0.58-0.63x), predate the cyclic division, which "
