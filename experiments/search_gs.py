@@ -3,10 +3,11 @@ accuracy on held-out matrices and the search analysis.
 
 For every matrix and N, the strategies of ``strategies(A, N)`` that the code generator
 supports (``spmvlab.tune.candidates``: 530-760 per matrix, about 2600 distinct kernels for
-the weights alone) whose key is in a fixed sample of ``key_fraction`` of the keys
-(:func:`key_sampled`, by hash: 0.2 gives 56-211 per matrix and N, 910 kernels, 10601 tries
-in all), and with ``anchors`` the guarded search's anchors (``tune.anchors``: 2-3 per N, mostly
-outside that sample, so that ``tune.fit`` can score the search as ``best_strategy`` runs it),
+the weights alone, in the committed run at 0a59827, before the cyclic thread division added
+its strategies) whose key is in a fixed sample of ``key_fraction`` of the keys
+(:func:`key_sampled`, by hash: 0.2 gave 56-211 per matrix and N, 910 kernels, 10601 tries
+in all), and with ``anchors`` the guarded search's anchors (``tune.anchors``: 4-6 per N, 2-3
+in that run; mostly outside that sample, so that ``tune.fit`` can score the search as ``best_strategy`` runs it),
 are built (plan, upload), checked on the GPU and timed (cold L2, median of ``reps``),
 with the kernel of the bare strategy (offsets loaded: one compile per strategy and dtype
 serves every matrix). "Exhaustive" in the evaluation means every strategy of that sample. One row
