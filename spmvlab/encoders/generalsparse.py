@@ -14,7 +14,7 @@ per-block bases (K > 65536) take the reference's ``_compact_arrays`` on the logi
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 import reference.generalsparse as GS
 from reference._common import OptionError, canonical_csr, index_dtype_for, problem, resolve_dtype
@@ -28,7 +28,7 @@ _cyclic_entry = njit(cache=True, nogil=True)(GS.cyclic_entry)
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, parallel=True)
 def _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row, indices, vbits,
                 t_count, interleave, v, cyclic, storage, rows, row_start, cols, vals, pad, source,
                 row_ptr):
@@ -41,7 +41,7 @@ def _fill_slots(thread, length, offsets, first_row, rowptr, starts, padded_row, 
     step j holds entry ``reference.generalsparse.cyclic_entry(j, t)`` of the warp-group's
     row piece, which begins at ``thread[g - t]``."""
     n_groups = length.size
-    for g in range(n_groups):
+    for g in prange(n_groups):    # thread-groups write disjoint slots (and row starts)
         off = offsets[g]
         n_pad = offsets[g + 1] - off
         n_real = length[g]
