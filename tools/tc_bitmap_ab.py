@@ -1,0 +1,268 @@
+"""Can a tensor-core SpMM beat cuBLAS GEMM fp16 on the fig14 weights at N = 8 and 32 (issue 11's
+goal, missed by the CUDA-core kernels: 0.34-0.83x at 70 %, N = 8)? A probe, not a format: the
+matrix in 16 x 16 tiles stored as bitmaps, multiplied with ``mma.sync.m16n8k16``, checked
+against the exact product and timed beside cuBLAS, our CSR SpMM and MACKO.
+
+    python tools/tc_bitmap_ab.py [--cases 7168x7168:random:0.7,...] [--ns 8,32] [--out FILE]
+
+Layout (host side, :func:`encode`): rows in bands of 16, columns in tiles of 16. Per band the
+tiles holding a nonzero, in column order (``tile_ptr``, ``tile_col``); per tile 16 row masks
+(uint16, bit c: column c present), 16 row offsets (uint8: entries of the tile's earlier rows)
+and the offset of its first value (int32); the values tile by tile, row by row, in column
+order (float16); the column tile and the value offset are int32. 2 bytes per nonzero plus 56
+per stored tile (and 4 per band): at 70 % sparsity with every tile occupied, 0.6 + 0.22 = 0.82
+bytes per weight (cuBLAS reads 2; our compact GeneralSparse picks 1.2-1.3).
+
+Kernel (:func:`kernel`): a block of W warps owns a band (16 rows) and all N columns; warp w
+takes the band's tiles w, w + W, ... For each tile, lane (g, t) = (lane // 4, lane % 4) builds
+its A fragment straight from the bitmap (rows g and g + 8, columns 2t, 2t + 1, 2t + 8, 2t + 9:
+present if the mask bit is set, at offset + row offset + popc of the mask below it, else 0),
+loads its B fragments from global memory (rows 16 k + 2t, + 1, + 8, + 9 at column 8 j + g of
+each 8-column group j) and issues N / 8 mma into float32 D fragments. The W warps' fragments
+are summed in shared memory in warp order, and 16 N threads write C. No dense tile, no block
+barrier inside the loop (MACKO's tensor-core SpMM, which decodes into a dense shared tile per
+column window, reached 0.20-0.23x cuBLAS at N = 32: results/h200/spmm_macko.json). Padding
+rows of B (K to a multiple of 16) are zero; B must be finite (0 x Inf is NaN on the tensor
+cores: a format would need MACKO's careful fallback).
+
+Every kernel is checked on the GPU first (|C - exact| <= 1e-3 |A||B| + 1e-6); times are
+medians of ``--reps`` cold-L2 runs. Runs on the simulator too (small cases, ``--cases
+48x300:random:0.7`` builds a seeded random matrix of that shape instead of fig14's weights).
+"""
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+import time
+
+import numpy as np
+import scipy.sparse as sp
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:0] = [ROOT, os.path.join(ROOT, "experiments")]
+
+from numba import float32, int32  # noqa: E402
+
+from spmvlab._cuda import SIMULATOR, cuda, inline_device  # noqa: E402
+from spmvlab.kernels._intrinsics import mma16816, pack_half2  # noqa: E402
+
+CASES = "7168x7168:random:0.7,7168x7168:magnitude:0.7,28672x7168:random:0.7,7168x7168:random:0.9"
+TILE = 16
+SHARED_FLOATS = 12288      # 48 KB of float32: W x 16 x N must fit (W = 16 up to N = 48)
+
+
+def encode(A: sp.csr_matrix) -> dict:
+    """The bitmap-tile arrays of ``A`` (module docstring), NumPy, with ``bytes`` (all of them)."""
+    A = sp.csr_matrix(A)
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    m, k = A.shape
+    bands, ktiles = -(-m // TILE), -(-k // TILE)
+    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(A.indptr))
+    cols = A.indices.astype(np.int64)
+    tile = (rows // TILE) * ktiles + cols // TILE          # band-major, then column tile
+    within = (rows % TILE) * TILE + cols % TILE            # row-major inside the tile
+    order = np.argsort(tile * (TILE * TILE) + within, kind="stable")
+    tile, within = tile[order], within[order]
+    vals = A.data[order].astype(np.float16)
+    starts = np.flatnonzero(np.r_[True, tile[1:] != tile[:-1]]) if tile.size else np.zeros(0, np.int64)
+    tid = np.cumsum(np.r_[False, tile[1:] != tile[:-1]]) if tile.size else np.zeros(0, np.int64)
+    n_tiles = starts.size
+    slot = tid * TILE + within // TILE                     # (tile, row inside the tile)
+    masks = np.bincount(slot, weights=np.left_shift(1, within % TILE).astype(np.float64),
+                        minlength=n_tiles * TILE).astype(np.uint16)
+    counts = np.bincount(slot, minlength=n_tiles * TILE).reshape(n_tiles, TILE)
+    roff = (np.cumsum(counts, axis=1) - counts).astype(np.uint8)
+    band = tile[starts] // ktiles
+    out = dict(tile_ptr=np.searchsorted(band, np.arange(bands + 1)).astype(np.int32),
+               tile_col=(tile[starts] % ktiles).astype(np.int32), tile_mask=masks,
+               tile_roff=roff.ravel(), tile_voff=starts.astype(np.int32), vals=vals)
+    out["bytes"] = int(sum(v.nbytes for v in out.values()))
+    out["shape"] = (m, k)
+    return out
+
+
+def decode(t: dict) -> sp.csr_matrix:
+    """The matrix back from :func:`encode`'s arrays (a check of the layout, on the host)."""
+    m, k = t["shape"]
+    rows, cols, vals = [], [], []
+    ptr, masks, roff = t["tile_ptr"], t["tile_mask"].reshape(-1, TILE), t["tile_roff"].reshape(-1, TILE)
+    for b in range(ptr.size - 1):
+        for ti in range(ptr[b], ptr[b + 1]):
+            for r in range(TILE):
+                m_r = int(masks[ti, r])
+                for c in range(TILE):
+                    if (m_r >> c) & 1:
+                        rows.append(b * TILE + r)
+                        cols.append(int(t["tile_col"][ti]) * TILE + c)
+                        idx = int(t["tile_voff"][ti]) + int(roff[ti, r]) + bin(m_r & ((1 << c) - 1)).count("1")
+                        vals.append(t["vals"][idx])
+    return sp.csr_matrix((np.asarray(vals, np.float32), (rows, cols)), shape=(m, k))
+
+
+@inline_device
+def _elem(vals, m, o, c, zero):
+    """The tile entry at column ``c`` of a row with mask ``m`` whose values start at ``o``."""
+    if (m >> c) & 1:
+        return vals[o + cuda.popc(m & ((1 << c) - 1))]
+    return zero
+
+
+@functools.lru_cache(maxsize=None)
+def kernel(n: int, warps: int):
+    """``spmm(tile_ptr, tile_col, tile_mask, tile_roff, tile_voff, vals, Bf, zh, C)`` for N = ``n``
+    (a multiple of 8) with ``warps`` warps per band; ``Bf`` is B (K rounded up to 16 rows, N
+    columns, row-major) flattened, ``zh`` a one-element float16 zero, C float32 (bands x 16, N)."""
+    if n % 8 or warps * TILE * n > SHARED_FLOATS:
+        raise ValueError(f"N = {n} must be a multiple of 8 and {warps} x 16 x N at most {SHARED_FLOATS}")
+    NJ, W = n // 8, warps
+    SH, ND = W * TILE * n, 4 * NJ          # shared floats, accumulators per lane (constants)
+
+    @cuda.jit
+    def spmm(tile_ptr, tile_col, tile_mask, tile_roff, tile_voff, vals, Bf, zh, C):
+        red = cuda.shared.array(SH, float32)
+        tid = cuda.threadIdx.x
+        lane, warp = tid % 32, tid // 32
+        band = cuda.blockIdx.x
+        g, t = lane >> 2, lane & 3
+        zero = zh[0]
+        d = cuda.local.array(ND, float32)
+        for i in range(ND):
+            d[i] = float32(0.0)
+        ti = tile_ptr[band] + warp
+        end = tile_ptr[band + 1]
+        while ti < end:
+            base = ti * TILE
+            mg = int32(tile_mask[base + g])
+            mh = int32(tile_mask[base + g + 8])
+            og = tile_voff[ti] + int32(tile_roff[base + g])
+            oh = tile_voff[ti] + int32(tile_roff[base + g + 8])
+            c0 = 2 * t
+            a0 = pack_half2(_elem(vals, mg, og, c0, zero), _elem(vals, mg, og, c0 + 1, zero))
+            a1 = pack_half2(_elem(vals, mh, oh, c0, zero), _elem(vals, mh, oh, c0 + 1, zero))
+            a2 = pack_half2(_elem(vals, mg, og, c0 + 8, zero), _elem(vals, mg, og, c0 + 9, zero))
+            a3 = pack_half2(_elem(vals, mh, oh, c0 + 8, zero), _elem(vals, mh, oh, c0 + 9, zero))
+            kb = (tile_col[ti] * TILE + c0) * n + g
+            for j in range(NJ):
+                q = kb + 8 * j
+                b0 = pack_half2(Bf[q], Bf[q + n])
+                b1 = pack_half2(Bf[q + 8 * n], Bf[q + 9 * n])
+                e0, e1, e2, e3 = mma16816(a0, a1, a2, a3, b0, b1, d[4 * j], d[4 * j + 1], d[4 * j + 2],
+                                          d[4 * j + 3])
+                d[4 * j] = e0
+                d[4 * j + 1] = e1
+                d[4 * j + 2] = e2
+                d[4 * j + 3] = e3
+            ti += W
+        for j in range(NJ):                 # this warp's fragments, then the warps' sum
+            c = 8 * j + 2 * t
+            red[(warp * TILE + g) * n + c] = d[4 * j]
+            red[(warp * TILE + g) * n + c + 1] = d[4 * j + 1]
+            red[(warp * TILE + g + 8) * n + c] = d[4 * j + 2]
+            red[(warp * TILE + g + 8) * n + c + 1] = d[4 * j + 3]
+        cuda.syncthreads()
+        i = tid
+        while i < TILE * n:
+            s = float32(0.0)
+            for w in range(W):
+                s += red[w * TILE * n + i]
+            C[band * TILE + i // n, i % n] = s
+            i += 32 * W
+
+    return spmm
+
+
+def device_arrays(t: dict) -> dict:
+    return {k: cuda.to_device(np.ascontiguousarray(v)) for k, v in t.items()
+            if k not in ("bytes", "shape")}
+
+
+def run(dt: dict, dB, dz, dC, n: int, warps: int):
+    bands = dt["tile_ptr"].shape[0] - 1
+    kernel(n, warps)[bands, 32 * warps](dt["tile_ptr"], dt["tile_col"], dt["tile_mask"], dt["tile_roff"],
+                                        dt["tile_voff"], dt["vals"], dB, dz, dC)
+
+
+def case_matrix(case: str):
+    """fig14's weights for 'RxC:pruning:sparsity' with R, C of the OPT shapes; any other shape:
+    a seeded random fp16 matrix (uniform positions, normal values) for the simulator."""
+    import _gs
+    dims, pruning, sparsity = case.split(":")
+    shape = tuple(int(v) for v in dims.split("x"))
+    if min(shape) >= 4096:
+        return _gs.case_matrix(case)
+    rng = np.random.default_rng(0)
+    A = sp.random(*shape, density=1 - float(sparsity), format="csr", random_state=rng, dtype=np.float32)
+    A.data = A.data.astype(np.float16).astype(np.float32) - np.float32(0.5)
+    A.eliminate_zeros()
+    return shape, pruning, float(sparsity), A
+
+
+def main(argv=None) -> int:
+    from spmvlab import experiment, methods, runinfo
+    from spmvlab.bench import time_fn
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--cases", default=CASES, help="comma-separated RxC:pruning:sparsity")
+    ap.add_argument("--ns", default="8,32")
+    ap.add_argument("--warps", default="4,8,16", help="warps per band (block) to try")
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--baselines", default="cublas,csr_vector,macko")
+    ap.add_argument("--out", default=None)
+    a = ap.parse_args(argv)
+    rows, lines = [], []
+    for case in a.cases.split(","):
+        t0 = time.perf_counter()
+        shape, pruning, sparsity, A = case_matrix(case)
+        t = encode(A)
+        enc_s = time.perf_counter() - t0
+        m, k = shape
+        bands, kp = t["tile_ptr"].size - 1, -(-k // TILE) * TILE
+        print(f"{case}: nnz {A.nnz}, {t['tile_col'].size} tiles, {t['bytes'] / (m * k):.3f} B per weight "
+              f"({enc_s:.0f} s to draw and encode)", flush=True)
+        dt = device_arrays(t)
+        dz = cuda.to_device(np.zeros(1, np.float16))
+        extra = dict(case=case, shape=list(shape), pruning=pruning, sparsity=sparsity, nnz=int(A.nnz),
+                     tiles=int(t["tile_col"].size), format_bytes=t["bytes"],
+                     bytes_per_weight=t["bytes"] / (m * k))
+        for n in [int(v) for v in a.ns.split(",")]:
+            B = np.random.default_rng(1).standard_normal((k, n)).astype(np.float16)
+            Bp = np.zeros((kp, n), np.float16)
+            Bp[:k] = B
+            dB = cuda.to_device(Bp.ravel())
+            exact = A.astype(np.float64) @ B.astype(np.float64)
+            bound = abs(A).astype(np.float64) @ np.abs(B.astype(np.float64))
+            for w in [int(v) for v in a.warps.split(",")]:
+                if w * TILE * n > SHARED_FLOATS:
+                    continue
+                dC = cuda.to_device(np.full((bands * TILE, n), np.nan, np.float32))
+                run(dt, dB, dz, dC, n, w)
+                err = np.abs(dC.copy_to_host()[:m] - exact)
+                ok = bool(np.all(err <= 1e-3 * bound + 1e-6))
+                row = dict(extra, n=n, method=f"tc_bitmap_w{w}", warps=w, check_passed=ok,
+                           max_err=float(np.nanmax(err)) if err.size else 0.0)
+                if not SIMULATOR and ok:
+                    tm = time_fn(lambda: run(dt, dB, dz, dC, n, w), reps=a.reps, warmup=3, cold=True)
+                    row.update(median_us=tm.median_us, p10_us=tm.p10_us, p90_us=tm.p90_us)
+                rows.append(row)
+                lines.append(f"{case:28s} N={n:<3d} {row['method']:16s} "
+                             f"{row.get('median_us', float('nan')):8.1f} us  check {ok}")
+                print(lines[-1], flush=True)
+            if not SIMULATOR and a.baselines:
+                p = methods.Problem.make(A, "float16", k=n, seed=1, lossy=True)
+                for r in methods.measure_problem(p, a.baselines.split(","), reps=a.reps, warmup=3,
+                                                 keep_going=True, extra=dict(extra, n=n)):
+                    rows.append(r)
+                    lines.append(f"{case:28s} N={n:<3d} {r['method']:16s} "
+                                 f"{r.get('median_us') or float('nan'):8.1f} us  check {r.get('check_passed')}")
+                    print(lines[-1], flush=True)
+                del p
+        del A, dt
+    path = experiment.save_results(a.out or "tc_bitmap_ab", rows, vars(a), meta=runinfo.run_metadata())
+    print("\n".join(["", *lines, f"wrote {path}"]))
+    return 0 if all(r.get("check_passed", True) for r in rows if r["method"].startswith("tc_")) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
