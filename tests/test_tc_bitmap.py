@@ -1,6 +1,7 @@
 """tools/tc_bitmap_ab.py, the tensor-core bitmap-tile SpMM probe: its layout decodes back to
 the matrix exactly, and its kernel (mma.sync emulated lane by lane on the simulator) equals
-the exact product on shapes that are not multiples of 16, with empty bands and tiles."""
+the exact product on shapes that are not multiples of 16, with empty bands and tiles, B read
+as it is or packed in row pairs."""
 import os
 import sys
 
@@ -32,9 +33,10 @@ def test_layout_round_trip(shape, density):
     assert t["bytes"] == 2 * A.nnz + 56 * t["tile_col"].size + 4 * t["tile_ptr"].size
 
 
-@pytest.mark.parametrize("shape,density,n,warps", [((37, 50), 0.3, 8, 2), ((33, 130), 0.05, 16, 4),
-                                                   ((18, 20), 1.0, 8, 1), ((20, 30), 0.0, 8, 2)])
-def test_kernel_equals_the_exact_product(shape, density, n, warps):
+@pytest.mark.parametrize("shape,density,n,warps,bpack", [
+    ((37, 50), 0.3, 8, 2, False), ((33, 130), 0.05, 16, 4, True), ((18, 20), 1.0, 8, 1, True),
+    ((20, 30), 0.0, 8, 2, False)])
+def test_kernel_equals_the_exact_product(shape, density, n, warps, bpack):
     A = _matrix(shape, density, 2)
     A[0, :] = 0                                         # an empty row; 33 x 130: empty tiles too
     A.eliminate_zeros()
@@ -44,8 +46,9 @@ def test_kernel_equals_the_exact_product(shape, density, n, warps):
     Bp[:shape[1]] = B
     bands = t["tile_ptr"].size - 1
     dC = T.cuda.to_device(np.full((bands * 16, n), np.nan, np.float32))   # garbage: unwritten fails
+    dW = T.cuda.to_device(np.zeros(Bp.size // 2, np.uint32)) if bpack else None
     T.run(T.device_arrays(t), T.cuda.to_device(Bp.ravel()), T.cuda.to_device(np.zeros(1, np.float16)), dC,
-          n, warps)
+          n, warps, dW)
     C = dC.copy_to_host()[:shape[0]]
     exact = A.astype(np.float64) @ B.astype(np.float64)
     bound = abs(A).astype(np.float64) @ np.abs(B.astype(np.float64))

@@ -18,7 +18,9 @@ takes the band's tiles w, w + W, ... For each tile, lane (g, t) = (lane // 4, la
 its A fragment straight from the bitmap (rows g and g + 8, columns 2t, 2t + 1, 2t + 8, 2t + 9:
 present if the mask bit is set, at offset + row offset + popc of the mask below it, else 0),
 loads its B fragments from global memory (rows 16 k + 2t, + 1, + 8, + 9 at column 8 j + g of
-each 8-column group j) and issues N / 8 mma into float32 D fragments. The W warps' fragments
+each 8-column group j: four 2-byte loads, or with ``bpack`` two 4-byte loads from a copy of B
+packed in row pairs by a kernel launched first, inside the timed product) and issues N / 8 mma
+into float32 D fragments. The W warps' fragments
 are summed in shared memory in warp order, and 16 N threads write C. No dense tile, no block
 barrier inside the loop (MACKO's tensor-core SpMM, which decodes into a dense shared tile per
 column window, reached 0.20-0.23x cuBLAS at N = 32: results/h200/spmm_macko.json). Padding
@@ -113,14 +115,47 @@ def _pair(vals, m, o, c, zero):
     return lo, hi
 
 
+@inline_device
+def _b_plain(Bf, r, col, n):
+    """This lane's B fragments (b0, b1) from B itself (float16, row-major, flattened): rows r,
+    r + 1 and r + 8, r + 9 at column ``col``, four 2-byte loads."""
+    q = r * n + col
+    return pack_half2(Bf[q], Bf[q + n]), pack_half2(Bf[q + 8 * n], Bf[q + 9 * n])
+
+
+@inline_device
+def _b_packed(Bw, r, col, n):
+    """The same from B packed in row pairs (:func:`pack_kernel`: word (r // 2) N + c holds rows
+    r and r + 1 of column c), two 4-byte loads."""
+    q = (r >> 1) * n + col
+    return Bw[q], Bw[q + 4 * n]
+
+
 @functools.lru_cache(maxsize=None)
-def kernel(n: int, warps: int):
+def pack_kernel():
+    """``pack(Bf, Bw, n)``: thread i writes word i of B in row pairs (rows 2 (i // n), + 1 of
+    column i % n, the lower row in the low half)."""
+
+    @cuda.jit
+    def pack(Bf, Bw, n):
+        i = cuda.grid(1)
+        if i < Bw.shape[0]:
+            q = (i // n) * 2 * n + i % n
+            Bw[i] = pack_half2(Bf[q], Bf[q + n])
+
+    return pack
+
+
+@functools.lru_cache(maxsize=None)
+def kernel(n: int, warps: int, bpack: bool = False):
     """``spmm(tile_ptr, tile_col, tile_mask, tile_roff, tile_voff, vals, Bf, zh, C)`` for N = ``n``
     (a multiple of 8) with ``warps`` warps per band; ``Bf`` is B (K rounded up to 16 rows, N
-    columns, row-major) flattened, ``zh`` a one-element float16 zero, C float32 (bands x 16, N)."""
+    columns, row-major) flattened, or with ``bpack`` B in row pairs (uint32, :func:`pack_kernel`);
+    ``zh`` a one-element float16 zero, C float32 (bands x 16, N)."""
     if n % 8 or warps * TILE * n > SHARED_FLOATS:
         raise ValueError(f"N = {n} must be a multiple of 8 and {warps} x 16 x N at most {SHARED_FLOATS}")
     NJ, W = n // 8, warps
+    load_b = _b_packed if bpack else _b_plain
     SH, ND = W * TILE * n, 4 * NJ          # shared floats, accumulators per lane (constants)
 
     @cuda.jit
@@ -151,11 +186,9 @@ def kernel(n: int, warps: int):
             a2 = pack_half2(x0, x1)
             x0, x1 = _pair(vals, mh, oh, c0 + 8, zero)
             a3 = pack_half2(x0, x1)
-            kb = (tile_col[ti] * TILE + c0) * n + g
+            r = tile_col[ti] * TILE + c0
             for j in range(NJ):
-                q = kb + 8 * j
-                b0 = pack_half2(Bf[q], Bf[q + n])
-                b1 = pack_half2(Bf[q + 8 * n], Bf[q + 9 * n])
+                b0, b1 = load_b(Bf, r, 8 * j + g, n)
                 e0, e1, e2, e3 = mma16816(a0, a1, a2, a3, b0, b1, d[4 * j], d[4 * j + 1], d[4 * j + 2],
                                           d[4 * j + 3])
                 d[4 * j] = e0
@@ -186,10 +219,15 @@ def device_arrays(t: dict) -> dict:
             if k not in ("bytes", "shape")}
 
 
-def run(dt: dict, dB, dz, dC, n: int, warps: int):
+def run(dt: dict, dB, dz, dC, n: int, warps: int, dW=None):
+    """One SpMM; with ``dW`` (a uint32 device array of K' N / 2 words) B is first packed into it
+    and the kernel reads the pairs (both launches are part of the product)."""
     bands = dt["tile_ptr"].shape[0] - 1
-    kernel(n, warps)[bands, 32 * warps](dt["tile_ptr"], dt["tile_col"], dt["tile_mask"], dt["tile_roff"],
-                                        dt["tile_voff"], dt["vals"], dB, dz, dC)
+    if dW is not None:
+        pack_kernel()[(dW.shape[0] + 255) // 256, 256](dB, dW, n)
+    kernel(n, warps, dW is not None)[bands, 32 * warps](dt["tile_ptr"], dt["tile_col"], dt["tile_mask"],
+                                                        dt["tile_roff"], dt["tile_voff"], dt["vals"],
+                                                        dB if dW is None else dW, dz, dC)
 
 
 def case_matrix(case: str):
@@ -214,6 +252,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cases", default=CASES, help="comma-separated RxC:pruning:sparsity")
     ap.add_argument("--ns", default="8,32")
     ap.add_argument("--warps", default="4,8,16", help="warps per band (block) to try")
+    ap.add_argument("--bpack", default="0,1", help="B read as is (0) and/or packed in row pairs (1)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--baselines", default="cublas,csr_vector,macko")
     ap.add_argument("--out", default=None)
@@ -238,22 +277,24 @@ def main(argv=None) -> int:
             Bp = np.zeros((kp, n), np.float16)
             Bp[:k] = B
             dB = cuda.to_device(Bp.ravel())
+            dW = cuda.device_array(kp * n // 2, np.uint32)
             exact = A.astype(np.float64) @ B.astype(np.float64)
             bound = abs(A).astype(np.float64) @ np.abs(B.astype(np.float64))
-            for w in [int(v) for v in a.warps.split(",")]:
-                if w * TILE * n > SHARED_FLOATS:
-                    continue
+            variants = [(w, bp) for w in [int(v) for v in a.warps.split(",")]
+                        for bp in [bool(int(v)) for v in a.bpack.split(",")] if w * TILE * n <= SHARED_FLOATS]
+            for w, bp in variants:
+                pw = dW if bp else None
                 dC = cuda.to_device(np.full((bands * TILE, n), np.nan, np.float32))
-                run(dt, dB, dz, dC, n, w)
+                run(dt, dB, dz, dC, n, w, pw)
                 err = np.abs(dC.copy_to_host()[:m] - exact)
                 ok = bool(np.all(err <= 1e-3 * bound + 1e-6))
-                row = dict(extra, n=n, method=f"tc_bitmap_w{w}", warps=w, check_passed=ok,
-                           max_err=float(np.nanmax(err)) if err.size else 0.0)
+                row = dict(extra, n=n, method=f"tc_bitmap_w{w}" + ("_bpack" if bp else ""), warps=w, bpack=bp,
+                           check_passed=ok, max_err=float(np.nanmax(err)) if err.size else 0.0)
                 if not SIMULATOR and ok:
-                    tm = time_fn(lambda: run(dt, dB, dz, dC, n, w), reps=a.reps, warmup=3, cold=True)
+                    tm = time_fn(lambda: run(dt, dB, dz, dC, n, w, pw), reps=a.reps, warmup=3, cold=True)
                     row.update(median_us=tm.median_us, p10_us=tm.p10_us, p90_us=tm.p90_us)
                 rows.append(row)
-                lines.append(f"{case:28s} N={n:<3d} {row['method']:16s} "
+                lines.append(f"{case:28s} N={n:<3d} {row['method']:18s} "
                              f"{row.get('median_us', float('nan')):8.1f} us  check {ok}")
                 print(lines[-1], flush=True)
             if not SIMULATOR and a.baselines:
@@ -261,7 +302,7 @@ def main(argv=None) -> int:
                 for r in methods.measure_problem(p, a.baselines.split(","), reps=a.reps, warmup=3,
                                                  keep_going=True, extra=dict(extra, n=n)):
                     rows.append(r)
-                    lines.append(f"{case:28s} N={n:<3d} {r['method']:16s} "
+                    lines.append(f"{case:28s} N={n:<3d} {r['method']:18s} "
                                  f"{r.get('median_us') or float('nan'):8.1f} us  check {r.get('check_passed')}")
                     print(lines[-1], flush=True)
                 del p
