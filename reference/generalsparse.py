@@ -636,9 +636,10 @@ def _divide(rowptr: np.ndarray, s: Strategy):
     """Block, warp and thread offsets over the (unpadded) slot stream."""
     block = _block_offsets(rowptr, s)
     warp = _children(block, rowptr, s.groups_per_block, s.warp, "warp", "block")
-    thread = _children(warp, rowptr, s.groups_per_warp, s.thread, "thread", "warp-group")
-    if s.cyclic:
+    if s.cyclic:      # one row piece per warp-group (single-row warps), so nothing to refuse
         thread = _cyclic_offsets(warp, s)
+    else:
+        thread = _children(warp, rowptr, s.groups_per_warp, s.thread, "thread", "warp-group")
     return block, warp, thread
 
 

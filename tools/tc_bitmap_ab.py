@@ -69,8 +69,9 @@ def encode(A: sp.csr_matrix) -> dict:
     order = np.argsort(tile * (TILE * TILE) + within, kind="stable")
     tile, within = tile[order], within[order]
     vals = A.data[order].astype(np.float16)
-    starts = np.flatnonzero(np.r_[True, tile[1:] != tile[:-1]]) if tile.size else np.zeros(0, np.int64)
-    tid = np.cumsum(np.r_[False, tile[1:] != tile[:-1]]) if tile.size else np.zeros(0, np.int64)
+    new = np.r_[True, tile[1:] != tile[:-1]][:tile.size]   # an entry that opens a tile
+    starts = np.flatnonzero(new)
+    tid = np.cumsum(new) - 1                                 # its tile's number
     n_tiles = starts.size
     slot = tid * TILE + within // TILE                     # (tile, row inside the tile)
     masks = np.bincount(slot, weights=np.left_shift(1, within % TILE).astype(np.float64),
