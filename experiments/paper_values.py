@@ -451,14 +451,13 @@ GENERALSPARSE = [
                      fmt=".2f", unit="×"),
            why="arithmetic mean over all 24 matrices (6 shapes x 2 prunings x 70/90 %), measured "
                "at several commits (each part's commit in the file): 7168×28672 and 9216×36864 at "
-               "90 % at a531de0, 9216×9216 at 90 % at 4025fb4 and 7168×28672 at 70 % at 156e0b1 "
-               "(with the cyclic thread division), 7168×7168 and 9216×9216 at 70 % at cffec9e, the "
-               "rest at 573d07c and 06dd8fa (before it). Below the paper: from N = 8 to 64 our "
-               "time grows 3.8-8.6x (a gather of B and N products per nonzero on CUDA cores), "
-               "torch's cuSPARSE's 1.1-1.3x. At N = 8 our picks match CSR SpMM (geometric mean 1.01x, 0.58-1.11x); "
-               "the slowest, 9216×36864 at 70 % (0.58-0.63x), predate the cyclic division, which "
-               "took the long-row row-per-warp kernels from 1.16-1.97x CSR SpMM's time to "
-               "0.89-0.98x (tools/gs_rowwarp_ab.py). cuSPARSE fp16 "
+               "90 % at a531de0, 9216×9216 at 90 % at 4025fb4, 7168×28672 at 70 % at 156e0b1, "
+               "7168×7168 (70, 90 %), 9216×9216, 9216×36864 and 36864×9216 at 70 % and 28672×7168 "
+               "at 90 % at cbae4a5 (all with the cyclic thread division); 28672×7168 at 70 % and "
+               "36864×9216 at 90 % at 573d07c and 06dd8fa (before it). Below the paper: from N = 8 "
+               "to 64 our time grows 3.9-8.9x (a gather of B and N products per nonzero on CUDA "
+               "cores), torch's cuSPARSE's 1.1-1.3x. Our picks are faster than CSR SpMM in all 72 "
+               "cases (N = 8: geometric mean 1.07x, 1.01-1.11x). cuSPARSE fp16 "
                "is torch's CSR path (GPU_NOTES: 10-100x slower than cuBLAS at these shapes), whose "
                "results miss our fp32-accumulation error bound in 41 of the 72 cases (n_bad > 0; "
                "max error ≈ 5e-4 of sum |a||b|: fp16 rounding of partial sums); their times are "
@@ -472,7 +471,12 @@ GENERALSPARSE = [
            why="issue goal: > 1 at 70 % for N = 8 and 32 and at 90 % for N = 64. The tuned "
                "picks store 4.0-5.3 B per nonzero (compact: fp16 value, 16-bit column, row arrays) "
                "against cuBLAS's 2 B per weight, and from N = 8 on each nonzero costs a gather "
-               "of a row of B and N products on CUDA cores, while cuBLAS's time stays flat in N")
+               "of a row of B and N products on CUDA cores, while cuBLAS's time stays flat in N. "
+               "A tensor-core probe at 0.82 B per weight (tools/tc_bitmap_ab.py: 16×16 bitmap "
+               "tiles, mma.sync; results/h200/tc_bitmap_ab.json) took 104 us against cuBLAS's 30 "
+               "on 7168×7168 at 70 % and N = 8, and the same 104 us at 90 %: its time follows the "
+               "number of tiles (all 200704 occupied at both sparsities), not the bytes (42 vs "
+               "22 MB); not profiled yet")
       for n, s, pct in ((8, 0.7, 70), (32, 0.7, 70), (64, 0.9, 90))],
     *[dict(label="Table 4", what=f"mean speedup over cuSPARSE, {pr}, {int(100 * s)} %, col = {n}",
            script="experiments/table4_gs.py", paper=p, paper_note=_A100,
