@@ -1,7 +1,8 @@
 """tools/tc_bitmap_ab.py, the tensor-core bitmap-tile SpMM probe: its layout decodes back to
 the matrix exactly, and its kernel (mma.sync emulated lane by lane on the simulator) equals
 the exact product on shapes that are not multiples of 16, with empty bands and tiles, B read
-as it is or packed in row pairs."""
+as it is or packed in row pairs, one tile or several (U) per warp step (a band whose tile count
+is not a multiple of U W: the padding tiles must add nothing)."""
 import os
 import sys
 
@@ -31,16 +32,32 @@ def test_layout_round_trip(shape, density):
     assert (abs(T.decode(t) - A)).sum() == 0 and T.decode(t).nnz == A.nnz
     assert t["tile_ptr"].size == -(-shape[0] // 16) + 1 and t["tile_mask"].size == 16 * t["tile_col"].size
     assert t["bytes"] == 2 * A.nnz + 56 * t["tile_col"].size + 4 * t["tile_ptr"].size
+    f = T.encode_frag(A)
+    assert (abs(T.decode_frag(f) - A)).sum() == 0 and T.decode_frag(f).nnz == A.nnz
+    assert f["bytes"] == 2 * A.nnz + 72 * f["tile_col"].size + 4 * f["tile_ptr"].size
 
 
-@pytest.mark.parametrize("shape,density,n,warps,bpack", [
-    ((37, 50), 0.3, 8, 2, False), ((33, 130), 0.05, 16, 4, True), ((18, 20), 1.0, 8, 1, True),
-    ((20, 30), 0.0, 8, 2, False)])
-def test_kernel_equals_the_exact_product(shape, density, n, warps, bpack):
+def test_fragment_slots_cover_the_tile_once():
+    """The fragment order is a bijection of the 16 x 16 tile onto 32 lanes x 8 slots, and slot
+    j of lane (g, t) is the element the mma's A word j // 2 holds (rows g, g + 8; columns 2t + c,
+    2t + 8 + c)."""
+    seen = {T._frag_slot(r, c): (r, c) for r in range(16) for c in range(16)}
+    assert len(seen) == 256 and set(seen) == {(ln, j) for ln in range(32) for j in range(8)}
+    g, t = 5, 3
+    assert [seen[(4 * g + t, j)] for j in range(8)] == [(g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t),
+                                                        (g + 8, 2 * t + 1), (g, 2 * t + 8), (g, 2 * t + 9),
+                                                        (g + 8, 2 * t + 8), (g + 8, 2 * t + 9)]
+
+
+@pytest.mark.parametrize("layout", ["row", "frag"])
+@pytest.mark.parametrize("shape,density,n,warps,bpack,unroll", [
+    ((37, 50), 0.3, 8, 2, False, 1), ((33, 130), 0.05, 16, 4, True, 1), ((18, 20), 1.0, 8, 1, True, 1),
+    ((20, 30), 0.0, 8, 2, False, 2), ((37, 100), 0.4, 8, 2, False, 3), ((33, 130), 0.05, 8, 1, True, 4)])
+def test_kernel_equals_the_exact_product(shape, density, n, warps, bpack, unroll, layout):
     A = _matrix(shape, density, 2)
     A[0, :] = 0                                         # an empty row; 33 x 130: empty tiles too
     A.eliminate_zeros()
-    t = T.encode(A)
+    t = T.LAYOUTS[layout][0](A)
     B = np.random.default_rng(3).standard_normal((shape[1], n)).astype(np.float16)
     Bp = np.zeros((-(-shape[1] // 16) * 16, n), np.float16)
     Bp[:shape[1]] = B
@@ -48,7 +65,7 @@ def test_kernel_equals_the_exact_product(shape, density, n, warps, bpack):
     dC = T.cuda.to_device(np.full((bands * 16, n), np.nan, np.float32))   # garbage: unwritten fails
     dW = T.cuda.to_device(np.zeros(Bp.size // 2, np.uint32)) if bpack else None
     T.run(T.device_arrays(t), T.cuda.to_device(Bp.ravel()), T.cuda.to_device(np.zeros(1, np.float16)), dC,
-          n, warps, dW)
+          n, warps, dW, unroll)
     C = dC.copy_to_host()[:shape[0]]
     exact = A.astype(np.float64) @ B.astype(np.float64)
     bound = abs(A).astype(np.float64) @ np.abs(B.astype(np.float64))

@@ -3,7 +3,8 @@ goal, missed by the CUDA-core kernels: 0.34-0.83x at 70 %, N = 8)? A probe, not 
 matrix in 16 x 16 tiles stored as bitmaps, multiplied with ``mma.sync.m16n8k16``, checked
 against the exact product and timed beside cuBLAS, our CSR SpMM and MACKO.
 
-    python tools/tc_bitmap_ab.py [--cases 7168x7168:random:0.7,...] [--ns 8,32] [--out FILE]
+    python tools/tc_bitmap_ab.py [--cases 7168x7168:random:0.7,...] [--ns 8,32] [--layouts row,frag]
+                                 [--warps 4,8,16] [--bpack 0,1] [--unroll 1,2,4] [--out FILE]
 
 Layout (host side, :func:`encode`): rows in bands of 16, columns in tiles of 16. Per band the
 tiles holding a nonzero, in column order (``tile_ptr``, ``tile_col``); per tile 16 row masks
@@ -31,11 +32,19 @@ Every kernel is checked on the GPU first (|C - exact| <= 1e-3 |A||B| + 1e-6); ti
 medians of ``--reps`` cold-L2 runs. Runs on the simulator too (small cases, ``--cases
 48x300:random:0.7`` builds a seeded random matrix of that shape instead of fig14's weights).
 
+Second layout (``--layouts frag``, :func:`encode_frag`, :func:`kernel_frag`): the values of a
+tile in the order of the mma's A fragment, lane by lane, with one uint16 per tile and lane (the
+lane's 8-bit slot mask, the count of the tile's values of earlier lanes): 72 bytes per tile,
+0.88 bytes per weight at 70 %, and half the instructions per tile in the SASS for sm_90 (117 vs
+236 at N = 8; results/cpu/sass_tc_bitmap_ab.txt). ``--unroll U`` gives a warp U tiles per step.
+
 Measured on the H200 at cbae4a5 (results/h200/tc_bitmap_ab.json, every check passed): no. Best
 variant (16 warps, B packed) on 7168x7168 at 70 %: 104 us at N = 8 and 152 at N = 32, cuBLAS
 29-30 (0.29x, 0.19x); CSR SpMM 50-55 at N = 8. 28672x7168 random 70 %: 330 vs cuBLAS 104 at
 N = 8. At 90 % (random, every tile still occupied) the time is the same 104 us with half the
-bytes, so it follows the tile count, not memory traffic (42 MB in 104 us is 0.4 TB/s).
+bytes, so it follows the tile count, not memory traffic (42 MB in 104 us is 0.4 TB/s). The SASS
+explains it: 236 instructions per tile and warp at N = 8 (305 at N = 32), 45 us of issue slots on
+the H200's 132 x 4 schedulers for 7168x7168's 200704 tiles (59 us at N = 32) before any stall.
 """
 from __future__ import annotations
 
@@ -51,7 +60,7 @@ import scipy.sparse as sp
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "experiments")]
 
-from numba import float32, int32  # noqa: E402
+from numba import float32, int32, uint32  # noqa: E402
 
 from spmvlab._cuda import SIMULATOR, cuda, inline_device  # noqa: E402
 from spmvlab.kernels._intrinsics import mma16816, pack_half2  # noqa: E402
@@ -154,16 +163,21 @@ def pack_kernel():
 
 
 @functools.lru_cache(maxsize=None)
-def kernel(n: int, warps: int, bpack: bool = False):
+def kernel(n: int, warps: int, bpack: bool = False, unroll: int = 1):
     """``spmm(tile_ptr, tile_col, tile_mask, tile_roff, tile_voff, vals, Bf, zh, C)`` for N = ``n``
     (a multiple of 8) with ``warps`` warps per band; ``Bf`` is B (K rounded up to 16 rows, N
     columns, row-major) flattened, or with ``bpack`` B in row pairs (uint32, :func:`pack_kernel`);
-    ``zh`` a one-element float16 zero, C float32 (bands x 16, N)."""
+    ``zh`` a one-element float16 zero, C float32 (bands x 16, N). With ``unroll`` U a warp takes U
+    of its tiles per step (tiles ti, ti + W, ..., ti + (U - 1) W): first every tile's masks,
+    offsets and column, then every tile's values, then the mma, so U tiles' loads are in flight
+    together; a tile past the band's end reads the band's last tile with empty masks (adds 0)."""
     if n % 8 or warps * TILE * n > SHARED_FLOATS:
         raise ValueError(f"N = {n} must be a multiple of 8 and {warps} x 16 x N at most {SHARED_FLOATS}")
-    NJ, W = n // 8, warps
+    if not 1 <= unroll <= 8:
+        raise ValueError(f"unroll = {unroll}: expected 1 to 8 tiles per step")
+    NJ, W, U = n // 8, warps, unroll
     load_b = _b_packed if bpack else _b_plain
-    SH, ND = W * TILE * n, 4 * NJ          # shared floats, accumulators per lane (constants)
+    SH, ND, NA = W * TILE * n, 4 * NJ, 4 * U   # shared floats, accumulators and A words per lane
 
     @cuda.jit
     def spmm(tile_ptr, tile_col, tile_mask, tile_roff, tile_voff, vals, Bf, zh, C):
@@ -172,37 +186,50 @@ def kernel(n: int, warps: int, bpack: bool = False):
         lane, warp = tid % 32, tid // 32
         band = cuda.blockIdx.x
         g, t = lane >> 2, lane & 3
+        c0 = 2 * t
         zero = zh[0]
         d = cuda.local.array(ND, float32)
         for i in range(ND):
             d[i] = float32(0.0)
+        mgs = cuda.local.array(U, int32)     # per tile of the step: masks of rows g, g + 8,
+        mhs = cuda.local.array(U, int32)     # their value offsets and the tile's first B row
+        ogs = cuda.local.array(U, int32)
+        ohs = cuda.local.array(U, int32)
+        rs = cuda.local.array(U, int32)
+        af = cuda.local.array(NA, uint32)
         ti = tile_ptr[band] + warp
         end = tile_ptr[band + 1]
         while ti < end:
-            base = ti * TILE
-            mg = int32(tile_mask[base + g])
-            mh = int32(tile_mask[base + g + 8])
-            og = tile_voff[ti] + int32(tile_roff[base + g])
-            oh = tile_voff[ti] + int32(tile_roff[base + g + 8])
-            c0 = 2 * t
-            x0, x1 = _pair(vals, mg, og, c0, zero)
-            a0 = pack_half2(x0, x1)
-            x0, x1 = _pair(vals, mh, oh, c0, zero)
-            a1 = pack_half2(x0, x1)
-            x0, x1 = _pair(vals, mg, og, c0 + 8, zero)
-            a2 = pack_half2(x0, x1)
-            x0, x1 = _pair(vals, mh, oh, c0 + 8, zero)
-            a3 = pack_half2(x0, x1)
-            r = tile_col[ti] * TILE + c0
-            for j in range(NJ):
-                b0, b1 = load_b(Bf, r, 8 * j + g, n)
-                e0, e1, e2, e3 = mma16816(a0, a1, a2, a3, b0, b1, d[4 * j], d[4 * j + 1], d[4 * j + 2],
-                                          d[4 * j + 3])
-                d[4 * j] = e0
-                d[4 * j + 1] = e1
-                d[4 * j + 2] = e2
-                d[4 * j + 3] = e3
-            ti += W
+            for u in range(U):
+                tu = ti + u * W
+                ok = tu < end
+                tc = tu if ok else end - 1
+                base = tc * TILE
+                vo = tile_voff[tc]
+                mgs[u] = int32(tile_mask[base + g]) if ok else int32(0)
+                mhs[u] = int32(tile_mask[base + g + 8]) if ok else int32(0)
+                ogs[u] = vo + int32(tile_roff[base + g])
+                ohs[u] = vo + int32(tile_roff[base + g + 8])
+                rs[u] = tile_col[tc] * TILE + c0
+            for u in range(U):
+                x0, x1 = _pair(vals, mgs[u], ogs[u], c0, zero)
+                af[4 * u] = pack_half2(x0, x1)
+                x0, x1 = _pair(vals, mhs[u], ohs[u], c0, zero)
+                af[4 * u + 1] = pack_half2(x0, x1)
+                x0, x1 = _pair(vals, mgs[u], ogs[u], c0 + 8, zero)
+                af[4 * u + 2] = pack_half2(x0, x1)
+                x0, x1 = _pair(vals, mhs[u], ohs[u], c0 + 8, zero)
+                af[4 * u + 3] = pack_half2(x0, x1)
+            for u in range(U):
+                for j in range(NJ):
+                    b0, b1 = load_b(Bf, rs[u], 8 * j + g, n)
+                    e0, e1, e2, e3 = mma16816(af[4 * u], af[4 * u + 1], af[4 * u + 2], af[4 * u + 3], b0, b1,
+                                              d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3])
+                    d[4 * j] = e0
+                    d[4 * j + 1] = e1
+                    d[4 * j + 2] = e2
+                    d[4 * j + 3] = e3
+            ti += U * W
         for j in range(NJ):                 # this warp's fragments, then the warps' sum
             c = 8 * j + 2 * t
             red[(warp * TILE + g) * n + c] = d[4 * j]
@@ -221,20 +248,179 @@ def kernel(n: int, warps: int, bpack: bool = False):
     return spmm
 
 
+# ---- the fragment-ordered layout: each lane's eight A-fragment elements stored together ----
+
+def _frag_slot(r, c):
+    """Lane and slot (0-7, the half of the lane's four A words) of tile entry (r, c) in the
+    mma.m16n8k16 A fragment: lane 4 (r % 8) + (c % 8) // 2; slot 4 [c >= 8] + 2 [r >= 8] + c % 2."""
+    return 4 * (r % 8) + (c % 8) // 2, 4 * (c >= 8) + 2 * (r >= 8) + c % 2
+
+
+def encode_frag(A: sp.csr_matrix) -> dict:
+    """The bitmap tiles of :func:`encode` with the values in fragment order: per tile, lane by
+    lane, each lane's present slots in slot order, and per tile and lane one uint16 ``lane_meta``
+    (low byte: the lane's slot mask; high byte: the tile's entries held by earlier lanes). With
+    the tile's value offset and column tile (int32) that is 72 bytes per tile and 2 per nonzero:
+    0.88 bytes per weight at 70 % with every tile occupied. A lane finds its elements with one
+    2-byte load and a popc per slot, where the row layout needs two masks, two offsets and a
+    popc per pair."""
+    A = sp.csr_matrix(A)
+    A.sum_duplicates()
+    A.eliminate_zeros()
+    m, k = A.shape
+    bands, ktiles = -(-m // TILE), -(-k // TILE)
+    rows = np.repeat(np.arange(m, dtype=np.int64), np.diff(A.indptr))
+    cols = A.indices.astype(np.int64)
+    tile = (rows // TILE) * ktiles + cols // TILE
+    lane, slot = _frag_slot(rows % TILE, cols % TILE)
+    order = np.argsort(tile * 256 + lane * 8 + slot, kind="stable")
+    tile, lane, slot = tile[order], lane[order], slot[order]
+    new = np.r_[True, tile[1:] != tile[:-1]][:tile.size]
+    starts = np.flatnonzero(new)
+    tid = np.cumsum(new) - 1
+    n_tiles = starts.size
+    key = tid * 32 + lane
+    mask = np.bincount(key, weights=np.left_shift(1, slot).astype(np.float64),
+                       minlength=n_tiles * 32).astype(np.int64)
+    counts = np.bincount(key, minlength=n_tiles * 32).reshape(n_tiles, 32)
+    before = (np.cumsum(counts, axis=1) - counts).ravel()
+    band = tile[starts] // ktiles
+    out = dict(tile_ptr=np.searchsorted(band, np.arange(bands + 1)).astype(np.int32),
+               tile_col=(tile[starts] % ktiles).astype(np.int32),
+               lane_meta=(mask | (before << 8)).astype(np.uint16),
+               tile_voff=starts.astype(np.int32), vals=A.data[order].astype(np.float16))
+    out["bytes"] = int(sum(v.nbytes for v in out.values()))
+    out["shape"] = (m, k)
+    return out
+
+
+def decode_frag(t: dict) -> sp.csr_matrix:
+    """The matrix back from :func:`encode_frag`'s arrays (host check of the layout)."""
+    m, k = t["shape"]
+    ptr, meta = t["tile_ptr"], t["lane_meta"].reshape(-1, 32).astype(np.int64)
+    where = {}
+    for r in range(TILE):
+        for c in range(TILE):
+            where[_frag_slot(r, c)] = (r, c)
+    rows, cols, vals = [], [], []
+    for b in range(ptr.size - 1):
+        for ti in range(ptr[b], ptr[b + 1]):
+            for ln in range(32):
+                mk, p = int(meta[ti, ln] & 0xFF), int(t["tile_voff"][ti] + (meta[ti, ln] >> 8))
+                for j in range(8):
+                    if (mk >> j) & 1:
+                        r, c = where[(ln, j)]
+                        rows.append(b * TILE + r)
+                        cols.append(int(t["tile_col"][ti]) * TILE + c)
+                        vals.append(t["vals"][p])
+                        p += 1
+    return sp.csr_matrix((np.asarray(vals, np.float32), (rows, cols)), shape=(m, k))
+
+
+@inline_device
+def _slot(vals, m, p, j, zero):
+    """Slot ``j`` of a lane with slot mask ``m`` whose values start at ``p`` (uint32 indices:
+    no wrap-around code for negative indices)."""
+    q = p + uint32(cuda.popc(m & ((1 << j) - 1)))
+    return vals[q] if (m >> j) & 1 else zero
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_frag(n: int, warps: int, bpack: bool = False, unroll: int = 1):
+    """:func:`kernel` for :func:`encode_frag`'s layout: ``spmm(tile_ptr, tile_col, lane_meta,
+    tile_voff, vals, Bf, zh, C)``. Lane l of a warp reads lane_meta[32 ti + l] and its own run of
+    values (slots 0-7, the A fragment's four words), the rest as :func:`kernel`."""
+    if n % 8 or warps * TILE * n > SHARED_FLOATS:
+        raise ValueError(f"N = {n} must be a multiple of 8 and {warps} x 16 x N at most {SHARED_FLOATS}")
+    if not 1 <= unroll <= 8:
+        raise ValueError(f"unroll = {unroll}: expected 1 to 8 tiles per step")
+    NJ, W, U = n // 8, warps, unroll
+    load_b = _b_packed if bpack else _b_plain
+    SH, ND, NA = W * TILE * n, 4 * NJ, 4 * U
+
+    @cuda.jit
+    def spmm(tile_ptr, tile_col, lane_meta, tile_voff, vals, Bf, zh, C):
+        red = cuda.shared.array(SH, float32)
+        tid = cuda.threadIdx.x
+        lane, warp = tid % 32, tid // 32
+        band = cuda.blockIdx.x
+        g, t = lane >> 2, lane & 3
+        c0 = 2 * t
+        zero = zh[0]
+        d = cuda.local.array(ND, float32)
+        for i in range(ND):
+            d[i] = float32(0.0)
+        ms = cuda.local.array(U, uint32)
+        ps = cuda.local.array(U, uint32)
+        rs = cuda.local.array(U, int32)
+        af = cuda.local.array(NA, uint32)
+        ti = tile_ptr[band] + warp
+        end = tile_ptr[band + 1]
+        while ti < end:
+            for u in range(U):
+                tu = ti + u * W
+                ok = tu < end
+                tc = tu if ok else end - 1
+                meta = uint32(lane_meta[uint32(tc * 32 + lane)])
+                ms[u] = (meta & uint32(0xFF)) if ok else uint32(0)
+                ps[u] = uint32(tile_voff[tc]) + (meta >> uint32(8))
+                rs[u] = tile_col[tc] * TILE + c0
+            for u in range(U):
+                mk, p = ms[u], ps[u]
+                af[4 * u] = pack_half2(_slot(vals, mk, p, 0, zero), _slot(vals, mk, p, 1, zero))
+                af[4 * u + 1] = pack_half2(_slot(vals, mk, p, 2, zero), _slot(vals, mk, p, 3, zero))
+                af[4 * u + 2] = pack_half2(_slot(vals, mk, p, 4, zero), _slot(vals, mk, p, 5, zero))
+                af[4 * u + 3] = pack_half2(_slot(vals, mk, p, 6, zero), _slot(vals, mk, p, 7, zero))
+            for u in range(U):
+                for j in range(NJ):
+                    b0, b1 = load_b(Bf, rs[u], 8 * j + g, n)
+                    e0, e1, e2, e3 = mma16816(af[4 * u], af[4 * u + 1], af[4 * u + 2], af[4 * u + 3], b0, b1,
+                                              d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3])
+                    d[4 * j] = e0
+                    d[4 * j + 1] = e1
+                    d[4 * j + 2] = e2
+                    d[4 * j + 3] = e3
+            ti += U * W
+        for j in range(NJ):
+            c = 8 * j + 2 * t
+            red[(warp * TILE + g) * n + c] = d[4 * j]
+            red[(warp * TILE + g) * n + c + 1] = d[4 * j + 1]
+            red[(warp * TILE + g + 8) * n + c] = d[4 * j + 2]
+            red[(warp * TILE + g + 8) * n + c + 1] = d[4 * j + 3]
+        cuda.syncthreads()
+        i = tid
+        while i < TILE * n:
+            s = float32(0.0)
+            for w in range(W):
+                s += red[w * TILE * n + i]
+            C[band * TILE + i // n, i % n] = s
+            i += 32 * W
+
+    return spmm
+
+
+LAYOUTS = {"row": (encode, decode), "frag": (encode_frag, decode_frag)}
+
+
 def device_arrays(t: dict) -> dict:
     return {k: cuda.to_device(np.ascontiguousarray(v)) for k, v in t.items()
             if k not in ("bytes", "shape")}
 
 
-def run(dt: dict, dB, dz, dC, n: int, warps: int, dW=None):
+def run(dt: dict, dB, dz, dC, n: int, warps: int, dW=None, unroll: int = 1):
     """One SpMM; with ``dW`` (a uint32 device array of K' N / 2 words) B is first packed into it
     and the kernel reads the pairs (both launches are part of the product)."""
     bands = dt["tile_ptr"].shape[0] - 1
     if dW is not None:
         pack_kernel()[(dW.shape[0] + 255) // 256, 256](dB, dW, n)
-    kernel(n, warps, dW is not None)[bands, 32 * warps](dt["tile_ptr"], dt["tile_col"], dt["tile_mask"],
-                                                        dt["tile_roff"], dt["tile_voff"], dt["vals"],
-                                                        dB if dW is None else dW, dz, dC)
+    Bx = dB if dW is None else dW
+    if "lane_meta" in dt:                   # the fragment-ordered layout
+        kernel_frag(n, warps, dW is not None, unroll)[bands, 32 * warps](
+            dt["tile_ptr"], dt["tile_col"], dt["lane_meta"], dt["tile_voff"], dt["vals"], Bx, dz, dC)
+    else:
+        kernel(n, warps, dW is not None, unroll)[bands, 32 * warps](
+            dt["tile_ptr"], dt["tile_col"], dt["tile_mask"], dt["tile_roff"], dt["tile_voff"], dt["vals"], Bx, dz,
+            dC)
 
 
 def case_matrix(case: str):
@@ -260,6 +446,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ns", default="8,32")
     ap.add_argument("--warps", default="4,8,16", help="warps per band (block) to try")
     ap.add_argument("--bpack", default="0,1", help="B read as is (0) and/or packed in row pairs (1)")
+    ap.add_argument("--unroll", default="1", help="tiles per warp step to try (1 to 8)")
+    ap.add_argument("--layouts", default="row", help="row (masks per tile row) and/or frag (fragment order)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--baselines", default="cublas,csr_vector,macko")
     ap.add_argument("--out", default=None)
@@ -268,17 +456,20 @@ def main(argv=None) -> int:
     for case in a.cases.split(","):
         t0 = time.perf_counter()
         shape, pruning, sparsity, A = case_matrix(case)
-        t = encode(A)
+        ts = {lay: LAYOUTS[lay][0](A) for lay in a.layouts.split(",")}
         enc_s = time.perf_counter() - t0
         m, k = shape
+        t = next(iter(ts.values()))
         bands, kp = t["tile_ptr"].size - 1, -(-k // TILE) * TILE
-        print(f"{case}: nnz {A.nnz}, {t['tile_col'].size} tiles, {t['bytes'] / (m * k):.3f} B per weight "
-              f"({enc_s:.0f} s to draw and encode)", flush=True)
-        dt = device_arrays(t)
+        print(f"{case}: nnz {A.nnz}, {t['tile_col'].size} tiles, "
+              + ", ".join(f"{lay} {v['bytes'] / (m * k):.3f}" for lay, v in ts.items())
+              + f" B per weight ({enc_s:.0f} s to draw and encode)", flush=True)
+        dts = {lay: device_arrays(v) for lay, v in ts.items()}
         dz = cuda.to_device(np.zeros(1, np.float16))
         extra = dict(case=case, shape=list(shape), pruning=pruning, sparsity=sparsity, nnz=int(A.nnz),
-                     tiles=int(t["tile_col"].size), format_bytes=t["bytes"],
-                     bytes_per_weight=t["bytes"] / (m * k))
+                     tiles=int(t["tile_col"].size))
+        fmt = {lay: dict(layout=lay, format_bytes=v["bytes"], bytes_per_weight=v["bytes"] / (m * k))
+               for lay, v in ts.items()}
         for n in [int(v) for v in a.ns.split(",")]:
             B = np.random.default_rng(1).standard_normal((k, n)).astype(np.float16)
             Bp = np.zeros((kp, n), np.float16)
@@ -287,21 +478,24 @@ def main(argv=None) -> int:
             dW = cuda.device_array(kp * n // 2, np.uint32)
             exact = A.astype(np.float64) @ B.astype(np.float64)
             bound = abs(A).astype(np.float64) @ np.abs(B.astype(np.float64))
-            variants = [(w, bp) for w in [int(v) for v in a.warps.split(",")]
-                        for bp in [bool(int(v)) for v in a.bpack.split(",")] if w * TILE * n <= SHARED_FLOATS]
-            for w, bp in variants:
-                pw = dW if bp else None
+            variants = [(lay, w, bp, u) for lay in ts for w in [int(v) for v in a.warps.split(",")]
+                        for bp in [bool(int(v)) for v in a.bpack.split(",")]
+                        for u in [int(v) for v in a.unroll.split(",")] if w * TILE * n <= SHARED_FLOATS]
+            for lay, w, bp, u in variants:
+                pw, dt = (dW if bp else None), dts[lay]
                 dC = cuda.to_device(np.full((bands * TILE, n), np.nan, np.float32))
-                run(dt, dB, dz, dC, n, w, pw)
+                run(dt, dB, dz, dC, n, w, pw, u)
                 err = np.abs(dC.copy_to_host()[:m] - exact)
                 ok = bool(np.all(err <= 1e-3 * bound + 1e-6))
-                row = dict(extra, n=n, method=f"tc_bitmap_w{w}" + ("_bpack" if bp else ""), warps=w, bpack=bp,
+                name = ("tc_bitmap" if lay == "row" else f"tc_{lay}") + f"_w{w}"
+                row = dict(extra, **fmt[lay], n=n, method=name + ("_bpack" if bp else "") + (f"_u{u}" if u > 1 else ""),
+                           warps=w, bpack=bp, unroll=u,
                            check_passed=ok, max_err=float(np.nanmax(err)) if err.size else 0.0)
                 if not SIMULATOR and ok:
-                    tm = time_fn(lambda: run(dt, dB, dz, dC, n, w, pw), reps=a.reps, warmup=3, cold=True)
+                    tm = time_fn(lambda: run(dt, dB, dz, dC, n, w, pw, u), reps=a.reps, warmup=3, cold=True)
                     row.update(median_us=tm.median_us, p10_us=tm.p10_us, p90_us=tm.p90_us)
                 rows.append(row)
-                lines.append(f"{case:28s} N={n:<3d} {row['method']:18s} "
+                lines.append(f"{case:28s} N={n:<3d} {row['method']:22s} "
                              f"{row.get('median_us', float('nan')):8.1f} us  check {ok}")
                 print(lines[-1], flush=True)
             if not SIMULATOR and a.baselines:
@@ -309,11 +503,11 @@ def main(argv=None) -> int:
                 for r in methods.measure_problem(p, a.baselines.split(","), reps=a.reps, warmup=3,
                                                  keep_going=True, extra=dict(extra, n=n)):
                     rows.append(r)
-                    lines.append(f"{case:28s} N={n:<3d} {r['method']:18s} "
+                    lines.append(f"{case:28s} N={n:<3d} {r['method']:22s} "
                                  f"{r.get('median_us') or float('nan'):8.1f} us  check {r.get('check_passed')}")
                     print(lines[-1], flush=True)
                 del p
-        del A, dt
+        del A, dts
     path = experiment.save_results(a.out or "tc_bitmap_ab", rows, vars(a), meta=runinfo.run_metadata())
     print("\n".join(["", *lines, f"wrote {path}"]))
     return 0 if all(r.get("check_passed", True) for r in rows if r["method"].startswith("tc_")) else 1
