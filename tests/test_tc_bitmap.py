@@ -35,6 +35,10 @@ def test_layout_round_trip(shape, density):
     f = T.encode_frag(A)
     assert (abs(T.decode_frag(f) - A)).sum() == 0 and T.decode_frag(f).nnz == A.nnz
     assert f["bytes"] == 2 * A.nnz + 72 * f["tile_col"].size + 4 * f["tile_ptr"].size
+    p = T.encode_frag(A, pad=8)                         # tiles start at multiples of 8 values
+    assert (abs(T.decode_frag(p) - A)).sum() == 0 and p["tile_voff"].size == p["tile_col"].size + 1
+    assert np.all(p["tile_voff"] % 8 == 0) and np.all(np.diff(p["tile_voff"]) < np.diff(f["tile_voff"].tolist()
+                                                                                    + [A.nnz]) + 8)
 
 
 def test_fragment_slots_cover_the_tile_once():
@@ -54,6 +58,19 @@ def test_fragment_slots_cover_the_tile_once():
     ((37, 50), 0.3, 8, 2, False, 1), ((33, 130), 0.05, 16, 4, True, 1), ((18, 20), 1.0, 8, 1, True, 1),
     ((20, 30), 0.0, 8, 2, False, 2), ((37, 100), 0.4, 8, 2, False, 3), ((33, 130), 0.05, 8, 1, True, 4)])
 def test_kernel_equals_the_exact_product(shape, density, n, warps, bpack, unroll, layout):
+    _product_case(shape, density, n, warps, bpack, unroll, layout)
+
+
+@pytest.mark.parametrize("shape,density,n,warps", [((37, 50), 0.3, 8, 2), ((33, 130), 0.05, 16, 4),
+                                                   ((18, 20), 1.0, 8, 1), ((20, 30), 0.0, 8, 2),
+                                                   ((37, 100), 0.4, 8, 3)])
+def test_staged_kernel_equals_the_exact_product(shape, density, n, warps):
+    """The fragment layout with 16-byte-aligned tiles, staged through shared memory (B packed;
+    a full 16 x 16 tile fills all 32 lanes' 16-byte copies)."""
+    _product_case(shape, density, n, warps, True, 1, "stage")
+
+
+def _product_case(shape, density, n, warps, bpack, unroll, layout):
     A = _matrix(shape, density, 2)
     A[0, :] = 0                                         # an empty row; 33 x 130: empty tiles too
     A.eliminate_zeros()

@@ -3,7 +3,7 @@ goal, missed by the CUDA-core kernels: 0.34-0.83x at 70 %, N = 8)? A probe, not 
 matrix in 16 x 16 tiles stored as bitmaps, multiplied with ``mma.sync.m16n8k16``, checked
 against the exact product and timed beside cuBLAS, our CSR SpMM and MACKO.
 
-    python tools/tc_bitmap_ab.py [--cases 7168x7168:random:0.7,...] [--ns 8,32] [--layouts row,frag]
+    python tools/tc_bitmap_ab.py [--cases 7168x7168:random:0.7,...] [--ns 8,32] [--layouts row,frag,stage]
                                  [--warps 4,8,16] [--bpack 0,1] [--unroll 1,2,4] [--out FILE]
 
 Layout (host side, :func:`encode`): rows in bands of 16, columns in tiles of 16. Per band the
@@ -37,6 +37,10 @@ tile in the order of the mma's A fragment, lane by lane, with one uint16 per til
 lane's 8-bit slot mask, the count of the tile's values of earlier lanes): 72 bytes per tile,
 0.88 bytes per weight at 70 %, and half the instructions per tile in the SASS for sm_90 (117 vs
 236 at N = 8; results/cpu/sass_tc_bitmap_ab.txt). ``--unroll U`` gives a warp U tiles per step.
+Third (``--layouts stage``, :func:`kernel_stage`): the fragment layout with each tile's values
+starting at a multiple of 8, copied by the warp into shared memory with one 16-byte load per
+lane and read from there, unsigned 32-bit indices throughout (B packed): 122 / 130 / 140
+instructions per tile at N = 8 / 32 / 64 in the SASS (frag: 117 / 180 / 257).
 
 Measured on the H200 at cbae4a5 (results/h200/tc_bitmap_ab.json, every check passed): no. Best
 variant (16 warps, B packed) on 7168x7168 at 70 %: 104 us at N = 8 and 152 at N = 32, cuBLAS
@@ -63,7 +67,7 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "experiments")]
 from numba import float32, int32, uint32  # noqa: E402
 
 from spmvlab._cuda import SIMULATOR, cuda, inline_device  # noqa: E402
-from spmvlab.kernels._intrinsics import mma16816, pack_half2  # noqa: E402
+from spmvlab.kernels._intrinsics import mma16816, pack_half2, sget, sstore4, vwords4  # noqa: E402
 
 CASES = "7168x7168:random:0.7,7168x7168:magnitude:0.7,28672x7168:random:0.7,7168x7168:random:0.9"
 TILE = 16
@@ -256,14 +260,16 @@ def _frag_slot(r, c):
     return 4 * (r % 8) + (c % 8) // 2, 4 * (c >= 8) + 2 * (r >= 8) + c % 2
 
 
-def encode_frag(A: sp.csr_matrix) -> dict:
+def encode_frag(A: sp.csr_matrix, pad: int = 1) -> dict:
     """The bitmap tiles of :func:`encode` with the values in fragment order: per tile, lane by
     lane, each lane's present slots in slot order, and per tile and lane one uint16 ``lane_meta``
     (low byte: the lane's slot mask; high byte: the tile's entries held by earlier lanes). With
     the tile's value offset and column tile (int32) that is 72 bytes per tile and 2 per nonzero:
     0.88 bytes per weight at 70 % with every tile occupied. A lane finds its elements with one
     2-byte load and a popc per slot, where the row layout needs two masks, two offsets and a
-    popc per pair."""
+    popc per pair. With ``pad`` > 1 each tile's values start at a multiple of ``pad`` (zeros
+    between tiles) and ``tile_voff`` has one more entry (the end of the last tile): the layout
+    of :func:`kernel_stage`, which copies a tile's values with 16-byte loads (``pad`` = 8)."""
     A = sp.csr_matrix(A)
     A.sum_duplicates()
     A.eliminate_zeros()
@@ -285,10 +291,16 @@ def encode_frag(A: sp.csr_matrix) -> dict:
     counts = np.bincount(key, minlength=n_tiles * 32).reshape(n_tiles, 32)
     before = (np.cumsum(counts, axis=1) - counts).ravel()
     band = tile[starts] // ktiles
+    vals, voff = A.data[order].astype(np.float16), starts
+    if pad > 1:
+        sizes = np.diff(np.r_[starts, tile.size])
+        voff = np.r_[0, np.cumsum(-(-sizes // pad) * pad)]            # n_tiles + 1 entries
+        vals = np.zeros(int(voff[-1]), np.float16)
+        vals[voff[tid] + np.arange(tile.size) - starts[tid]] = A.data[order]
     out = dict(tile_ptr=np.searchsorted(band, np.arange(bands + 1)).astype(np.int32),
                tile_col=(tile[starts] % ktiles).astype(np.int32),
                lane_meta=(mask | (before << 8)).astype(np.uint16),
-               tile_voff=starts.astype(np.int32), vals=A.data[order].astype(np.float16))
+               tile_voff=voff.astype(np.int32), vals=vals)
     out["bytes"] = int(sum(v.nbytes for v in out.values()))
     out["shape"] = (m, k)
     return out
@@ -399,7 +411,95 @@ def kernel_frag(n: int, warps: int, bpack: bool = False, unroll: int = 1):
     return spmm
 
 
-LAYOUTS = {"row": (encode, decode), "frag": (encode_frag, decode_frag)}
+@inline_device
+def _sslot(buf, m, q, j, zero):
+    """:func:`_slot` from the warp's shared buffer (``m``, ``q`` uint32)."""
+    x = sget(buf, uint32(q + uint32(cuda.popc(m & uint32((1 << j) - 1)))))
+    return x if (m >> uint32(j)) & uint32(1) else zero
+
+
+@inline_device
+def _b_pair_u(Bw, r, col, n):
+    """:func:`_b_packed` with unsigned 32-bit indices (``n`` a uint32): no wrap-around code."""
+    q = (r >> uint32(1)) * n + col
+    return Bw[q], Bw[q + uint32(4) * n]
+
+
+@functools.lru_cache(maxsize=None)
+def kernel_stage(n: int, warps: int):
+    """:func:`kernel_frag` for ``encode_frag(A, pad=8)`` with B packed in row pairs, the tile's
+    values staged in shared memory: ``spmm(tile_ptr, tile_col, lane_meta, tile_voff, vals, Bw, zh,
+    C)``. Per tile, lane l copies values 8 l to 8 l + 7 of the tile (one 16-byte load, if the tile
+    has them) into its warp's buffer (two per warp, used in turns, so one ``syncwarp`` per tile
+    orders both the copy before the reads and the reads before the copy after next), then reads
+    its own slots from there (a 2-byte shared load each, 32-bit addresses); every index is an
+    unsigned 32-bit integer (no wrap-around code for negative indices)."""
+    if n % 8 or warps * (TILE * n + 256) > SHARED_FLOATS:
+        raise ValueError(f"N = {n} must be a multiple of 8 and {warps} x (16 N + 256) at most {SHARED_FLOATS}")
+    NJ, W = n // 8, warps
+    SH, ND, NB = W * TILE * n, 4 * NJ, W * 512
+    NU, WU = np.uint32(n), np.uint32(warps)
+
+    @cuda.jit
+    def spmm(tile_ptr, tile_col, lane_meta, tile_voff, vals, Bw, zh, C):
+        red = cuda.shared.array(SH, float32)
+        buf = cuda.shared.array(NB, np.float16)
+        tid = uint32(cuda.threadIdx.x)
+        lane, warp = tid & uint32(31), tid >> uint32(5)
+        band = uint32(cuda.blockIdx.x)
+        g, t = lane >> uint32(2), lane & uint32(3)
+        c0 = uint32(2) * t
+        zero = zh[0]
+        d = cuda.local.array(ND, float32)
+        for i in range(ND):
+            d[i] = float32(0.0)
+        sb = warp * uint32(512)
+        ti = uint32(tile_ptr[band]) + warp
+        end = uint32(tile_ptr[band + uint32(1)])
+        while ti < end:
+            v0 = uint32(tile_voff[ti])
+            cnt = uint32(tile_voff[ti + uint32(1)]) - v0
+            meta = uint32(lane_meta[ti * uint32(32) + lane])
+            r = uint32(tile_col[ti]) * uint32(TILE) + c0
+            if lane * uint32(8) < cnt:
+                w0, w1, w2, w3 = vwords4(vals, v0 + lane * uint32(8))
+                sstore4(buf, sb + lane * uint32(8), w0, w1, w2, w3)
+            cuda.syncwarp()
+            mk = meta & uint32(0xFF)
+            q = sb + (meta >> uint32(8))
+            a0 = pack_half2(_sslot(buf, mk, q, 0, zero), _sslot(buf, mk, q, 1, zero))
+            a1 = pack_half2(_sslot(buf, mk, q, 2, zero), _sslot(buf, mk, q, 3, zero))
+            a2 = pack_half2(_sslot(buf, mk, q, 4, zero), _sslot(buf, mk, q, 5, zero))
+            a3 = pack_half2(_sslot(buf, mk, q, 6, zero), _sslot(buf, mk, q, 7, zero))
+            for j in range(NJ):
+                b0, b1 = _b_pair_u(Bw, r, uint32(8 * j) + g, NU)
+                e0, e1, e2, e3 = mma16816(a0, a1, a2, a3, b0, b1, d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3])
+                d[4 * j] = e0
+                d[4 * j + 1] = e1
+                d[4 * j + 2] = e2
+                d[4 * j + 3] = e3
+            sb ^= uint32(256)
+            ti += WU
+        for j in range(NJ):
+            c = 8 * j + 2 * t
+            red[(warp * TILE + g) * n + c] = d[4 * j]
+            red[(warp * TILE + g) * n + c + 1] = d[4 * j + 1]
+            red[(warp * TILE + g + 8) * n + c] = d[4 * j + 2]
+            red[(warp * TILE + g + 8) * n + c + 1] = d[4 * j + 3]
+        cuda.syncthreads()
+        i = tid
+        while i < TILE * n:
+            s = float32(0.0)
+            for w in range(W):
+                s += red[w * TILE * n + i]
+            C[band * TILE + i // n, i % n] = s
+            i += 32 * W
+
+    return spmm
+
+
+LAYOUTS = {"row": (encode, decode), "frag": (encode_frag, decode_frag),
+           "stage": (functools.partial(encode_frag, pad=8), decode_frag)}
 
 
 def device_arrays(t: dict) -> dict:
@@ -414,7 +514,12 @@ def run(dt: dict, dB, dz, dC, n: int, warps: int, dW=None, unroll: int = 1):
     if dW is not None:
         pack_kernel()[(dW.shape[0] + 255) // 256, 256](dB, dW, n)
     Bx = dB if dW is None else dW
-    if "lane_meta" in dt:                   # the fragment-ordered layout
+    if "lane_meta" in dt and dt["tile_voff"].shape[0] == dt["tile_col"].shape[0] + 1:   # padded: staged
+        if dW is None:
+            raise ValueError("the staged kernel reads B packed in row pairs: pass dW")
+        kernel_stage(n, warps)[bands, 32 * warps](
+            dt["tile_ptr"], dt["tile_col"], dt["lane_meta"], dt["tile_voff"], dt["vals"], dW, dz, dC)
+    elif "lane_meta" in dt:                 # the fragment-ordered layout
         kernel_frag(n, warps, dW is not None, unroll)[bands, 32 * warps](
             dt["tile_ptr"], dt["tile_col"], dt["lane_meta"], dt["tile_voff"], dt["vals"], Bx, dz, dC)
     else:
@@ -447,7 +552,7 @@ def main(argv=None) -> int:
     ap.add_argument("--warps", default="4,8,16", help="warps per band (block) to try")
     ap.add_argument("--bpack", default="0,1", help="B read as is (0) and/or packed in row pairs (1)")
     ap.add_argument("--unroll", default="1", help="tiles per warp step to try (1 to 8)")
-    ap.add_argument("--layouts", default="row", help="row (masks per tile row) and/or frag (fragment order)")
+    ap.add_argument("--layouts", default="row", help="row (masks per tile row), frag (fragment order), stage (frag through shared memory)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--baselines", default="cublas,csr_vector,macko")
     ap.add_argument("--out", default=None)
@@ -480,7 +585,9 @@ def main(argv=None) -> int:
             bound = abs(A).astype(np.float64) @ np.abs(B.astype(np.float64))
             variants = [(lay, w, bp, u) for lay in ts for w in [int(v) for v in a.warps.split(",")]
                         for bp in [bool(int(v)) for v in a.bpack.split(",")]
-                        for u in [int(v) for v in a.unroll.split(",")] if w * TILE * n <= SHARED_FLOATS]
+                        for u in [int(v) for v in a.unroll.split(",")]
+                        if (w * TILE * n <= SHARED_FLOATS if lay != "stage"
+                            else bp and u == 1 and w * (TILE * n + 256) <= SHARED_FLOATS)]
             for lay, w, bp, u in variants:
                 pw, dt = (dW if bp else None), dts[lay]
                 dC = cuda.to_device(np.full((bands * TILE, n), np.nan, np.float32))
