@@ -64,13 +64,15 @@ def test_kernel_equals_the_exact_product(shape, density, n, warps, bpack, unroll
 @pytest.mark.parametrize("shape,density,n,warps", [((37, 50), 0.3, 8, 2), ((33, 130), 0.05, 16, 4),
                                                    ((18, 20), 1.0, 8, 1), ((20, 30), 0.0, 8, 2),
                                                    ((37, 100), 0.4, 8, 3)])
-def test_staged_kernel_equals_the_exact_product(shape, density, n, warps):
+@pytest.mark.parametrize("prefetch", [False, True])
+def test_staged_kernel_equals_the_exact_product(shape, density, n, warps, prefetch):
     """The fragment layout with 16-byte-aligned tiles, staged through shared memory (B packed;
-    a full 16 x 16 tile fills all 32 lanes' 16-byte copies)."""
-    _product_case(shape, density, n, warps, True, 1, "stage")
+    a full 16 x 16 tile fills all 32 lanes' 16-byte copies), with and without the two-stage
+    prefetch (bands of 1, 2 and more tiles per warp: the pipeline's start and end)."""
+    _product_case(shape, density, n, warps, True, 1, "stage", prefetch)
 
 
-def _product_case(shape, density, n, warps, bpack, unroll, layout):
+def _product_case(shape, density, n, warps, bpack, unroll, layout, prefetch=False):
     A = _matrix(shape, density, 2)
     A[0, :] = 0                                         # an empty row; 33 x 130: empty tiles too
     A.eliminate_zeros()
@@ -82,7 +84,7 @@ def _product_case(shape, density, n, warps, bpack, unroll, layout):
     dC = T.cuda.to_device(np.full((bands * 16, n), np.nan, np.float32))   # garbage: unwritten fails
     dW = T.cuda.to_device(np.zeros(Bp.size // 2, np.uint32)) if bpack else None
     T.run(T.device_arrays(t), T.cuda.to_device(Bp.ravel()), T.cuda.to_device(np.zeros(1, np.float16)), dC,
-          n, warps, dW, unroll)
+          n, warps, dW, unroll, prefetch)
     C = dC.copy_to_host()[:shape[0]]
     exact = A.astype(np.float64) @ B.astype(np.float64)
     bound = abs(A).astype(np.float64) @ np.abs(B.astype(np.float64))

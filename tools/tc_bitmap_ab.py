@@ -40,7 +40,9 @@ lane's 8-bit slot mask, the count of the tile's values of earlier lanes): 72 byt
 Third (``--layouts stage``, :func:`kernel_stage`): the fragment layout with each tile's values
 starting at a multiple of 8, copied by the warp into shared memory with one 16-byte load per
 lane and read from there, unsigned 32-bit indices throughout (B packed): 122 / 130 / 140
-instructions per tile at N = 8 / 32 / 64 in the SASS (frag: 117 / 180 / 257).
+instructions per tile at N = 8 / 32 / 64 in the SASS (frag: 117 / 180 / 257); with its two-stage
+prefetch (``_pf``: the next tile's values and the words of the one after in flight while a
+tile is multiplied) 146 / 149 / 166.
 
 Measured on the H200 at cbae4a5 (results/h200/tc_bitmap_ab.json, every check passed): no. Best
 variant (16 warps, B packed) on 7168x7168 at 70 %: 104 us at N = 8 and 152 at N = 32, cuBLAS
@@ -426,19 +428,47 @@ def _b_pair_u(Bw, r, col, n):
 
 
 @functools.lru_cache(maxsize=None)
-def kernel_stage(n: int, warps: int):
+def kernel_stage(n: int, warps: int, prefetch: bool = False):
     """:func:`kernel_frag` for ``encode_frag(A, pad=8)`` with B packed in row pairs, the tile's
     values staged in shared memory: ``spmm(tile_ptr, tile_col, lane_meta, tile_voff, vals, Bw, zh,
     C)``. Per tile, lane l copies values 8 l to 8 l + 7 of the tile (one 16-byte load, if the tile
     has them) into its warp's buffer (two per warp, used in turns, so one ``syncwarp`` per tile
     orders both the copy before the reads and the reads before the copy after next), then reads
     its own slots from there (a 2-byte shared load each, 32-bit addresses); every index is an
-    unsigned 32-bit integer (no wrap-around code for negative indices)."""
+    unsigned 32-bit integer (no wrap-around code for negative indices). With ``prefetch`` the
+    loads run ahead in two stages: while a warp multiplies its tile i, the values of its next
+    tile and the offsets, lane word and column of the one after are already on their way, so a
+    tile waits for one memory latency instead of two."""
     if n % 8 or warps * (TILE * n + 256) > SHARED_FLOATS:
         raise ValueError(f"N = {n} must be a multiple of 8 and {warps} x (16 N + 256) at most {SHARED_FLOATS}")
     NJ, W = n // 8, warps
     SH, ND, NB = W * TILE * n, 4 * NJ, W * 512
     NU, WU = np.uint32(n), np.uint32(warps)
+    U0 = np.uint32(0)
+
+    @inline_device
+    def tile_words(tile_col, lane_meta, tile_voff, ti, lane):
+        """(first value, value count, this lane's word, first B row - 2t) of tile ``ti``."""
+        v0 = uint32(tile_voff[ti])
+        return (v0, uint32(tile_voff[ti + uint32(1)]) - v0, uint32(lane_meta[ti * uint32(32) + lane]),
+                uint32(tile_col[ti]) * uint32(TILE))
+
+    @inline_device
+    def multiply(buf, sb, meta, r, Bw, zero, g, d):
+        """The A fragment from the staged tile, then N / 8 mma into ``d``."""
+        mk = meta & uint32(0xFF)
+        q = sb + (meta >> uint32(8))
+        a0 = pack_half2(_sslot(buf, mk, q, 0, zero), _sslot(buf, mk, q, 1, zero))
+        a1 = pack_half2(_sslot(buf, mk, q, 2, zero), _sslot(buf, mk, q, 3, zero))
+        a2 = pack_half2(_sslot(buf, mk, q, 4, zero), _sslot(buf, mk, q, 5, zero))
+        a3 = pack_half2(_sslot(buf, mk, q, 6, zero), _sslot(buf, mk, q, 7, zero))
+        for j in range(NJ):
+            b0, b1 = _b_pair_u(Bw, r, uint32(8 * j) + g, NU)
+            e0, e1, e2, e3 = mma16816(a0, a1, a2, a3, b0, b1, d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3])
+            d[4 * j] = e0
+            d[4 * j + 1] = e1
+            d[4 * j + 2] = e2
+            d[4 * j + 3] = e3
 
     @cuda.jit
     def spmm(tile_ptr, tile_col, lane_meta, tile_voff, vals, Bw, zh, C):
@@ -449,6 +479,7 @@ def kernel_stage(n: int, warps: int):
         band = uint32(cuda.blockIdx.x)
         g, t = lane >> uint32(2), lane & uint32(3)
         c0 = uint32(2) * t
+        l8 = lane * uint32(8)
         zero = zh[0]
         d = cuda.local.array(ND, float32)
         for i in range(ND):
@@ -456,30 +487,40 @@ def kernel_stage(n: int, warps: int):
         sb = warp * uint32(512)
         ti = uint32(tile_ptr[band]) + warp
         end = uint32(tile_ptr[band + uint32(1)])
-        while ti < end:
-            v0 = uint32(tile_voff[ti])
-            cnt = uint32(tile_voff[ti + uint32(1)]) - v0
-            meta = uint32(lane_meta[ti * uint32(32) + lane])
-            r = uint32(tile_col[ti]) * uint32(TILE) + c0
-            if lane * uint32(8) < cnt:
-                w0, w1, w2, w3 = vwords4(vals, v0 + lane * uint32(8))
-                sstore4(buf, sb + lane * uint32(8), w0, w1, w2, w3)
-            cuda.syncwarp()
-            mk = meta & uint32(0xFF)
-            q = sb + (meta >> uint32(8))
-            a0 = pack_half2(_sslot(buf, mk, q, 0, zero), _sslot(buf, mk, q, 1, zero))
-            a1 = pack_half2(_sslot(buf, mk, q, 2, zero), _sslot(buf, mk, q, 3, zero))
-            a2 = pack_half2(_sslot(buf, mk, q, 4, zero), _sslot(buf, mk, q, 5, zero))
-            a3 = pack_half2(_sslot(buf, mk, q, 6, zero), _sslot(buf, mk, q, 7, zero))
-            for j in range(NJ):
-                b0, b1 = _b_pair_u(Bw, r, uint32(8 * j) + g, NU)
-                e0, e1, e2, e3 = mma16816(a0, a1, a2, a3, b0, b1, d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3])
-                d[4 * j] = e0
-                d[4 * j + 1] = e1
-                d[4 * j + 2] = e2
-                d[4 * j + 3] = e3
-            sb ^= uint32(256)
-            ti += WU
+        if not prefetch:
+            while ti < end:
+                v0, cnt, meta, r = tile_words(tile_col, lane_meta, tile_voff, ti, lane)
+                if l8 < cnt:
+                    w0, w1, w2, w3 = vwords4(vals, v0 + l8)
+                    sstore4(buf, sb + l8, w0, w1, w2, w3)
+                cuda.syncwarp()
+                multiply(buf, sb, meta, r + c0, Bw, zero, g, d)
+                sb ^= uint32(256)
+                ti += WU
+        elif ti < end:
+            v0, cnt, meta, r = tile_words(tile_col, lane_meta, tile_voff, ti, lane)    # tile i
+            w0, w1, w2, w3 = U0, U0, U0, U0
+            if l8 < cnt:
+                w0, w1, w2, w3 = vwords4(vals, v0 + l8)
+            v0n, cntn, metan, rn = U0, U0, U0, U0                                   # tile i + 1
+            if ti + WU < end:
+                v0n, cntn, metan, rn = tile_words(tile_col, lane_meta, tile_voff, ti + WU, lane)
+            while ti < end:
+                x0, x1, x2, x3 = U0, U0, U0, U0                    # values of tile i + 1: issue
+                if l8 < cntn:
+                    x0, x1, x2, x3 = vwords4(vals, v0n + l8)
+                v0m, cntm, metam, rm = U0, U0, U0, U0              # words of tile i + 2: issue
+                if ti + uint32(2) * WU < end:
+                    v0m, cntm, metam, rm = tile_words(tile_col, lane_meta, tile_voff, ti + uint32(2) * WU, lane)
+                if l8 < cnt:                                       # tile i: stage and multiply
+                    sstore4(buf, sb + l8, w0, w1, w2, w3)
+                cuda.syncwarp()
+                multiply(buf, sb, meta, r + c0, Bw, zero, g, d)
+                w0, w1, w2, w3 = x0, x1, x2, x3
+                cnt, meta, r = cntn, metan, rn
+                v0n, cntn, metan, rn = v0m, cntm, metam, rm
+                sb ^= uint32(256)
+                ti += WU
         for j in range(NJ):
             c = 8 * j + 2 * t
             red[(warp * TILE + g) * n + c] = d[4 * j]
@@ -500,6 +541,7 @@ def kernel_stage(n: int, warps: int):
 
 LAYOUTS = {"row": (encode, decode), "frag": (encode_frag, decode_frag),
            "stage": (functools.partial(encode_frag, pad=8), decode_frag)}
+KERNEL_OPTIONS = {"stage": dict(prefetch=(False, True))}     # per layout: options tried besides U
 
 
 def device_arrays(t: dict) -> dict:
@@ -507,9 +549,10 @@ def device_arrays(t: dict) -> dict:
             if k not in ("bytes", "shape")}
 
 
-def run(dt: dict, dB, dz, dC, n: int, warps: int, dW=None, unroll: int = 1):
+def run(dt: dict, dB, dz, dC, n: int, warps: int, dW=None, unroll: int = 1, prefetch: bool = False):
     """One SpMM; with ``dW`` (a uint32 device array of K' N / 2 words) B is first packed into it
-    and the kernel reads the pairs (both launches are part of the product)."""
+    and the kernel reads the pairs (both launches are part of the product). ``prefetch``: the
+    staged kernel's two-stage prefetch (:func:`kernel_stage`)."""
     bands = dt["tile_ptr"].shape[0] - 1
     if dW is not None:
         pack_kernel()[(dW.shape[0] + 255) // 256, 256](dB, dW, n)
@@ -517,7 +560,7 @@ def run(dt: dict, dB, dz, dC, n: int, warps: int, dW=None, unroll: int = 1):
     if "lane_meta" in dt and dt["tile_voff"].shape[0] == dt["tile_col"].shape[0] + 1:   # padded: staged
         if dW is None:
             raise ValueError("the staged kernel reads B packed in row pairs: pass dW")
-        kernel_stage(n, warps)[bands, 32 * warps](
+        kernel_stage(n, warps, prefetch)[bands, 32 * warps](
             dt["tile_ptr"], dt["tile_col"], dt["lane_meta"], dt["tile_voff"], dt["vals"], dW, dz, dC)
     elif "lane_meta" in dt:                 # the fragment-ordered layout
         kernel_frag(n, warps, dW is not None, unroll)[bands, 32 * warps](
@@ -583,23 +626,24 @@ def main(argv=None) -> int:
             dW = cuda.device_array(kp * n // 2, np.uint32)
             exact = A.astype(np.float64) @ B.astype(np.float64)
             bound = abs(A).astype(np.float64) @ np.abs(B.astype(np.float64))
-            variants = [(lay, w, bp, u) for lay in ts for w in [int(v) for v in a.warps.split(",")]
+            variants = [(lay, w, bp, u, pf) for lay in ts for w in [int(v) for v in a.warps.split(",")]
                         for bp in [bool(int(v)) for v in a.bpack.split(",")]
                         for u in [int(v) for v in a.unroll.split(",")]
+                        for pf in KERNEL_OPTIONS.get(lay, {}).get("prefetch", (False,))
                         if (w * TILE * n <= SHARED_FLOATS if lay != "stage"
                             else bp and u == 1 and w * (TILE * n + 256) <= SHARED_FLOATS)]
-            for lay, w, bp, u in variants:
+            for lay, w, bp, u, pf in variants:
                 pw, dt = (dW if bp else None), dts[lay]
                 dC = cuda.to_device(np.full((bands * TILE, n), np.nan, np.float32))
-                run(dt, dB, dz, dC, n, w, pw, u)
+                run(dt, dB, dz, dC, n, w, pw, u, pf)
                 err = np.abs(dC.copy_to_host()[:m] - exact)
                 ok = bool(np.all(err <= 1e-3 * bound + 1e-6))
                 name = ("tc_bitmap" if lay == "row" else f"tc_{lay}") + f"_w{w}"
-                row = dict(extra, **fmt[lay], n=n, method=name + ("_bpack" if bp else "") + (f"_u{u}" if u > 1 else ""),
-                           warps=w, bpack=bp, unroll=u,
+                row = dict(extra, **fmt[lay], n=n, method=name + ("_bpack" if bp else "") + (f"_u{u}" if u > 1 else "")
+                           + ("_pf" if pf else ""), warps=w, bpack=bp, unroll=u, prefetch=pf,
                            check_passed=ok, max_err=float(np.nanmax(err)) if err.size else 0.0)
                 if not SIMULATOR and ok:
-                    tm = time_fn(lambda: run(dt, dB, dz, dC, n, w, pw, u), reps=a.reps, warmup=3, cold=True)
+                    tm = time_fn(lambda: run(dt, dB, dz, dC, n, w, pw, u, pf), reps=a.reps, warmup=3, cold=True)
                     row.update(median_us=tm.median_us, p10_us=tm.p10_us, p90_us=tm.p90_us)
                 rows.append(row)
                 lines.append(f"{case:28s} N={n:<3d} {row['method']:22s} "
