@@ -340,6 +340,43 @@ def test_unmasked_vector_path_and_clamped_columns(N, dtype, name):
     np.testing.assert_allclose(C.astype(np.float64), GS.spmm(p, B).astype(np.float64), rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("N,dtype,name,opts", [
+    (8, np.float16, "row/warp cv", dict(prefetch=True)), (12, np.float16, "row/wg x4 cv cyc", dict(prefetch=True)),
+    (3, np.float32, "row/warp cv cyc", dict(prefetch=True)), (32, np.float16, "row/wg x4 cv16", dict(prefetch=True)),
+    (8, np.float16, "row/wg x4 cv cyc", dict(batch=True)), (32, np.float16, "row/wg x4 cv16", dict(batch=True)),
+    (12, np.float16, "row/warp cv cyc", dict(prefetch=True, batch=True))])
+def test_code_options_equal_the_plain_kernel(N, dtype, name, opts):
+    """generate(plan, prefetch=True): the next load of A issued before the current one's
+    products; batch=True: a full load's gathers of B written before its products. On rows of
+    0 to 600 entries (groups with no slot, one partial load, several full ones and a ragged
+    end): the same sums as the kernel without (bit for bit: the products are formed in the
+    same order), and equal to scipy's."""
+    from spmvlab.tune import search
+    s = search._compact_variant(N, np.dtype(dtype).name, name)
+    A = _long_rows()
+    p = GS.plan(A, s, dtype=dtype, lossy=True)
+    B = np.random.default_rng(5).standard_normal((A.shape[1], N)).astype(dtype)
+    g = codegen.generate(p, **opts)
+    assert g is not codegen.generate(p) and g is codegen.generate(p, **opts)
+    assert g.spec.prefetch == opts.get("prefetch", False) and g.spec.batch == opts.get("batch", False)
+    assert ("nvs = vload" in g.source) == g.spec.prefetch and ("x7_0 = vload" in g.source) == g.spec.batch
+    out = garbage_like((A.shape[0], N), dtype)
+    C = codegen.spmm(p, B, out=out, generated=g)
+    plain = codegen.spmm(p, B, out=garbage_like((A.shape[0], N), dtype))
+    np.testing.assert_array_equal(C, plain)
+    assert_close(C, canonical_csr(A, dtype, lossy=True), B, dtype, f"prefetched ({s.label})")
+
+
+def test_code_options_apply_only_to_vector_loads_with_thread_total():
+    A = MATRICES["13x37"]()
+    bitmap = next(s for s in COMPACT if GS.select_reduction(s[1], 2).thread == GS.THREAD_BITMAP)[1]
+    scalar = next(s for N, s in COMPACT if s.vector_width == 1 and
+                  GS.select_reduction(s, 2).thread == GS.THREAD_TOTAL)
+    for s in (bitmap, scalar):
+        g = codegen.generate(GS.plan(A, s, dtype=np.float32, lossy=True), prefetch=True, batch=True)
+        assert not g.spec.prefetch and not g.spec.batch and "nvs" not in g.source
+
+
 def _wide(seed=4):
     """6 x 70000 (columns past 16 bits): in blocks of 2 rows every span fits, in 4 not."""
     A = sp.lil_matrix((6, 70000), dtype=np.float32)

@@ -271,6 +271,10 @@ def test_generalsparse_method_checks_on_the_device():
         assert m.format_bytes >= A.nnz * (4 + 4 + 4)
     m = GeneralSparse(p, tune.default_shortlist(3)[-1], optimize=False)
     assert m.check().passed and "loaded" in m.impl
+    cv = next(s for s in tune.anchors(3, "float32") if s.vector_width > 1)
+    m = GeneralSparse(p, cv, prefetch=True, batch=True)          # the code options, passed through
+    assert m.check().passed and m.row_extra["prefetch"] and "prefetch" in m.impl
+    assert m.row_extra["batch"] == (cv.b_vector > 1)
     assert "generalsparse" in methods.names() and "generalsparse_best" in methods.names()
     with pytest.raises(OptionError):
         GeneralSparse(Problem.make(A, "float32"), "default")      # SpMV problem

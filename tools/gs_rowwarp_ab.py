@@ -4,7 +4,7 @@ shapes (fig14_gs on the H200 at 06dd8fa: 7168x28672 magnitude 90 %, 248 us again
 generated space, varied one setting at a time, timed on the whole matrix beside CSR SpMM
 (``csr_vector``: a warp per row, 4 entries per lane per step, 32-bit columns) and MACKO.
 
-    python tools/gs_rowwarp_ab.py [--cases 7168x28672:magnitude:0.9,...] [--ns 8] [--out FILE]
+    python tools/gs_rowwarp_ab.py [--cases 7168x28672:magnitude:0.9,...] [--ns 8] [--only REGEX] [--out FILE]
 
 The matrices are fig14_gs's (``experiments/_gs.py``: seeded OPT-like weights, pruned over the
 whole matrix, fp16). Variants (compact storage: 16-bit columns, rows from offsets; B gathered
@@ -36,12 +36,19 @@ The cause was the lane order (tools/gs_lane_order_ab.py). With the cyclic thread
 (gs_rowwarp_ab.json at 156e0b1) the fastest variant takes 139 us on 7168x28672 (chunked 181,
 CSR SpMM 156) and 92 us on 9216x36864 (chunked 184, CSR SpMM 94), both "row/wg x4 cv v8 cyc
 +opt"; on 28672x7168 cyclic is 2-5 % slower than chunked (62.5 against 60.2 us, CSR SpMM 61).
+
+Last, the code generator's options on the optimized cyclic anchors: ``pf`` (``prefetch``: the
+next vector load of A issued before the current one's products), ``batch`` (a full load's
+gathers of B written before its products; in the SASS for sm_90 the plain kernel has two or
+three gathers in flight, the batched one three or four) and both. ``--only`` keeps the
+variants whose label matches a regular expression (the baselines always run).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
 import os
+import re
 import sys
 import time
 
@@ -52,7 +59,7 @@ CASES = "7168x28672:magnitude:0.9,9216x36864:random:0.9,28672x7168:random:0.9"
 
 
 def variants(N: int, dtype: str = "float16"):
-    """(label, strategy, optimize) of the A/B, anchors first."""
+    """(label, strategy, optimize, code options) of the A/B, anchors first."""
     from spmvlab.tune import search
     rw = search._compact_variant(N, dtype, "row/warp cv")
     wg = search._compact_variant(N, dtype, "row/wg x4 cv")
@@ -71,7 +78,12 @@ def variants(N: int, dtype: str = "float16"):
     cyc = [(label.replace(" (anchor)", "").replace(" +opt", "") + " cyc" + (" +opt" if opt else ""),
             dataclasses.replace(s, cyclic=True), opt)
            for label, s, opt in out if "(anchor)" in label or " v4" in label or "x8 cv v8" in label]
-    return out + cyc
+    # code options of the generator on the cyclic anchors (the fig14 picks' kind): the next
+    # load of A issued first (pf), a load's gathers of B written first (batch), both
+    opts = [(label + tag, s, opt, kw) for label, s, opt in cyc if label.endswith("cyc +opt")
+            for tag, kw in ((" pf", dict(prefetch=True)), (" batch", dict(batch=True)),
+                            (" pf+batch", dict(prefetch=True, batch=True)))]
+    return [(label, s, opt, {}) for label, s, opt in out + cyc] + opts
 
 
 def main(argv=None) -> int:
@@ -82,6 +94,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", default=CASES, help="comma-separated RxC:pruning:sparsity")
     ap.add_argument("--ns", default="8")
+    ap.add_argument("--only", default=None, help="regular expression over the variant labels")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
@@ -98,11 +111,13 @@ def main(argv=None) -> int:
                                              keep_going=True, extra=extra):
                 rows.append(r)
                 table.append((case, n, r["method"], r.get("median_us"), r.get("check_passed"), ""))
-            for label, s, opt in variants(n):
-                row = dict(extra, method="generalsparse", variant=label, optimize=opt, strategy=s.label)
+            for label, s, opt, kw in variants(n):
+                if a.only and not re.search(a.only, label):
+                    continue
+                row = dict(extra, method="generalsparse", variant=label, optimize=opt, strategy=s.label, **kw)
                 t1 = time.perf_counter()
                 try:
-                    m = GeneralSparse(p, s, optimize=opt)
+                    m = GeneralSparse(p, s, optimize=opt, **kw)
                     c = m.check()
                     t = m.time(reps=a.reps, warmup=3, cold=True)
                     row.update(check_passed=c.passed, median_us=t.median_us, p10_us=t.p10_us,

@@ -245,12 +245,17 @@ def _col_mode(compact: bool, col_bits: int, has_base: bool) -> str:
     return "u16base" if has_base else "u16"
 
 
-def generate(target, dtype=None, col_bits: int = 16) -> Generated:
+def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False, batch: bool = False) -> Generated:
     """The kernel for a :class:`~reference.generalsparse.Plan` (offsets compressed into
     expressions where ``reference.offsets.compress`` finds a pattern) or for a bare
     :class:`~reference.generalsparse.Strategy` with ``dtype`` (offsets loaded from memory;
     the most general reductions of the strategy, so it runs any of its plans). Cached:
     the same key returns the same :class:`Generated` (and so the same compiled kernel).
+    ``prefetch``: where the thread level walks compact storage with vector loads and
+    THREAD_TOTAL, the next load of A is issued before the current one's products (a code
+    option, not a point of the strategy space; ``spec.prefetch`` says whether it applied).
+    ``batch``: there (THREAD_TOTAL or not) and with vector loads of B, a full load's gathers of
+    B are all written before its first product (``spec.batch``).
     Raises :class:`UnsupportedStrategy` for the parts listed in the module docstring."""
     if isinstance(target, GS.Plan):
         p = target
@@ -284,7 +289,10 @@ def generate(target, dtype=None, col_bits: int = 16) -> Generated:
                 groups_per_block=s.groups_per_block, thread_cols=s.thread_cols, warp_cols=s.warp_cols,
                 block_cols=s.block_cols, interleave=s.interleave, vector_width=s.vector_width,
                 thread_offset=thread_off, warp_offset=warp_off, compact=s.compact, col_mode=col_mode,
-                b_vector=s.b_vector, sort_out=s.compact and s.sort_rows)
+                b_vector=s.b_vector, sort_out=s.compact and s.sort_rows,
+                prefetch=bool(prefetch) and s.compact and s.vector_width > 1 and red.thread == GS.THREAD_TOTAL,
+                batch=bool(batch) and s.compact and s.vector_width > 1 and s.b_vector > 1
+                and red.thread == GS.THREAD_TOTAL)
     key = (s, dt.name, spec)
     with _CACHE_LOCK:
         g = _CACHE.get(key)
@@ -346,7 +354,7 @@ def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
         raise OptionError(problem("plan", "a reference.generalsparse.Plan", type(p).__name__,
                                   "pass reference.generalsparse.plan(A, strategy)"))
     g = generate(p) if generated is None else generated
-    if g is not generate(p) and not (g.spec.thread_offset.raw and g.strategy == p.strategy
+    if g is not generate(p, prefetch=g.spec.prefetch, batch=g.spec.batch) and not (g.spec.thread_offset.raw and g.strategy == p.strategy
                                      and g.spec.dtype == np.dtype(p.dtype).name
                                      and (g.spec.col_mode == "i32" or p.col_bits == 16)):
         raise OptionError(problem("generated", "generate(plan) or generate(plan.strategy, plan.dtype)",
@@ -535,6 +543,12 @@ def ptx_targets():
                 g = generate(p)
                 out.append(PTXTarget(f"codegen[{dt}] compact N{N} <{s.label}>", (lambda g=g: g.kernel),
                                      _sig(g, p, dt), expects=(r"ld\.global(\.nc)?\.v4\.",)))
+                if N == 8 and s.cyclic and s.groups_per_block > 1:     # the fig14 picks' kind, code options
+                    for opts in (dict(prefetch=True), dict(batch=True), dict(prefetch=True, batch=True)):
+                        g = generate(p, **opts)
+                        out.append(PTXTarget(f"codegen[{dt}] compact N{N} {'+'.join(opts)} <{s.label}>",
+                                             (lambda g=g: g.kernel), _sig(g, p, dt),
+                                             expects=(r"ld\.global(\.nc)?\.v4\.",)))
         s = next(s for s in default_shortlist(64, dt) if s.compact)
         bitmap = dataclasses.replace(s, block=GS.Division("multi", True), warp=GS.Division("multi", False),
                                      thread=GS.Division("multi", True), block_size=4 * s.groups_per_warp,

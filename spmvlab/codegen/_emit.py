@@ -75,6 +75,8 @@ class Spec:
     col_mode: str = "i32"      # compact columns: "u16" (as they are), "u16base" (+ col_base), "i32"
     b_vector: int = 1          # values of B per load (B passed flat, N a multiple of it)
     sort_out: bool = False     # compact with sorted rows: row_order maps rows to C
+    prefetch: bool = False     # compact vector loads (THREAD_TOTAL): the next load of A issued first
+    batch: bool = False        # compact vector loads: a full load's gathers of B all issued first
 
     @property
     def pattern_arrays(self) -> tuple:
@@ -240,6 +242,23 @@ def _emit_fma(w: _Writer, sp: Spec):
             w(f"a{i * g + q} += v * {acc}(xs[{q}])")
 
 
+def _emit_batched_slots(w: _Writer, sp: Spec, col: str, V: int):
+    """The V slots of a full vector load (``vs``, ``ks``) with every gather of B written
+    before the first product (``x{q}_{i}``: slot q's i-th vector of B), so that they are in
+    flight together; the sums are formed in the same order as slot by slot."""
+    acc = f"np.{sp.acc}"
+    g = sp.b_vector
+    for q in range(V):
+        w(f"v{q} = {acc}(vs[{q}])")
+        w(f"kb{q} = {col.format(f'ks[{q}]')} * n_cols")
+        for i in range(sp.thread_cols // g):
+            w(f"x{q}_{i} = vload{g}(B, kb{q} + cg{i})")
+    for q in range(V):
+        for i in range(sp.thread_cols // g):
+            for r in range(g):
+                w(f"a{i * g + r} += v{q} * {acc}(x{q}_{i}[{r}])")
+
+
 def _emit_compact_start(w: _Writer, sp: Spec, s: str):
     """THREAD_BITMAP over compact rows: at slot ``s`` == ``nxt`` a row (or several, the
     empty ones skipped) begins: hand over the sum as the reference does."""
@@ -306,38 +325,10 @@ def _emit_thread_compact(w: _Writer, sp: Spec):
         w(f"k = {col.format(column)}")
         _emit_fma(w, sp)
 
-    w(f"for s0 in range(lo, end, {V}):")
-    w.indent()
-    if sp.interleave:
-        w(f"p0 = base + ((s0 - lo) // {V}) * {T * V} + t * {V}   # interleaved storage")
+    if sp.prefetch and V > 1 and not bitmap:
+        _emit_prefetched_loop(w, sp, slot, col)
     else:
-        w("p0 = s0")
-    if V == 1:
-        if bitmap:
-            _emit_compact_start(w, sp, "s0")
-        slot("values[p0]", "cols[p0]")
-    else:
-        w(f"vs = vload{V}(values, p0)")
-        w(f"ks = vload{V}(cols, p0)")
-        if not bitmap:
-            # a load wholly inside the group's slots: no masks, so the compiler may issue its
-            # V gathers of B together (a mask per slot kept each behind its own branch)
-            w(f"if s0 + {V} <= end:")
-            w.indent()
-            for q in range(V):
-                slot(f"vs[{q}]", f"ks[{q}]")
-            w("continue")
-            w.dedent()
-        for q in range(V):
-            if q:                       # slot 0 of a load is always real
-                w(f"if s0 + {q} < end:")
-                w.indent()
-            if bitmap:
-                _emit_compact_start(w, sp, f"s0 + {q}")
-            slot(f"vs[{q}]", f"ks[{q}]")
-            if q:
-                w.dedent()
-    w.dedent()
+        _emit_plain_loop(w, sp, slot, bitmap, col)
     w("# the thread-group's partials: lead (before its first row start), tail (from its last)")
     w("if started:")
     w.indent()
@@ -356,6 +347,94 @@ def _emit_thread_compact(w: _Writer, sp: Spec):
     if sp.sort_out:
         w("if lead_row >= 0:\n    lead_row = np.int64(row_order[lead_row])")
         w("if tail_row >= 0:\n    tail_row = np.int64(row_order[tail_row])")
+
+
+def _emit_plain_loop(w: _Writer, sp: Spec, slot, bitmap: bool, col: str):
+    """The walk over the thread-group's slots, ``vector_width`` at a time, each load of A
+    used as soon as it arrives."""
+    T, V = sp.groups_per_warp, sp.vector_width
+    w(f"for s0 in range(lo, end, {V}):")
+    w.indent()
+    if sp.interleave:
+        w(f"p0 = base + ((s0 - lo) // {V}) * {T * V} + t * {V}   # interleaved storage")
+    else:
+        w("p0 = s0")
+    if V == 1:
+        if bitmap:
+            _emit_compact_start(w, sp, "s0")
+        slot("values[p0]", "cols[p0]")
+    else:
+        w(f"vs = vload{V}(values, p0)")
+        w(f"ks = vload{V}(cols, p0)")
+        if not bitmap:
+            # a load wholly inside the group's slots: no masks, so the compiler may issue its
+            # V gathers of B together (a mask per slot kept each behind its own branch)
+            w(f"if s0 + {V} <= end:")
+            w.indent()
+            if sp.batch and sp.b_vector > 1:
+                _emit_batched_slots(w, sp, col, V)
+            else:
+                for q in range(V):
+                    slot(f"vs[{q}]", f"ks[{q}]")
+            w("continue")
+            w.dedent()
+        for q in range(V):
+            if q:                       # slot 0 of a load is always real
+                w(f"if s0 + {q} < end:")
+                w.indent()
+            if bitmap:
+                _emit_compact_start(w, sp, f"s0 + {q}")
+            slot(f"vs[{q}]", f"ks[{q}]")
+            if q:
+                w.dedent()
+    w.dedent()
+
+
+def _emit_prefetched_loop(w: _Writer, sp: Spec, slot, col: str):
+    """:func:`_emit_plain_loop` for THREAD_TOTAL with vector loads, software-pipelined: the
+    values and columns of the next load of A are requested before the products of the
+    current one, so a lane waits for memory once per load of B rather than once for A and
+    again for B. Only slots of the thread-group are read (the next load only while one
+    remains); the sums are formed in the same order as without."""
+    T, V = sp.groups_per_warp, sp.vector_width
+    step = T * V if sp.interleave else V
+    w("if lo < end:")
+    w.indent()
+    w(f"p0 = base + t * {V}   # interleaved storage" if sp.interleave else "p0 = lo")
+    w(f"nvs = vload{V}(values, p0)")
+    w(f"nks = vload{V}(cols, p0)")
+    w("s0 = lo")
+    w("while s0 < end:")
+    w.indent()
+    w("vs = nvs")
+    w("ks = nks")
+    w(f"if s0 + {V} < end:   # the next load of A, issued before this one's products")
+    w.indent()
+    w(f"p0 += {step}")
+    w(f"nvs = vload{V}(values, p0)")
+    w(f"nks = vload{V}(cols, p0)")
+    w.dedent()
+    w(f"if s0 + {V} <= end:")
+    w.indent()
+    if sp.batch and sp.b_vector > 1:
+        _emit_batched_slots(w, sp, col, V)
+    else:
+        for q in range(V):
+            slot(f"vs[{q}]", f"ks[{q}]")
+    w.dedent()
+    w("else:")
+    w.indent()
+    for q in range(V):
+        if q:
+            w(f"if s0 + {q} < end:")
+            w.indent()
+        slot(f"vs[{q}]", f"ks[{q}]")
+        if q:
+            w.dedent()
+    w.dedent()
+    w(f"s0 += {V}")
+    w.dedent()
+    w.dedent()
 
 
 def _emit_shuffles(w: _Writer, sp: Spec, names, delta: str, prefix: str = "n"):
