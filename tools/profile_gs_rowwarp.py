@@ -6,7 +6,8 @@ profiler:
         --section SpeedOfLight --section WarpStateStats ... \\
         python tools/profile_gs_rowwarp.py [ROWS COLS SPARSITY PRUNING] [--n 8] --which cyclic
 
-``--which`` (csr, chunked, cyclic; default all three, comma-separated) picks the kernels; each
+``--which`` (csr, chunked, cyclic, cyclic_batch, cyclic_pf: the cyclic anchor with
+``codegen.generate``'s option; default csr, chunked, cyclic; comma-separated) picks the kernels; each
 runs three times (the first compiles), so ``--launch-skip 2 --launch-count 1`` with one kernel
 profiles its third launch (ncu counts the launches of all kernels together; the two generated
 kernels share a name). On the H200 (results/h200/ncu_gs_rowwarp_4096x36864_random90_n8.txt,
@@ -32,17 +33,22 @@ p.add_argument("sparsity", type=float, nargs="?", default=0.9)
 p.add_argument("pruning", nargs="?", default="random")
 p.add_argument("--n", type=int, default=8)
 p.add_argument("--which", default="csr,chunked,cyclic")
+KINDS = ("csr", "chunked", "cyclic", "cyclic_batch", "cyclic_pf")
 a = p.parse_args()
 which = a.which.split(",")
-if not set(which) <= {"csr", "chunked", "cyclic"}:
-    p.error(f"--which: expected a comma-separated subset of csr, chunked, cyclic; received {a.which!r}")
+if not set(which) <= set(KINDS):
+    p.error(f"--which: expected a comma-separated subset of {', '.join(KINDS)}; received {a.which!r}")
 A = _gs.case_matrix(f"{a.rows}x{a.cols}:{a.pruning}:{a.sparsity}")[3]
 prob = methods.Problem.make(A, "float16", k=a.n, seed=1, lossy=True)
 build = dict(csr=lambda: methods.build(methods.resolve("csr_vector"), prob),
              chunked=lambda: GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv"),
                                            optimize=True),
              cyclic=lambda: GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv cyc"),
-                                          optimize=True))
+                                          optimize=True),
+             cyclic_batch=lambda: GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv cyc"),
+                                                optimize=True, batch=True),
+             cyclic_pf=lambda: GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv cyc"),
+                                             optimize=True, prefetch=True))
 ms = [build[w]() for w in which]
 for m in ms:
     for _ in range(3):
