@@ -40,7 +40,7 @@ lane's 8-bit slot mask, the count of the tile's values of earlier lanes): 72 byt
 Third (``--layouts stage``, :func:`kernel_stage`): the fragment layout with each tile's values
 starting at a multiple of 8, copied by the warp into shared memory with one 16-byte load per
 lane and read from there, unsigned 32-bit indices throughout (B packed): 122 / 130 / 140
-instructions per tile at N = 8 / 32 / 64 in the SASS (frag: 117 / 180 / 257); with its two-stage
+instructions per tile at N = 8 / 32 / 64 in the SASS (frag: 117 / 179 / 257); with its two-stage
 prefetch (``_pf``: the next tile's values and the words of the one after in flight while a
 tile is multiplied) 146 / 149 / 166.
 
@@ -169,6 +169,56 @@ def pack_kernel():
 
 
 @functools.lru_cache(maxsize=None)
+def _band_parts(n: int, warps: int, load_b, unsigned: bool = False):
+    """The two pieces every kernel here shares, for N = ``n`` and ``warps`` warps per band:
+    ``mma_tile(a0, a1, a2, a3, Bx, r, g, d)`` (this lane's B fragments of the tile whose first
+    B row is ``r`` - 2t, read by ``load_b``, and N / 8 mma into the accumulators ``d``) and
+    ``band_sum(red, d, warp, g, t, tid, band, C)`` (each warp's fragments into shared memory,
+    then 16 N threads sum the warps' in warp order and write C). ``unsigned``: column
+    indices as uint32 (no wrap-around code)."""
+    NJ, W = n // 8, warps
+    NN = np.uint32(n) if unsigned else n
+
+    if unsigned:
+        @inline_device
+        def col_of(j, g):
+            return uint32(8 * j) + g
+    else:
+        @inline_device
+        def col_of(j, g):
+            return 8 * j + g
+
+    @inline_device
+    def mma_tile(a0, a1, a2, a3, Bx, r, g, d):
+        for j in range(NJ):
+            b0, b1 = load_b(Bx, r, col_of(j, g), NN)
+            e0, e1, e2, e3 = mma16816(a0, a1, a2, a3, b0, b1, d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3])
+            d[4 * j] = e0
+            d[4 * j + 1] = e1
+            d[4 * j + 2] = e2
+            d[4 * j + 3] = e3
+
+    @inline_device
+    def band_sum(red, d, warp, g, t, tid, band, C):
+        for j in range(NJ):
+            c = 8 * j + 2 * t
+            red[(warp * TILE + g) * n + c] = d[4 * j]
+            red[(warp * TILE + g) * n + c + 1] = d[4 * j + 1]
+            red[(warp * TILE + g + 8) * n + c] = d[4 * j + 2]
+            red[(warp * TILE + g + 8) * n + c + 1] = d[4 * j + 3]
+        cuda.syncthreads()
+        i = tid
+        while i < TILE * n:
+            s = float32(0.0)
+            for w in range(W):
+                s += red[w * TILE * n + i]
+            C[band * TILE + i // n, i % n] = s
+            i += 32 * W
+
+    return mma_tile, band_sum
+
+
+@functools.lru_cache(maxsize=None)
 def kernel(n: int, warps: int, bpack: bool = False, unroll: int = 1):
     """``spmm(tile_ptr, tile_col, tile_mask, tile_roff, tile_voff, vals, Bf, zh, C)`` for N = ``n``
     (a multiple of 8) with ``warps`` warps per band; ``Bf`` is B (K rounded up to 16 rows, N
@@ -184,6 +234,7 @@ def kernel(n: int, warps: int, bpack: bool = False, unroll: int = 1):
     NJ, W, U = n // 8, warps, unroll
     load_b = _b_packed if bpack else _b_plain
     SH, ND, NA = W * TILE * n, 4 * NJ, 4 * U   # shared floats, accumulators and A words per lane
+    mma_tile, band_sum = _band_parts(n, warps, load_b)
 
     @cuda.jit
     def spmm(tile_ptr, tile_col, tile_mask, tile_roff, tile_voff, vals, Bf, zh, C):
@@ -227,29 +278,9 @@ def kernel(n: int, warps: int, bpack: bool = False, unroll: int = 1):
                 x0, x1 = _pair(vals, mhs[u], ohs[u], c0 + 8, zero)
                 af[4 * u + 3] = pack_half2(x0, x1)
             for u in range(U):
-                for j in range(NJ):
-                    b0, b1 = load_b(Bf, rs[u], 8 * j + g, n)
-                    e0, e1, e2, e3 = mma16816(af[4 * u], af[4 * u + 1], af[4 * u + 2], af[4 * u + 3], b0, b1,
-                                              d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3])
-                    d[4 * j] = e0
-                    d[4 * j + 1] = e1
-                    d[4 * j + 2] = e2
-                    d[4 * j + 3] = e3
+                mma_tile(af[4 * u], af[4 * u + 1], af[4 * u + 2], af[4 * u + 3], Bf, rs[u], g, d)
             ti += U * W
-        for j in range(NJ):                 # this warp's fragments, then the warps' sum
-            c = 8 * j + 2 * t
-            red[(warp * TILE + g) * n + c] = d[4 * j]
-            red[(warp * TILE + g) * n + c + 1] = d[4 * j + 1]
-            red[(warp * TILE + g + 8) * n + c] = d[4 * j + 2]
-            red[(warp * TILE + g + 8) * n + c + 1] = d[4 * j + 3]
-        cuda.syncthreads()
-        i = tid
-        while i < TILE * n:
-            s = float32(0.0)
-            for w in range(W):
-                s += red[w * TILE * n + i]
-            C[band * TILE + i // n, i % n] = s
-            i += 32 * W
+        band_sum(red, d, warp, g, t, tid, band, C)
 
     return spmm
 
@@ -351,6 +382,7 @@ def kernel_frag(n: int, warps: int, bpack: bool = False, unroll: int = 1):
     NJ, W, U = n // 8, warps, unroll
     load_b = _b_packed if bpack else _b_plain
     SH, ND, NA = W * TILE * n, 4 * NJ, 4 * U
+    mma_tile, band_sum = _band_parts(n, warps, load_b)
 
     @cuda.jit
     def spmm(tile_ptr, tile_col, lane_meta, tile_voff, vals, Bf, zh, C):
@@ -386,29 +418,9 @@ def kernel_frag(n: int, warps: int, bpack: bool = False, unroll: int = 1):
                 af[4 * u + 2] = pack_half2(_slot(vals, mk, p, 4, zero), _slot(vals, mk, p, 5, zero))
                 af[4 * u + 3] = pack_half2(_slot(vals, mk, p, 6, zero), _slot(vals, mk, p, 7, zero))
             for u in range(U):
-                for j in range(NJ):
-                    b0, b1 = load_b(Bf, rs[u], 8 * j + g, n)
-                    e0, e1, e2, e3 = mma16816(af[4 * u], af[4 * u + 1], af[4 * u + 2], af[4 * u + 3], b0, b1,
-                                              d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3])
-                    d[4 * j] = e0
-                    d[4 * j + 1] = e1
-                    d[4 * j + 2] = e2
-                    d[4 * j + 3] = e3
+                mma_tile(af[4 * u], af[4 * u + 1], af[4 * u + 2], af[4 * u + 3], Bf, rs[u], g, d)
             ti += U * W
-        for j in range(NJ):
-            c = 8 * j + 2 * t
-            red[(warp * TILE + g) * n + c] = d[4 * j]
-            red[(warp * TILE + g) * n + c + 1] = d[4 * j + 1]
-            red[(warp * TILE + g + 8) * n + c] = d[4 * j + 2]
-            red[(warp * TILE + g + 8) * n + c + 1] = d[4 * j + 3]
-        cuda.syncthreads()
-        i = tid
-        while i < TILE * n:
-            s = float32(0.0)
-            for w in range(W):
-                s += red[w * TILE * n + i]
-            C[band * TILE + i // n, i % n] = s
-            i += 32 * W
+        band_sum(red, d, warp, g, t, tid, band, C)
 
     return spmm
 
@@ -443,8 +455,9 @@ def kernel_stage(n: int, warps: int, prefetch: bool = False):
         raise ValueError(f"N = {n} must be a multiple of 8 and {warps} x (16 N + 256) at most {SHARED_FLOATS}")
     NJ, W = n // 8, warps
     SH, ND, NB = W * TILE * n, 4 * NJ, W * 512
-    NU, WU = np.uint32(n), np.uint32(warps)
+    WU = np.uint32(warps)
     U0 = np.uint32(0)
+    mma_tile, band_sum = _band_parts(n, warps, _b_pair_u, unsigned=True)
 
     @inline_device
     def tile_words(tile_col, lane_meta, tile_voff, ti, lane):
@@ -462,13 +475,7 @@ def kernel_stage(n: int, warps: int, prefetch: bool = False):
         a1 = pack_half2(_sslot(buf, mk, q, 2, zero), _sslot(buf, mk, q, 3, zero))
         a2 = pack_half2(_sslot(buf, mk, q, 4, zero), _sslot(buf, mk, q, 5, zero))
         a3 = pack_half2(_sslot(buf, mk, q, 6, zero), _sslot(buf, mk, q, 7, zero))
-        for j in range(NJ):
-            b0, b1 = _b_pair_u(Bw, r, uint32(8 * j) + g, NU)
-            e0, e1, e2, e3 = mma16816(a0, a1, a2, a3, b0, b1, d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3])
-            d[4 * j] = e0
-            d[4 * j + 1] = e1
-            d[4 * j + 2] = e2
-            d[4 * j + 3] = e3
+        mma_tile(a0, a1, a2, a3, Bw, r, g, d)
 
     @cuda.jit
     def spmm(tile_ptr, tile_col, lane_meta, tile_voff, vals, Bw, zh, C):
@@ -521,20 +528,7 @@ def kernel_stage(n: int, warps: int, prefetch: bool = False):
                 v0n, cntn, metan, rn = v0m, cntm, metam, rm
                 sb ^= uint32(256)
                 ti += WU
-        for j in range(NJ):
-            c = 8 * j + 2 * t
-            red[(warp * TILE + g) * n + c] = d[4 * j]
-            red[(warp * TILE + g) * n + c + 1] = d[4 * j + 1]
-            red[(warp * TILE + g + 8) * n + c] = d[4 * j + 2]
-            red[(warp * TILE + g + 8) * n + c + 1] = d[4 * j + 3]
-        cuda.syncthreads()
-        i = tid
-        while i < TILE * n:
-            s = float32(0.0)
-            for w in range(W):
-                s += red[w * TILE * n + i]
-            C[band * TILE + i // n, i % n] = s
-            i += 32 * W
+        band_sum(red, d, warp, g, t, tid, band, C)
 
     return spmm
 

@@ -371,23 +371,35 @@ def _emit_plain_loop(w: _Writer, sp: Spec, slot, bitmap: bool, col: str):
             # V gathers of B together (a mask per slot kept each behind its own branch)
             w(f"if s0 + {V} <= end:")
             w.indent()
-            if sp.batch and sp.b_vector > 1:
-                _emit_batched_slots(w, sp, col, V)
-            else:
-                for q in range(V):
-                    slot(f"vs[{q}]", f"ks[{q}]")
+            _emit_full_load(w, sp, slot, col)
             w("continue")
             w.dedent()
-        for q in range(V):
-            if q:                       # slot 0 of a load is always real
-                w(f"if s0 + {q} < end:")
-                w.indent()
-            if bitmap:
-                _emit_compact_start(w, sp, f"s0 + {q}")
-            slot(f"vs[{q}]", f"ks[{q}]")
-            if q:
-                w.dedent()
+        _emit_partial_load(w, sp, slot, bitmap)
     w.dedent()
+
+
+def _emit_full_load(w: _Writer, sp: Spec, slot, col: str):
+    """The slots of a vector load wholly inside the thread-group's: slot by slot, or with
+    ``batch`` (and vector loads of B) every gather first."""
+    if sp.batch and sp.b_vector > 1:
+        _emit_batched_slots(w, sp, col, sp.vector_width)
+    else:
+        for q in range(sp.vector_width):
+            slot(f"vs[{q}]", f"ks[{q}]")
+
+
+def _emit_partial_load(w: _Writer, sp: Spec, slot, bitmap: bool):
+    """The slots of a vector load that may run past the thread-group's last: each behind its
+    mask (slot 0 of a load is always real)."""
+    for q in range(sp.vector_width):
+        if q:
+            w(f"if s0 + {q} < end:")
+            w.indent()
+        if bitmap:
+            _emit_compact_start(w, sp, f"s0 + {q}")
+        slot(f"vs[{q}]", f"ks[{q}]")
+        if q:
+            w.dedent()
 
 
 def _emit_prefetched_loop(w: _Writer, sp: Spec, slot, col: str):
@@ -416,21 +428,11 @@ def _emit_prefetched_loop(w: _Writer, sp: Spec, slot, col: str):
     w.dedent()
     w(f"if s0 + {V} <= end:")
     w.indent()
-    if sp.batch and sp.b_vector > 1:
-        _emit_batched_slots(w, sp, col, V)
-    else:
-        for q in range(V):
-            slot(f"vs[{q}]", f"ks[{q}]")
+    _emit_full_load(w, sp, slot, col)
     w.dedent()
     w("else:")
     w.indent()
-    for q in range(V):
-        if q:
-            w(f"if s0 + {q} < end:")
-            w.indent()
-        slot(f"vs[{q}]", f"ks[{q}]")
-        if q:
-            w.dedent()
+    _emit_partial_load(w, sp, slot, False)
     w.dedent()
     w(f"s0 += {V}")
     w.dedent()
