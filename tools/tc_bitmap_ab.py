@@ -168,6 +168,31 @@ def pack_kernel():
     return pack
 
 
+@inline_device
+def _lane_ids():
+    """(thread, lane, warp, band = block, g = lane // 4, t = lane % 4): the mma fragment's
+    row group and column pair of this lane."""
+    tid = cuda.threadIdx.x
+    lane = tid % 32
+    return tid, lane, tid // 32, cuda.blockIdx.x, lane >> 2, lane & 3
+
+
+@inline_device
+def _zero(d):
+    """Every accumulator of ``d`` (a local float32 array) set to 0."""
+    for i in range(d.shape[0]):
+        d[i] = float32(0.0)
+
+
+@inline_device
+def _step_tile(ti, u, W, end):
+    """Tile u of a warp's step starting at tile ``ti`` (tiles ti, ti + W, ...): (present,
+    the tile to read: itself, or the band's last tile when past the end)."""
+    tu = ti + u * W
+    ok = tu < end
+    return ok, (tu if ok else end - 1)
+
+
 @functools.lru_cache(maxsize=None)
 def _band_parts(n: int, warps: int, load_b, unsigned: bool = False):
     """The two pieces every kernel here shares, for N = ``n`` and ``warps`` warps per band:
@@ -239,15 +264,11 @@ def kernel(n: int, warps: int, bpack: bool = False, unroll: int = 1):
     @cuda.jit
     def spmm(tile_ptr, tile_col, tile_mask, tile_roff, tile_voff, vals, Bf, zh, C):
         red = cuda.shared.array(SH, float32)
-        tid = cuda.threadIdx.x
-        lane, warp = tid % 32, tid // 32
-        band = cuda.blockIdx.x
-        g, t = lane >> 2, lane & 3
+        tid, lane, warp, band, g, t = _lane_ids()
         c0 = 2 * t
         zero = zh[0]
         d = cuda.local.array(ND, float32)
-        for i in range(ND):
-            d[i] = float32(0.0)
+        _zero(d)
         mgs = cuda.local.array(U, int32)     # per tile of the step: masks of rows g, g + 8,
         mhs = cuda.local.array(U, int32)     # their value offsets and the tile's first B row
         ogs = cuda.local.array(U, int32)
@@ -258,9 +279,7 @@ def kernel(n: int, warps: int, bpack: bool = False, unroll: int = 1):
         end = tile_ptr[band + 1]
         while ti < end:
             for u in range(U):
-                tu = ti + u * W
-                ok = tu < end
-                tc = tu if ok else end - 1
+                ok, tc = _step_tile(ti, u, W, end)
                 base = tc * TILE
                 vo = tile_voff[tc]
                 mgs[u] = int32(tile_mask[base + g]) if ok else int32(0)
@@ -387,15 +406,11 @@ def kernel_frag(n: int, warps: int, bpack: bool = False, unroll: int = 1):
     @cuda.jit
     def spmm(tile_ptr, tile_col, lane_meta, tile_voff, vals, Bf, zh, C):
         red = cuda.shared.array(SH, float32)
-        tid = cuda.threadIdx.x
-        lane, warp = tid % 32, tid // 32
-        band = cuda.blockIdx.x
-        g, t = lane >> 2, lane & 3
+        tid, lane, warp, band, g, t = _lane_ids()
         c0 = 2 * t
         zero = zh[0]
         d = cuda.local.array(ND, float32)
-        for i in range(ND):
-            d[i] = float32(0.0)
+        _zero(d)
         ms = cuda.local.array(U, uint32)
         ps = cuda.local.array(U, uint32)
         rs = cuda.local.array(U, int32)
@@ -404,9 +419,7 @@ def kernel_frag(n: int, warps: int, bpack: bool = False, unroll: int = 1):
         end = tile_ptr[band + 1]
         while ti < end:
             for u in range(U):
-                tu = ti + u * W
-                ok = tu < end
-                tc = tu if ok else end - 1
+                ok, tc = _step_tile(ti, u, W, end)
                 meta = uint32(lane_meta[uint32(tc * 32 + lane)])
                 ms[u] = (meta & uint32(0xFF)) if ok else uint32(0)
                 ps[u] = uint32(tile_voff[tc]) + (meta >> uint32(8))
@@ -489,8 +502,7 @@ def kernel_stage(n: int, warps: int, prefetch: bool = False):
         l8 = lane * uint32(8)
         zero = zh[0]
         d = cuda.local.array(ND, float32)
-        for i in range(ND):
-            d[i] = float32(0.0)
+        _zero(d)
         sb = warp * uint32(512)
         ti = uint32(tile_ptr[band]) + warp
         end = uint32(tile_ptr[band + uint32(1)])

@@ -208,6 +208,13 @@ def _emit_thread(w: _Writer, sp: Spec):
     _emit_fma(w, sp)
     w.dedent()
     w.dedent()
+    _emit_partials(w, sp)
+
+
+def _emit_partials(w: _Writer, sp: Spec):
+    """After the walk: the thread-group's lead partial (before its first row start) and tail
+    partial (from its last row start on)."""
+    acc = f"np.{sp.acc}"
     w("# the thread-group's partials: lead (before its first row start), tail (from its last)")
     w("if started:")
     w.indent()
@@ -329,21 +336,7 @@ def _emit_thread_compact(w: _Writer, sp: Spec):
         _emit_prefetched_loop(w, sp, slot, col)
     else:
         _emit_plain_loop(w, sp, slot, bitmap, col)
-    w("# the thread-group's partials: lead (before its first row start), tail (from its last)")
-    w("if started:")
-    w.indent()
-    w("tail_row = cur")
-    for j in _cols(sp):
-        w(f"tl{j} = a{j}")
-    w.dedent()
-    w("else:")
-    w.indent()
-    w("tail_row = np.int64(-1)")
-    w("lead_row = cur")
-    for j in _cols(sp):
-        w(f"tl{j} = {acc}(0.0)")
-        w(f"ld{j} = a{j}")
-    w.dedent()
+    _emit_partials(w, sp)
     if sp.sort_out:
         w("if lead_row >= 0:\n    lead_row = np.int64(row_order[lead_row])")
         w("if tail_row >= 0:\n    tail_row = np.int64(row_order[tail_row])")
