@@ -602,7 +602,8 @@ def main(argv=None) -> int:
     ap.add_argument("--warps", default="4,8,16", help="warps per band (block) to try")
     ap.add_argument("--bpack", default="0,1", help="B read as is (0) and/or packed in row pairs (1)")
     ap.add_argument("--unroll", default="1", help="tiles per warp step to try (1 to 8)")
-    ap.add_argument("--layouts", default="row", help="row (masks per tile row), frag (fragment order), stage (frag through shared memory)")
+    ap.add_argument("--layouts", default="row",
+                    help="row (masks per tile row), frag (fragment order), stage (frag through shared memory)")
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--baselines", default="cublas,csr_vector,macko")
     ap.add_argument("--out", default=None)

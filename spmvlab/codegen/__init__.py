@@ -254,8 +254,8 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False, bat
     ``prefetch``: where the thread level walks compact storage with vector loads and
     THREAD_TOTAL, the next load of A is issued before the current one's products (a code
     option, not a point of the strategy space; ``spec.prefetch`` says whether it applied).
-    ``batch``: there (THREAD_TOTAL or not) and with vector loads of B, a full load's gathers of
-    B are all written before its first product (``spec.batch``).
+    ``batch``: there, with vector loads of B too, a full load's gathers of B are all written
+    before its first product (``spec.batch``).
     Raises :class:`UnsupportedStrategy` for the parts listed in the module docstring."""
     if isinstance(target, GS.Plan):
         p = target
@@ -354,9 +354,10 @@ def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
         raise OptionError(problem("plan", "a reference.generalsparse.Plan", type(p).__name__,
                                   "pass reference.generalsparse.plan(A, strategy)"))
     g = generate(p) if generated is None else generated
-    if g is not generate(p, prefetch=g.spec.prefetch, batch=g.spec.batch) and not (g.spec.thread_offset.raw and g.strategy == p.strategy
-                                     and g.spec.dtype == np.dtype(p.dtype).name
-                                     and (g.spec.col_mode == "i32" or p.col_bits == 16)):
+    own = generate(p, prefetch=g.spec.prefetch, batch=g.spec.batch)
+    if g is not own and not (g.spec.thread_offset.raw and g.strategy == p.strategy
+                             and g.spec.dtype == np.dtype(p.dtype).name
+                             and (g.spec.col_mode == "i32" or p.col_bits == 16)):
         raise OptionError(problem("generated", "generate(plan) or generate(plan.strategy, plan.dtype)",
                                   repr(g), "leave generated=None"))
     held = _UPLOADS.get(p)
