@@ -114,8 +114,9 @@ Choices the paper leaves open
   and ``vector_width`` 4 only for split thread divisions with at least 2 (4) slots per
   thread-group on average, every interleaved one under single-row warp-groups and a
   single-row split thread division once more with ``cyclic``; every strategy without
-  ``pad_empty_rows`` once more with ``compact`` storage, ``b_vector`` = gcd(N, thread_cols) (at most 16 bytes) and, where
-  interleaved, ``vector_width`` = 16 bytes of values (8 float16, 4 float32).
+  ``pad_empty_rows`` once more with ``compact`` storage, ``b_vector`` = gcd(N, thread_cols)
+  (at most 16 bytes) and, where interleaved, ``vector_width`` = 16 bytes of values (8 float16,
+  4 float32).
 
 Compact storage (our format adjustment, in the spirit of the paper's Fig. 8)
 ---------------------------------------------------------------------------

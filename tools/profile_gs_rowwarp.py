@@ -33,23 +33,25 @@ p.add_argument("sparsity", type=float, nargs="?", default=0.9)
 p.add_argument("pruning", nargs="?", default="random")
 p.add_argument("--n", type=int, default=8)
 p.add_argument("--which", default="csr,chunked,cyclic")
-KINDS = ("csr", "chunked", "cyclic", "cyclic_batch", "cyclic_pf")
+# the generated kernels: (anchor, code options of codegen.generate)
+GENERATED = dict(chunked=("row/warp cv", {}), cyclic=("row/warp cv cyc", {}),
+                 cyclic_batch=("row/warp cv cyc", dict(batch=True)), cyclic_pf=("row/warp cv cyc", dict(prefetch=True)))
 a = p.parse_args()
 which = a.which.split(",")
-if not set(which) <= set(KINDS):
-    p.error(f"--which: expected a comma-separated subset of {', '.join(KINDS)}; received {a.which!r}")
+if not set(which) <= {"csr", *GENERATED}:
+    p.error(f"--which: expected a comma-separated subset of {', '.join(['csr', *GENERATED])}; received {a.which!r}")
 A = _gs.case_matrix(f"{a.rows}x{a.cols}:{a.pruning}:{a.sparsity}")[3]
 prob = methods.Problem.make(A, "float16", k=a.n, seed=1, lossy=True)
-build = dict(csr=lambda: methods.build(methods.resolve("csr_vector"), prob),
-             chunked=lambda: GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv"),
-                                           optimize=True),
-             cyclic=lambda: GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv cyc"),
-                                          optimize=True),
-             cyclic_batch=lambda: GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv cyc"),
-                                                optimize=True, batch=True),
-             cyclic_pf=lambda: GeneralSparse(prob, search._compact_variant(a.n, "float16", "row/warp cv cyc"),
-                                             optimize=True, prefetch=True))
-ms = [build[w]() for w in which]
+
+
+def build(kind):
+    if kind == "csr":
+        return methods.build(methods.resolve("csr_vector"), prob)
+    name, opts = GENERATED[kind]
+    return GeneralSparse(prob, search._compact_variant(a.n, "float16", name), optimize=True, **opts)
+
+
+ms = [build(w) for w in which]
 for m in ms:
     for _ in range(3):
         m.run()
