@@ -367,6 +367,21 @@ def test_code_options_equal_the_plain_kernel(N, dtype, name, opts):
     assert_close(C, canonical_csr(A, dtype, lossy=True), B, dtype, f"prefetched ({s.label})")
 
 
+def test_prefetch_reads_no_load_past_the_group():
+    """A row of 512 entries under a row-per-warp strategy (32 lanes x 8 x 2 steps) fills its
+    warp-group's slots to the end of the value array: a prefetch one load too far would read
+    past it (the simulator's vector load checks its bounds)."""
+    from spmvlab.tune import search
+    s = search._compact_variant(8, "float16", "row/warp cv cyc")
+    rng = np.random.default_rng(2)
+    A = sp.csr_matrix((rng.standard_normal(512), (np.zeros(512, int), np.arange(512))), shape=(1, 520))
+    p = GS.plan(A, s, dtype=np.float16, lossy=True)
+    assert p.device_arrays()["values"].size == 512, "the layout this test relies on changed"
+    B = rng.standard_normal((520, 8)).astype(np.float16)
+    C = codegen.spmm(p, B, out=garbage_like((1, 8), np.float16), generated=codegen.generate(p, prefetch=True))
+    assert_close(C, canonical_csr(A, np.float16, lossy=True), B, np.float16, "one full row, prefetched")
+
+
 def test_code_options_apply_only_to_vector_loads_with_thread_total():
     A = MATRICES["13x37"]()
     bitmap = next(s for s in COMPACT if GS.select_reduction(s[1], 2).thread == GS.THREAD_BITMAP)[1]
