@@ -2,12 +2,12 @@
 accuracy on held-out matrices and the search analysis.
 
 For every matrix and N, the strategies of ``strategies(A, N)`` that the code generator
-supports (``spmvlab.tune.candidates``: 530-760 per matrix, about 2600 distinct kernels for
-the weights alone, in the committed run at 0a59827, before the cyclic thread division added
-its strategies) whose key is in a fixed sample of ``key_fraction`` of the keys
-(:func:`key_sampled`, by hash: 0.2 gave 56-211 per matrix and N, 910 kernels, 10601 tries
-in all), and with ``anchors`` the guarded search's anchors (``tune.anchors``: 4-6 per N, 2-3
-in that run; mostly outside that sample, so that ``tune.fit`` can score the search as ``best_strategy`` runs it),
+supports (``spmvlab.tune.candidates``: 298-1082 per matrix and N with the cyclic thread
+division, in the committed run at 3e06c79) whose key is in a fixed sample of ``key_fraction``
+of the keys (:func:`key_sampled`, by hash), and with ``anchors`` the guarded search's anchors
+(``tune.anchors``: 4-6 per N, 3-5 of them outside that sample, so that ``tune.fit`` can score
+the search as ``best_strategy`` runs it): 62-222 strategies per matrix and N, 999 kernels,
+11666 tries in all in that run,
 are built (plan, upload), checked on the GPU and timed (cold L2, median of ``reps``),
 with the kernel of the bare strategy (offsets loaded: one compile per strategy and dtype
 serves every matrix). "Exhaustive" in the evaluation means every strategy of that sample. One row
