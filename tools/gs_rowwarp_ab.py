@@ -39,9 +39,12 @@ CSR SpMM 156) and 92 us on 9216x36864 (chunked 184, CSR SpMM 94), both "row/wg x
 
 Last, the code generator's options on the optimized cyclic anchors: ``pf`` (``prefetch``: the
 next vector load of A issued before the current one's products), ``batch`` (a full load's
-gathers of B written before its products; in the SASS for sm_90 the plain kernel has two or
-three gathers in flight, the batched one three or four) and both. ``--only`` keeps the
-variants whose label matches a regular expression (the baselines always run).
+gathers of B written before its products) and both; every other variant is the plain kernel
+(``batch=False``: float16 kernels batch by default since that run). At 3e06c79
+(``results/h200/gs_rowwarp_ab_opts.json``, 7168x7168 and 9216x36864 magnitude 70 %, N = 8
+and 32) batch took 6-11 % off the plain kernel in all 8 cases (7168x7168 N = 8, row/warp:
+50.5 -> 47.3 us), pf 4-9 %, both 3-13 %. ``--only`` keeps the variants whose label matches a
+regular expression (the baselines always run).
 """
 from __future__ import annotations
 
@@ -81,9 +84,9 @@ def variants(N: int, dtype: str = "float16"):
     # code options of the generator on the cyclic anchors (the fig14 picks' kind): the next
     # load of A issued first (pf), a load's gathers of B written first (batch), both
     opts = [(label + tag, s, opt, kw) for label, s, opt in cyc if label.endswith("cyc +opt")
-            for tag, kw in ((" pf", dict(prefetch=True)), (" batch", dict(batch=True)),
+            for tag, kw in ((" pf", dict(prefetch=True, batch=False)), (" batch", dict(batch=True)),
                             (" pf+batch", dict(prefetch=True, batch=True)))]
-    return [(label, s, opt, {}) for label, s, opt in out + cyc] + opts
+    return [(label, s, opt, dict(batch=False)) for label, s, opt in out + cyc] + opts   # plain: no option
 
 
 def main(argv=None) -> int:

@@ -34,8 +34,9 @@ p.add_argument("pruning", nargs="?", default="random")
 p.add_argument("--n", type=int, default=8)
 p.add_argument("--which", default="csr,chunked,cyclic")
 # the generated kernels: (anchor, code options of codegen.generate)
-GENERATED = dict(chunked=("row/warp cv", {}), cyclic=("row/warp cv cyc", {}),
-                 cyclic_batch=("row/warp cv cyc", dict(batch=True)), cyclic_pf=("row/warp cv cyc", dict(prefetch=True)))
+GENERATED = dict(chunked=("row/warp cv", dict(batch=False)), cyclic=("row/warp cv cyc", dict(batch=False)),
+                 cyclic_batch=("row/warp cv cyc", dict(batch=True)),
+                 cyclic_pf=("row/warp cv cyc", dict(prefetch=True, batch=False)))
 a = p.parse_args()
 which = a.which.split(",")
 if not set(which) <= {"csr", *GENERATED}:

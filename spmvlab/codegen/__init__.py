@@ -245,7 +245,8 @@ def _col_mode(compact: bool, col_bits: int, has_base: bool) -> str:
     return "u16base" if has_base else "u16"
 
 
-def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False, batch: bool = False) -> Generated:
+def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False,
+             batch: bool | None = None) -> Generated:
     """The kernel for a :class:`~reference.generalsparse.Plan` (offsets compressed into
     expressions where ``reference.offsets.compress`` finds a pattern) or for a bare
     :class:`~reference.generalsparse.Strategy` with ``dtype`` (offsets loaded from memory;
@@ -255,7 +256,11 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False, bat
     THREAD_TOTAL, the next load of A is issued before the current one's products (a code
     option, not a point of the strategy space; ``spec.prefetch`` says whether it applied).
     ``batch``: there, with vector loads of B too, a full load's gathers of B are all written
-    before its first product (``spec.batch``).
+    before its first product (``spec.batch``). ``None`` (the default): on for float16, off
+    for float32. On the H200 at 3e06c79 (``results/h200/gs_rowwarp_ab_opts.json``) it took
+    6-11 % off the optimized cyclic anchors in all 8 float16 cases timed (7168x7168 and
+    9216x36864 magnitude 70 %, N = 8 and 32); with float32 it costs 8 more registers at
+    N = 8 and 64 (``results/cpu/sass_gs_batch.txt``) and is not timed yet.
     Raises :class:`UnsupportedStrategy` for the parts listed in the module docstring."""
     if isinstance(target, GS.Plan):
         p = target
@@ -282,6 +287,8 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False, bat
         raise OptionError(problem("target", "a Plan or a Strategy", type(target).__name__,
                                   "pass reference.generalsparse.plan(A, strategy)"))
     _check_supported(s, red, dt)
+    if batch is None:
+        batch = dt == np.float16
     spec = Spec(label=s.label, dtype=dt.name, acc=np.dtype(accumulator_dtype(dt)).name,
                 thread_alg=red.thread, warp_alg=red.warp, block_alg=red.block, atomic=red.atomic,
                 warps_per_block=s.warps_per_block, group_lanes=s.group_lanes,
@@ -545,9 +552,10 @@ def ptx_targets():
                 out.append(PTXTarget(f"codegen[{dt}] compact N{N} <{s.label}>", (lambda g=g: g.kernel),
                                      _sig(g, p, dt), expects=(r"ld\.global(\.nc)?\.v4\.",)))
                 if N == 8 and s.cyclic and s.groups_per_block > 1:     # the fig14 picks' kind, code options
-                    for opts in (dict(prefetch=True), dict(batch=True), dict(prefetch=True, batch=True)):
+                    for tag, opts in (("plain", dict(batch=False)), ("prefetch", dict(prefetch=True, batch=False)),
+                                      ("prefetch+batch", dict(prefetch=True, batch=True))):
                         g = generate(p, **opts)
-                        out.append(PTXTarget(f"codegen[{dt}] compact N{N} {'+'.join(opts)} <{s.label}>",
+                        out.append(PTXTarget(f"codegen[{dt}] compact N{N} {tag} <{s.label}>",
                                              (lambda g=g: g.kernel), _sig(g, p, dt),
                                              expects=(r"ld\.global(\.nc)?\.v4\.",)))
         s = next(s for s in default_shortlist(64, dt) if s.compact)
