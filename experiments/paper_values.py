@@ -476,7 +476,11 @@ GENERALSPARSE = [
                "tiles, mma.sync; results/h200/tc_bitmap_ab.json) took 104 us against cuBLAS's 30 "
                "on 7168×7168 at 70 % and N = 8, and the same 104 us at 90 %: its time follows the "
                "number of tiles (all 200704 occupied at both sparsities), not the bytes (42 vs "
-               "22 MB); not profiled yet")
+               "22 MB): its SASS has 236 instructions per tile at N = 8, 45 us of the H200's "
+               "issue slots alone (results/cpu/sass_tc_bitmap_ab.txt). The float16 kernels batch "
+               "their gathers of B since 5b2ccf1: 6-11 % faster than the kernels timed here in an "
+               "A/B on two of these cells (results/h200/gs_rowwarp_ab_opts.json), not yet "
+               "re-measured in this figure")
       for n, s, pct in ((8, 0.7, 70), (32, 0.7, 70), (64, 0.9, 90))],
     *[dict(label="Table 4", what=f"mean speedup over cuSPARSE, {pr}, {int(100 * s)} %, col = {n}",
            script="experiments/table4_gs.py", paper=p, paper_note=_A100,
