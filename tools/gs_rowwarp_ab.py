@@ -99,6 +99,8 @@ def main(argv=None) -> int:
     ap.add_argument("--ns", default="8")
     ap.add_argument("--only", default=None, help="regular expression over the variant labels")
     ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--dtype", default="float16", choices=("float16", "float32"),
+                    help="value dtype of A and B (float32: the same matrices, values as float32)")
     ap.add_argument("--out", default=None)
     a = ap.parse_args(argv)
     t_start = time.perf_counter()
@@ -108,13 +110,13 @@ def main(argv=None) -> int:
         shape, pruning, sparsity, A = _gs.case_matrix(case)
         print(f"{case}: nnz {A.nnz} ({time.perf_counter() - t0:.0f} s to draw)", flush=True)
         for n in [int(v) for v in a.ns.split(",")]:
-            p = methods.Problem.make(A, "float16", k=n, seed=1, lossy=True)
-            extra = dict(case=case, shape=list(shape), pruning=pruning, sparsity=sparsity, n=n)
+            p = methods.Problem.make(A, a.dtype, k=n, seed=1, lossy=True)
+            extra = dict(case=case, shape=list(shape), pruning=pruning, sparsity=sparsity, n=n, dtype=a.dtype)
             for r in methods.measure_problem(p, ["csr_vector", "macko", "cublas"], reps=a.reps, warmup=3,
                                              keep_going=True, extra=extra):
                 rows.append(r)
                 table.append((case, n, r["method"], r.get("median_us"), r.get("check_passed"), ""))
-            for label, s, opt, kw in variants(n):
+            for label, s, opt, kw in variants(n, a.dtype):
                 if a.only and not re.search(a.only, label):
                     continue
                 row = dict(extra, method="generalsparse", variant=label, optimize=opt, strategy=s.label, **kw)
