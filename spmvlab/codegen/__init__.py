@@ -259,8 +259,8 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False,
     before its first product (``spec.batch``). ``None`` (the default): on for float16, off
     for float32. On the H200 at 3e06c79 (``results/h200/gs_rowwarp_ab_opts.json``) it took
     6-11 % off the optimized cyclic anchors in all 8 float16 cases timed (7168x7168 and
-    9216x36864 magnitude 70 %, N = 8 and 32); with float32 it costs 8 more registers at
-    N = 8 and 64 (``results/cpu/sass_gs_batch.txt``) and is not timed yet.
+    9216x36864 magnitude 70 %, N = 8 and 32); with float32 it costs 8 more registers in 8 of
+    10 compact kernels (``results/cpu/sass_gs_batch.txt``) and is not timed yet.
     Raises :class:`UnsupportedStrategy` for the parts listed in the module docstring."""
     if isinstance(target, GS.Plan):
         p = target
