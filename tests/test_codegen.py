@@ -349,7 +349,7 @@ def test_unmasked_vector_path_and_clamped_columns(N, dtype, name):
     (12, np.float16, "row/warp cv cyc", dict(prefetch=True, batch=True))])
 def test_code_options_equal_the_plain_kernel(N, dtype, name, opts):
     """generate(plan, prefetch=True): the next load of A issued before the current one's
-    products; batch=True (the default for float16): a full load's gathers of B written before
+    products; batch=True (the default): a full load's gathers of B written before
     its products. On rows of 0 to 600 entries (groups with no slot, one partial load, several
     full ones and a ragged end): the same sums as the kernel with neither (bit for bit: the
     products are formed in the same order), and equal to scipy's."""
@@ -361,7 +361,7 @@ def test_code_options_equal_the_plain_kernel(N, dtype, name, opts):
     g = codegen.generate(p, **opts)
     bare = codegen.generate(p, prefetch=False, batch=False)
     assert g is not bare and g is codegen.generate(p, **opts)
-    batch = opts.get("batch", np.dtype(dtype) == np.float16) and s.b_vector > 1
+    batch = opts.get("batch", True) and s.b_vector > 1
     assert g.spec.prefetch == opts.get("prefetch", False) and g.spec.batch == batch
     last = f"x{s.vector_width - 1}_0 = vload"       # the batch writes a load's last gather first
     assert ("nvs = vload" in g.source) == g.spec.prefetch and (last in g.source) == g.spec.batch
@@ -373,19 +373,54 @@ def test_code_options_equal_the_plain_kernel(N, dtype, name, opts):
     assert_close(C, canonical_csr(A, dtype, lossy=True), B, dtype, f"code options {opts} ({s.label})")
 
 
-def test_batch_is_the_float16_default():
-    """batch=None (the default) batches float16's gathers and leaves float32's as they are
-    (measured faster for float16 only); the plain kernel stays one keyword away."""
+def test_batch_is_the_default():
+    """batch=None (the default) batches the gathers of both dtypes (measured faster for
+    float16 and float32); the plain kernel stays one keyword away."""
     from spmvlab.tune import search
     A = _long_rows()
-    for dt, want in ((np.float16, True), (np.float32, False)):
+    for dt in (np.float16, np.float32):
         s = search._compact_variant(8, np.dtype(dt).name, "row/warp cv cyc")
         assert s.b_vector > 1
         p = GS.plan(A, s, dtype=dt, lossy=True)
-        assert codegen.generate(p).spec.batch is want
-        assert codegen.generate(p) is codegen.generate(p, batch=want)
-        assert codegen.generate(p, batch=not want).spec.batch is (not want)
-        assert codegen.generate(s, dt).spec.batch is want       # the bare strategy's kernel too
+        assert codegen.generate(p).spec.batch is True
+        assert codegen.generate(p) is codegen.generate(p, batch=True)
+        assert codegen.generate(p, batch=False).spec.batch is False
+        assert codegen.generate(s, dt).spec.batch is True       # the bare strategy's kernel too
+
+
+def _long_wide():
+    """_long_rows' pattern with every column moved past 16 bits (64000 + c of 70000): each
+    block's span fits 16 bits from a nonzero base (col_base), the columns stored as offsets."""
+    A = _long_rows().tocoo()
+    return sp.csr_matrix((A.data, (A.row, A.col + 64000)), shape=(A.shape[0], 70000))
+
+
+@pytest.mark.parametrize("N,dtype,name", [(8, np.float16, "row/warp cv cyc"), (8, np.float16, "row/wg x4 cv"),
+                                          (4, np.float32, "row/warp cv cyc")])
+def test_batched_gathers_with_a_column_base(N, dtype, name):
+    """Batched gathers where the column is an offset from the block's base: the strategy-only
+    kernel (the search times these; its columns always carry a base, 0 where none is
+    needed) and the plan's kernel on columns past 16 bits (a base above 0). Each gives the
+    plain kernel's sums bit for bit and scipy's within the tolerance. (The batch once
+    multiplied only the base by the row length: wrong rows of B, and on the GPU a misaligned
+    vector load, fig14_gs at 041ff09.)"""
+    from spmvlab.tune import search
+    s = search._compact_variant(N, np.dtype(dtype).name, name)
+    for A, plan_mode in ((_long_rows(), "u16"), (_long_wide(), "u16base")):
+        p = GS.plan(A, s, dtype=dtype, lossy=True)
+        B = np.random.default_rng(7).standard_normal((A.shape[1], N)).astype(dtype)
+        want = canonical_csr(A, dtype, lossy=True)
+        kernels = dict(bare_batch=codegen.generate(s, dtype, col_bits=16),
+                       bare_plain=codegen.generate(s, dtype, col_bits=16, batch=False),
+                       plan_batch=codegen.generate(p), plan_plain=codegen.generate(p, batch=False))
+        assert kernels["bare_batch"].spec.col_mode == "u16base" and kernels["bare_batch"].spec.batch
+        assert kernels["plan_batch"].spec.col_mode == plan_mode and kernels["plan_batch"].spec.batch
+        out = {k: codegen.spmm(p, B, out=garbage_like((A.shape[0], N), dtype), generated=g)
+               for k, g in kernels.items()}
+        for k, C in out.items():
+            assert_close(C, want, B, dtype, f"{k} {plan_mode} ({s.label})")
+        np.testing.assert_array_equal(out["bare_batch"], out["bare_plain"])
+        np.testing.assert_array_equal(out["plan_batch"], out["plan_plain"])
 
 
 def test_prefetch_reads_no_load_past_the_group():

@@ -40,10 +40,13 @@ CSR SpMM 156) and 92 us on 9216x36864 (chunked 184, CSR SpMM 94), both "row/wg x
 Last, the code generator's options on the optimized cyclic anchors: ``pf`` (``prefetch``: the
 next vector load of A issued before the current one's products), ``batch`` (a full load's
 gathers of B written before its products) and both; every other variant is the plain kernel
-(``batch=False``: float16 kernels batch by default since that run). At 3e06c79
-(``results/h200/gs_rowwarp_ab_opts.json``, 7168x7168 and 9216x36864 magnitude 70 %, N = 8
-and 32) batch took 6-11 % off the plain kernel in all 8 cases (7168x7168 N = 8, row/warp:
-50.5 -> 47.3 us), pf 4-9 %, both 3-13 %. ``--only`` keeps the variants whose label matches a
+(``batch=False``: kernels batch by default, float16 since that run, float32 since the
+``--dtype float32`` run at 041ff09). At 3e06c79 (``results/h200/gs_rowwarp_ab_opts.json``,
+7168x7168 and 9216x36864 magnitude 70 %, N = 8 and 32) batch took 6-11 % off the plain kernel
+in all 8 cases (7168x7168 N = 8, row/warp: 50.5 -> 47.3 us), pf 4-9 %, both 3-13 %; with
+float32 (``gs_rowwarp_ab_opts_fp32.json``, N = 8/32/64) batch 3-35 % in all 12 cases
+(7168x7168 N = 8, row/warp: 126.6 -> 85.7 us), pf 10-31 %, both 21-34 % (better than batch
+alone in 4 of 12: 7168x7168 N = 32 and 64). ``--only`` keeps the variants whose label matches a
 regular expression (the baselines always run).
 """
 from __future__ import annotations

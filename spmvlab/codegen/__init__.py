@@ -256,11 +256,12 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False,
     THREAD_TOTAL, the next load of A is issued before the current one's products (a code
     option, not a point of the strategy space; ``spec.prefetch`` says whether it applied).
     ``batch``: there, with vector loads of B too, a full load's gathers of B are all written
-    before its first product (``spec.batch``). ``None`` (the default): on for float16, off
-    for float32. On the H200 at 3e06c79 (``results/h200/gs_rowwarp_ab_opts.json``) it took
-    6-11 % off the optimized cyclic anchors in all 8 float16 cases timed (7168x7168 and
-    9216x36864 magnitude 70 %, N = 8 and 32); with float32 it costs 8 more registers in 8 of
-    10 compact kernels (``results/cpu/sass_gs_batch.txt``) and is not timed yet.
+    before its first product (``spec.batch``). ``None`` (the default): on. On the H200 it
+    took 6-11 % off the optimized cyclic anchors in all 8 float16 cases timed at 3e06c79
+    (``results/h200/gs_rowwarp_ab_opts.json``: 7168x7168 and 9216x36864 magnitude 70 %,
+    N = 8 and 32) and 3-35 % in all 12 float32 cases at 041ff09
+    (``gs_rowwarp_ab_opts_fp32.json``, N = 8/32/64), though float32 pays 8 more registers in
+    8 of 10 compact kernels (``results/cpu/sass_gs_batch.txt``, no spills).
     Raises :class:`UnsupportedStrategy` for the parts listed in the module docstring."""
     if isinstance(target, GS.Plan):
         p = target
@@ -288,7 +289,7 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False,
                                   "pass reference.generalsparse.plan(A, strategy)"))
     _check_supported(s, red, dt)
     if batch is None:
-        batch = dt == np.float16
+        batch = True
     spec = Spec(label=s.label, dtype=dt.name, acc=np.dtype(accumulator_dtype(dt)).name,
                 thread_alg=red.thread, warp_alg=red.warp, block_alg=red.block, atomic=red.atomic,
                 warps_per_block=s.warps_per_block, group_lanes=s.group_lanes,

@@ -257,7 +257,7 @@ def _emit_batched_slots(w: _Writer, sp: Spec, col: str, V: int):
     g = sp.b_vector
     for q in range(V):
         w(f"v{q} = {acc}(vs[{q}])")
-        w(f"kb{q} = {col.format(f'ks[{q}]')} * n_cols")
+        w(f"kb{q} = ({col.format(f'ks[{q}]')}) * n_cols")   # the column with its block's base, times the row length
         for i in range(sp.thread_cols // g):
             w(f"x{q}_{i} = vload{g}(B, kb{q} + cg{i})")
     for q in range(V):
