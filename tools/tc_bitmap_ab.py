@@ -45,13 +45,21 @@ instructions per tile at N = 8 / 32 / 64 in the SASS (frag: 117 / 179 / 257); wi
 prefetch (``_pf``: the next tile's values and the words of the one after in flight while a
 tile is multiplied) 146 / 149 / 166.
 
-Measured on the H200 at cbae4a5 (results/h200/tc_bitmap_ab.json, every check passed): no. Best
-variant (16 warps, B packed) on 7168x7168 at 70 %: 104 us at N = 8 and 152 at N = 32, cuBLAS
-29-30 (0.29x, 0.19x); CSR SpMM 50-55 at N = 8. 28672x7168 random 70 %: 330 vs cuBLAS 104 at
-N = 8. At 90 % (random, every tile still occupied) the time is the same 104 us with half the
-bytes, so it follows the tile count, not memory traffic (42 MB in 104 us is 0.4 TB/s). The SASS
-explains it: 236 instructions per tile and warp at N = 8 (305 at N = 32), 45 us of issue slots on
-the H200's 132 x 4 schedulers for 7168x7168's 200704 tiles (59 us at N = 32) before any stall.
+Measured on the H200 at cbae4a5 (results/h200/tc_bitmap_ab_cbae4a5.json, the row layout only,
+every check passed): best (16 warps, B packed) on 7168x7168 at 70 %: 104 us at N = 8 and 152 at
+N = 32, cuBLAS 29-30 (0.29x, 0.19x); the same 104 us at 90 % (every tile still occupied): its time
+follows the tile count. The SASS: 236 instructions per tile and warp at N = 8, 45 us of issue
+slots on the H200's 132 x 4 schedulers for 7168x7168's 200704 tiles.
+
+Second round at 041ff09 (results/h200/tc_bitmap_ab.json, all three layouts, every check passed):
+still no. 7168x7168 random 70 %: 69.2 us at N = 8 (stage, 16 warps; frag, 8 warps: 69.4), 85.4 at
+N = 32 (stage with prefetch), 128.5 at N = 64, against cuBLAS's 29-30 (0.43x / 0.34x / 0.23x);
+28672x7168 random 70 %, N = 8: 194 vs 104 (0.53x); 90 %: 66.7. The row layout: 102.8 as before.
+Not issue-bound any more but latency-bound (ncu, one launch, N = 8: ncu_tc_*_7168x7168_random70_n8.txt):
+frag issues 0.47 instructions per scheduler-cycle, a warp waits 14.5 cycles between two (58 % of
+them on global loads) at 43 % achieved occupancy (48 registers: 2 blocks of 512 threads per SM),
+and reads 12.6 % of the DRAM bandwidth; stage reaches 72 % occupancy (32 registers) but executes
+42 % more instructions with 23 of 32 lanes active on average.
 """
 from __future__ import annotations
 
