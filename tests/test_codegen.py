@@ -374,7 +374,7 @@ def test_code_options_equal_the_plain_kernel(N, dtype, name, opts):
 
 
 def test_batch_is_the_default():
-    """batch=None (the default) batches the gathers of both dtypes (measured faster for
+    """batch=True (the default) batches the gathers of both dtypes (measured faster for
     float16 and float32); the plain kernel stays one keyword away."""
     from spmvlab.tune import search
     A = _long_rows()

@@ -246,7 +246,7 @@ def _col_mode(compact: bool, col_bits: int, has_base: bool) -> str:
 
 
 def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False,
-             batch: bool | None = None) -> Generated:
+             batch: bool = True) -> Generated:
     """The kernel for a :class:`~reference.generalsparse.Plan` (offsets compressed into
     expressions where ``reference.offsets.compress`` finds a pattern) or for a bare
     :class:`~reference.generalsparse.Strategy` with ``dtype`` (offsets loaded from memory;
@@ -256,7 +256,7 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False,
     THREAD_TOTAL, the next load of A is issued before the current one's products (a code
     option, not a point of the strategy space; ``spec.prefetch`` says whether it applied).
     ``batch``: there, with vector loads of B too, a full load's gathers of B are all written
-    before its first product (``spec.batch``). ``None`` (the default): on. On the H200 it
+    before its first product (``spec.batch``); on by default. On the H200 it
     took 6-11 % off the optimized cyclic anchors in all 8 float16 cases timed at 3e06c79
     (``results/h200/gs_rowwarp_ab_opts.json``: 7168x7168 and 9216x36864 magnitude 70 %,
     N = 8 and 32) and 3-35 % in all 12 float32 cases at 041ff09
@@ -288,8 +288,6 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False,
         raise OptionError(problem("target", "a Plan or a Strategy", type(target).__name__,
                                   "pass reference.generalsparse.plan(A, strategy)"))
     _check_supported(s, red, dt)
-    if batch is None:
-        batch = True
     spec = Spec(label=s.label, dtype=dt.name, acc=np.dtype(accumulator_dtype(dt)).name,
                 thread_alg=red.thread, warp_alg=red.warp, block_alg=red.block, atomic=red.atomic,
                 warps_per_block=s.warps_per_block, group_lanes=s.group_lanes,

@@ -1,6 +1,6 @@
 """GeneralSparse's generated SpMM kernels as :class:`~spmvlab.methods.base.Method` objects.
 
-``GeneralSparse(problem, strategy, optimize=True, prefetch=False, batch=None)``
+``GeneralSparse(problem, strategy, optimize=True, prefetch=False, batch=True)``
     one strategy of ``reference.generalsparse``: planned for the problem's matrix
     (``spmvlab.tune.plan_cached``: one plan serves every N with the same sparse layout; kept
     on the problem, ``Problem.shared``, so ``Problem.with_rhs`` problems reuse it),
@@ -42,7 +42,7 @@ class GeneralSparse(Method):
     events = "numba"
 
     def __init__(self, p: Problem, strategy="default", optimize: bool = True, search: dict | None = None,
-                 prefetch: bool = False, batch: bool | None = None):
+                 prefetch: bool = False, batch: bool = True):
         import reference.generalsparse as GS
         from .. import codegen, tune
         from .._cuda import cuda
