@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import os
 import sys
 import typing
@@ -71,6 +72,19 @@ class OptionError(SpmvlabError, ValueError):
     """An encoding or kernel option has an unsupported value."""
 
 
+class InputError(SpmvlabError, ValueError):
+    """A matrix handed in by a user is malformed in a way scipy.sparse does not check when it
+    builds one from arrays: row pointers that do not start at 0, end at the entry count or
+    never decrease; an index outside the matrix; arrays of different lengths. Raised by
+    :func:`check_input` before any encoder, scipy routine or kernel reads the arrays."""
+
+
+class SizeLimitError(SpmvlabError, MemoryError):
+    """Honouring a size that came from outside (a matrix's shape, a file's header, an
+    encoding option that inserts entries) would allocate more than :func:`memory_limit`
+    bytes. Nothing was allocated; the message says what asked for how much."""
+
+
 class LossyConversionError(SpmvlabError, ValueError):
     """Converting the values to the value dtype loses more than rounding: a finite value
     overflows to +-inf, or a nonzero underflows to zero or to a subnormal (see
@@ -79,6 +93,12 @@ class LossyConversionError(SpmvlabError, ValueError):
     def __init__(self, message: str, loss: "ConversionLoss | None" = None):
         super().__init__(message)
         self.loss = loss
+
+
+class SizeWarning(UserWarning):
+    """An encoding option the caller chose explicitly makes a matrix store more bytes than
+    plain CSR would (e.g. MACKO's narrow column steps on a matrix with long gaps); the message
+    gives both sizes and the option that avoids it. Issued once per encode."""
 
 
 class LossyConversionWarning(UserWarning):
@@ -283,12 +303,201 @@ def _source_dtype_check(src_dtype: np.dtype, requested) -> np.dtype:
 
 def resolve_dtype(A, dtype=None) -> np.dtype:
     """The value dtype a format will store for input ``A``: ``dtype``, else A's own."""
-    src = np.dtype(A.dtype) if hasattr(A, "dtype") else np.asarray(A).dtype
+    src = np.dtype(A.dtype) if hasattr(A, "dtype") else check_input(A).dtype
     return _source_dtype_check(src, dtype)
 
 
+# --------------------------------------------------------------------------------------
+# The memory limit: sizes from outside are compared with it before anything is allocated
+# --------------------------------------------------------------------------------------
+
+#: environment variable that sets the limit: bytes, or a number followed by K, M, G or T
+#: (powers of 1024)
+MEMORY_LIMIT_ENV = "SPMVLAB_MEMORY_LIMIT"
+#: the default limit, as a fraction of the machine's physical memory
+MEMORY_FRACTION = 0.5
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def parse_bytes(text: str, field: str = MEMORY_LIMIT_ENV) -> int:
+    """'4096', '512M', '1.5G', '2T' -> bytes (K, M, G, T are powers of 1024; a trailing 'B'
+    or 'iB' is allowed). :class:`OptionError` naming ``field`` otherwise."""
+    t = str(text).strip().upper().removesuffix("IB").removesuffix("B")
+    unit = t[-1:] if t[-1:] in _UNITS and t[-1:] else ""
+    try:
+        value = float(t[:len(t) - len(unit)])
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and math.isfinite(value)):
+        raise OptionError(problem(field, "a size in bytes such as 8000000000, 512M, 16G or 1T",
+                                  repr(text)))
+    return int(value * _UNITS[unit])
+
+
+def format_bytes(n: int) -> str:
+    """A byte count for people: '16.0 GiB', '78 B'."""
+    n = int(n)
+    for unit, scale in (("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30),
+                        ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def physical_memory() -> int | None:
+    """The machine's physical memory in bytes, or None where the OS does not say."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def memory_limit() -> int:
+    """Bytes that one input may make spmvlab allocate (a matrix's shape, a file's header):
+    ``$SPMVLAB_MEMORY_LIMIT`` if set, else :data:`MEMORY_FRACTION` of the machine's memory
+    (16 GiB where the OS does not say). Read at each call, so it can be changed at run time."""
+    text = os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+    if text:
+        return parse_bytes(text)
+    mem = physical_memory()
+    return int((mem if mem else 32 << 30) * MEMORY_FRACTION)
+
+
+def check_size(nbytes: int, field: str, asks: str, fix: str) -> None:
+    """Raise :class:`SizeLimitError` if ``nbytes`` (what ``field`` asks for: ``asks`` says
+    how) exceeds :func:`memory_limit`; allocate nothing. The one such check."""
+    limit = memory_limit()
+    if nbytes > limit:
+        source = (f"${MEMORY_LIMIT_ENV}" if os.environ.get(MEMORY_LIMIT_ENV, "").strip()
+                  else f"{MEMORY_FRACTION:.0%} of this machine's memory")
+        raise SizeLimitError(problem(
+            field, f"at most {format_bytes(limit)} of memory (the limit: {source})",
+            f"{asks}, which needs {format_bytes(nbytes)}",
+            f"{fix}; or raise the limit with {MEMORY_LIMIT_ENV}=<bytes, e.g. 64G>"))
+
+
+# --------------------------------------------------------------------------------------
+# The input boundary: a user's matrix is checked once, before anything reads its arrays
+# --------------------------------------------------------------------------------------
+
+INT64_MAX = np.iinfo(np.int64).max
+_SCIPY_FIX = ("scipy.sparse does not check index arrays passed to its constructors "
+              "(A.check_format(full_check=True) does): rebuild A from valid arrays")
+
+
+def _index_array(a, field: str, size: int | None) -> np.ndarray:
+    """``a`` as a 1-D integer array (of ``size`` entries when given), else InputError."""
+    if not (isinstance(a, np.ndarray) and a.ndim == 1 and a.dtype.kind in "iu"):
+        raise InputError(problem(field, "a 1-D integer array", describe(a) if not isinstance(
+            a, np.ndarray) else f"a {a.ndim}-D {a.dtype} array", _SCIPY_FIX))
+    if size is not None and a.size != size:
+        raise InputError(problem(field, f"{size} entries", a.size, _SCIPY_FIX))
+    return a
+
+
+def _check_range(a: np.ndarray, n: int, field: str, what: str, where) -> None:
+    """Every entry of ``a`` in [0, n); ``where(k)`` names entry k for the message."""
+    if not a.size:
+        return
+    lo, hi = int(a.min()), int(a.max())
+    if lo >= 0 and hi < n:
+        return
+    bad = np.flatnonzero((a < 0) | (a >= n))
+    k = int(bad[0])
+    raise InputError(problem(
+        field, f"{what} in [0, {n})", f"{int(a[k])} at {where(k)} ({bad.size} of {a.size} "
+        f"out of range, from {lo} to {hi})", _SCIPY_FIX))
+
+
+def _check_compressed(A, field: str) -> None:
+    """CSR, CSC and BSR: row (column, block-row) pointers and indices."""
+    fmt = A.format
+    n_rows, n_cols = (int(s) for s in A.shape)
+    R, C = A.blocksize if fmt == "bsr" else (1, 1)
+    major, minor = (n_cols, n_rows) if fmt == "csc" else (n_rows // R, n_cols // C)
+    lines, what = {"csr": ("row", "column indices"), "csc": ("column", "row indices"),
+                   "bsr": ("block row", "block column indices")}[fmt]
+    indptr = _index_array(A.indptr, f"{field}.indptr", major + 1)
+    indices = _index_array(A.indices, f"{field}.indices", None)
+    data = np.asarray(A.data)
+    want = (indices.size,) if fmt != "bsr" else (indices.size, R, C)
+    if data.shape != want:
+        raise InputError(problem(f"{field}.data", f"shape {want} (one value per index)",
+                                 f"shape {data.shape}", _SCIPY_FIX))
+    if int(indptr[0]) != 0:
+        raise InputError(problem(f"{field}.indptr[0]", "0", int(indptr[0]), _SCIPY_FIX))
+    if int(indptr[-1]) != indices.size:
+        raise InputError(problem(f"{field}.indptr[-1]", f"{indices.size} (the length of indices)",
+                                 int(indptr[-1]), "call A.prune() if indices and data are "
+                                 f"longer than the stored entries; else {_SCIPY_FIX}"))
+    step = np.flatnonzero(indptr[1:] < indptr[:-1])
+    if step.size:
+        k = int(step[0])
+        raise InputError(problem(f"{field}.indptr", f"non-decreasing {lines} pointers",
+                                 f"indptr[{k}] = {int(indptr[k])} > indptr[{k + 1}] = "
+                                 f"{int(indptr[k + 1])}", _SCIPY_FIX))
+    _check_range(indices, minor, f"{field}.indices", what,
+                 lambda k: f"entry {k} ({lines} {int(np.searchsorted(indptr, k, 'right')) - 1})")
+
+
+def _check_coo(A, field: str) -> None:
+    n = np.asarray(A.data).shape
+    if len(n) != 1:
+        raise InputError(problem(f"{field}.data", "a 1-D array", f"shape {n}", _SCIPY_FIX))
+    for name, a, dim in (("row", A.row, A.shape[0]), ("col", A.col, A.shape[1])):
+        a = _index_array(a, f"{field}.{name}", n[0])
+        _check_range(a, int(dim), f"{field}.{name}", f"{name} indices", lambda k: f"entry {k}")
+
+
+def check_input(A, field: str = "A"):
+    """The one boundary check of a matrix a user hands in; returns what is safe to use.
+
+    A scipy.sparse matrix or array: 2-D; CSR/CSC/BSR pointers of the right length, starting
+    at 0, ending at the entry count and never decreasing, data one value per index; COO
+    coordinates as long as the data; every index inside the shape (scipy builds matrices
+    from arrays without checking, and its C routines then read out of bounds); row pointers
+    of a CSR form within :func:`memory_limit` where building them allocates (COO, CSC, BSR).
+    DIA, LIL and DOK are converted to COO (scipy's conversions only read in bounds) and
+    checked as such. Anything else goes through ``np.asarray``: a ragged nested list raises
+    :class:`ShapeError`. Returned: the sparse matrix (COO for DIA/LIL/DOK) or the array.
+    Vectorised, O(entries + rows); raises :class:`InputError` naming the field, what was
+    expected, what was found and where.
+    """
+    if sp.issparse(A):
+        if len(A.shape) != 2:
+            raise ShapeError(problem(field, "a 2-D matrix", f"shape {A.shape}"))
+        if A.format in ("dia", "lil", "dok"):
+            A = A.tocoo()
+        if A.format in ("csr", "csc", "bsr"):
+            _check_compressed(A, field)
+        elif A.format == "coo":
+            _check_coo(A, field)
+        else:
+            raise InputError(problem(field, "a CSR, CSC, COO, BSR, DIA, LIL or DOK matrix",
+                                     f"scipy format {A.format!r}", "convert it with A.tocsr()"))
+        if A.format != "csr":
+            n_rows = int(A.shape[0])
+            check_size(8 * (n_rows + 1), f"{field}.shape", f"a CSR form with {n_rows} rows",
+                       "pass a matrix with fewer rows (every format stores a pointer per row)")
+        return A
+    try:
+        arr = np.asarray(A)
+    except ValueError as exc:        # numpy: "setting an array element with a sequence", ...
+        raise ShapeError(problem(field, "a rectangular 2-D array or a scipy.sparse matrix",
+                                 f"{type(A).__name__} that numpy cannot make an array of ({exc})",
+                                 "give every row the same length")) from exc
+    return arr
+
+
+def rowmajor_increasing(rows: np.ndarray, cols: np.ndarray) -> bool:
+    """Whether (row, column) pairs strictly increase in row-major order, compared pair by
+    pair (a ``row * n_cols + col`` key overflows int64 for a valid matrix of 4 x 2**62)."""
+    r0, r1, c0, c1 = rows[:-1], rows[1:], cols[:-1], cols[1:]
+    return bool(np.all((r1 > r0) | ((r1 == r0) & (c1 > c0))))
+
+
 def canonical_csr(A, dtype=None, lossy: bool = False) -> sp.csr_matrix:
-    """Any scipy.sparse matrix or dense 2-D array -> canonical CSR.
+    """Any scipy.sparse matrix or dense 2-D array -> canonical CSR, after :func:`check_input`.
 
     Canonical means: sorted column indices, duplicates summed (in the input's precision,
     then cast), explicit zeros dropped, values of ``dtype`` (default: the input's), and
@@ -301,14 +510,13 @@ def canonical_csr(A, dtype=None, lossy: bool = False) -> sp.csr_matrix:
     (:class:`LossyConversionWarning`) and keeps the cast values: overflows become +-inf,
     values that underflow to zero are dropped like any zero, subnormals are kept.
     """
+    A = check_input(A)     # the boundary: nothing below reads an unchecked index
     if sp.issparse(A):
-        if len(A.shape) != 2:
-            raise ShapeError(problem("A", "a 2-D matrix", f"shape {A.shape}"))
         dt = _source_dtype_check(np.dtype(A.dtype), dtype)
         csr = sp.csr_matrix(A, copy=True)  # also converts COO, keeps duplicates
         csr.sum_duplicates()
     else:
-        arr = np.asarray(A)
+        arr = A
         if arr.ndim != 2:
             raise ShapeError(problem("A", "a 2-D array or scipy.sparse matrix",
                                      f"{arr.ndim}-D array of shape {arr.shape}",
@@ -386,6 +594,9 @@ def check_out(out, shape, dtype, name: str = "out"):
         raise DTypeError(problem(f"{name}.dtype", np.dtype(dtype), np.dtype(out.dtype)))
     if not _is_c_contiguous(out):
         raise LayoutError(problem(name, "a C-contiguous array", "a non-contiguous view"))
+    if isinstance(out, np.ndarray) and not out.flags.writeable:
+        raise LayoutError(problem(name, "a writeable array", "a read-only one",
+                                  f"pass a writeable array, e.g. {name}=np.empty_like({name})"))
     return out
 
 
@@ -446,25 +657,22 @@ def _plain(v):
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class SparseFormat:
-    """Shared behaviour of the frozen format dataclasses.
+class Checksummed:
+    """Frozen dataclasses whose arrays are read-only and whose content is checksummed: the
+    encoded formats (:class:`SparseFormat`) and GeneralSparse's plans.
 
-    Subclasses are frozen dataclasses whose ``np.ndarray`` fields are the stored arrays (the
-    values in one named ``values``), plus ``shape`` and their encoding options, and set
-    ``format_name`` to their registry name. They implement ``_check_arrays()`` (the cheap
-    checks) and ``_check_entries(canonical)`` (every entry); :meth:`validate` runs them.
-
-    The arrays are made read-only on creation, and ``checksum`` (keyword-only, not an
-    option, not compared) is computed then: a CRC-32 over the format name, the shape, the
-    options and every array's name, dtype, shape and bytes (:meth:`compute_checksum`).
-    ``dataclasses.replace`` carries the old value, so a matrix whose arrays, shape or options
-    were replaced or corrupted no longer matches it and :meth:`validate` raises
-    :class:`ChecksumError`. To build a matrix from modified arrays on purpose, pass
-    ``checksum=None`` (it is then computed over the new arrays).
+    The arrays are made read-only on creation, and ``checksum`` (keyword-only, not
+    compared) is computed then: a CRC-32 over :meth:`_checksum_head` (what the class names
+    besides its arrays) and every array's name, dtype, shape and bytes
+    (:meth:`compute_checksum`). ``dataclasses.replace`` carries the old value, so an object
+    whose arrays or other fields were replaced or corrupted no longer matches it and
+    :meth:`verify_checksum` raises :class:`ChecksumError`. To build one from modified arrays
+    on purpose, pass ``checksum=None`` (it is then computed over the new arrays).
     """
 
-    format_name: ClassVar[str] = "?"
     checksum: int | None = dataclasses.field(default=None, kw_only=True, compare=False)
+    #: how to make a sound object again (the fix of a ChecksumError)
+    rebuild_fix: ClassVar[str] = "build it again from its source"
 
     def __post_init__(self):
         for name, arr in self.arrays():
@@ -474,11 +682,84 @@ class SparseFormat:
             object.__setattr__(self, "checksum", self.compute_checksum())
 
     def arrays(self) -> Iterator[tuple[str, np.ndarray]]:
+        """(name, array) for every field that holds an array."""
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray):
+                yield f.name, v
+
+    def _checksum_head(self) -> tuple:
+        """What the checksum covers besides the arrays (a tuple with a stable repr)."""
+        raise NotImplementedError
+
+    def compute_checksum(self) -> int:
+        """CRC-32 over :meth:`_checksum_head` and every array's name, dtype, shape and bytes
+        (zlib, a few GB/s; it detects every flip of up to 32 adjacent bits)."""
+        arrays = list(self.arrays())
+        head = repr(self._checksum_head() + ([(n, a.dtype.str, a.shape) for n, a in arrays],))
+        crc = zlib.crc32(head.encode())
+        for _, a in arrays:
+            data = np.ascontiguousarray(a)
+            crc = zlib.crc32(repr(a.tolist()).encode() if a.dtype.hasobject else data, crc)
+        return crc
+
+    def verify_checksum(self):
+        """Raise :class:`ChecksumError` unless ``checksum`` matches the object as it is now."""
+        now = self.compute_checksum()
+        if self.checksum != now:
+            stored = f"{self.checksum:#010x}" if isinstance(self.checksum, int) else repr(self.checksum)
+            raise ChecksumError(problem(
+                f"{type(self).__name__}.checksum",
+                f"{stored} (computed when it was built) to match it",
+                f"{now:#010x} computed over its fields and arrays now",
+                f"its arrays or fields changed after it was built (a corrupted or replaced "
+                f"array): {self.rebuild_fix}; to build one from modified arrays on purpose, "
+                "pass checksum=None"))
+        return self
+
+    def _require(self, ok: bool, field: str, expected: str, received, fix: str | None = None):
+        if not ok:
+            raise FormatError(problem(f"{type(self).__name__}.{field}", expected, received,
+                                      fix or self.rebuild_fix))
+
+    def _check_index_array(self, name: str, a: np.ndarray, size: int):
+        self._require(a.dtype in INDEX_DTYPES, f"{name}.dtype", "int32 or int64", a.dtype)
+        self._require(a.ndim == 1 and a.size == size, name, f"a 1-D array of {size} entries",
+                      f"{a.ndim}-D, {a.size} entries" if a.ndim != 1 else f"{a.size} entries")
+
+    def _check_indptr(self, name: str, ptr: np.ndarray, n_rows: int, total: int):
+        self._check_index_array(name, ptr, n_rows + 1)
+        self._require(int(ptr[0]) == 0, f"{name}[0]", "0", int(ptr[0]))
+        self._require(int(ptr[-1]) == total, f"{name}[-1]", f"{total} (stored entries)",
+                      int(ptr[-1]))
+        self._require(bool(np.all(ptr[1:] >= ptr[:-1])), name, "non-decreasing row pointers",
+                      "a decreasing step")
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class SparseFormat(Checksummed):
+    """Shared behaviour of the frozen format dataclasses.
+
+    Subclasses are frozen dataclasses whose ``np.ndarray`` fields are the stored arrays (the
+    values in one named ``values``), plus ``shape`` and their encoding options, and set
+    ``format_name`` to their registry name. They implement ``_check_arrays()`` (the cheap
+    checks) and ``_check_entries(canonical)`` (every entry); :meth:`validate` runs them.
+    The arrays are read-only and checksummed (:class:`Checksummed`: the checksum covers the
+    format name, the shape, the options and every array).
+    """
+
+    format_name: ClassVar[str] = "?"
+    rebuild_fix: ClassVar[str] = "re-encode it from the source matrix"
+
+    def arrays(self) -> Iterator[tuple[str, np.ndarray]]:
         """(name, array) for every array the format stores."""
         for name in self.array_names():
             v = getattr(self, name)
             if isinstance(v, np.ndarray):
                 yield name, v
+
+    def _checksum_head(self) -> tuple:
+        return (self.format_name, _plain(self.shape), _plain(self.options()))
 
     @property
     def nbytes(self) -> int:
@@ -520,33 +801,6 @@ class SparseFormat:
 
     __repr__ = summary
 
-    # checksum ---------------------------------------------------------------------------
-    def compute_checksum(self) -> int:
-        """CRC-32 over the format name, shape, options and every array's name, dtype, shape
-        and bytes (zlib, a few GB/s; it detects every flip of up to 32 adjacent bits)."""
-        arrays = list(self.arrays())
-        head = repr((self.format_name, _plain(self.shape), _plain(self.options()),
-                     [(n, a.dtype.str, a.shape) for n, a in arrays]))
-        crc = zlib.crc32(head.encode())
-        for _, a in arrays:
-            data = np.ascontiguousarray(a)
-            crc = zlib.crc32(repr(a.tolist()).encode() if a.dtype.hasobject else data, crc)
-        return crc
-
-    def verify_checksum(self) -> "SparseFormat":
-        """Raise :class:`ChecksumError` unless ``checksum`` matches the matrix as it is now."""
-        now = self.compute_checksum()
-        if self.checksum != now:
-            stored = f"{self.checksum:#010x}" if isinstance(self.checksum, int) else repr(self.checksum)
-            raise ChecksumError(problem(
-                f"{type(self).__name__}.checksum",
-                f"{stored} (computed when the matrix was built) to match it",
-                f"{now:#010x} computed over its format name, shape, options and arrays now",
-                "its arrays, shape or options changed after encoding (a corrupted or replaced "
-                "array): re-encode it from the source matrix; to build a matrix from modified "
-                "arrays on purpose, pass checksum=None"))
-        return self
-
     # validation -------------------------------------------------------------------------
     def validate(self, expensive: bool = False, *, canonical: bool = True,
                  checksum: bool = True) -> "SparseFormat":
@@ -583,10 +837,6 @@ class SparseFormat:
         raise NotImplementedError
 
     # helpers for validate() -------------------------------------------------------------
-    def _require(self, ok: bool, field: str, expected: str, received, fix: str | None = None):
-        if not ok:
-            raise FormatError(problem(f"{type(self).__name__}.{field}", expected, received, fix))
-
     def _check_common(self):
         """Shape, every array field an ndarray, values a 1-D array of a value dtype."""
         s = self.shape
@@ -600,15 +850,3 @@ class SparseFormat:
         self._require(v.ndim == 1 and v.dtype in VALUE_DTYPES, "values",
                       "a 1-D float16/float32/float64 array", f"{v.ndim}-D {v.dtype}")
 
-    def _check_index_array(self, name: str, a: np.ndarray, size: int):
-        self._require(a.dtype in INDEX_DTYPES, f"{name}.dtype", "int32 or int64", a.dtype)
-        self._require(a.ndim == 1 and a.size == size, name, f"a 1-D array of {size} entries",
-                      f"{a.ndim}-D, {a.size} entries" if a.ndim != 1 else f"{a.size} entries")
-
-    def _check_indptr(self, name: str, ptr: np.ndarray, n_rows: int, total: int):
-        self._check_index_array(name, ptr, n_rows + 1)
-        self._require(int(ptr[0]) == 0, f"{name}[0]", "0", int(ptr[0]))
-        self._require(int(ptr[-1]) == total, f"{name}[-1]", f"{total} (stored entries)",
-                      int(ptr[-1]))
-        self._require(bool(np.all(ptr[1:] >= ptr[:-1])), name, "non-decreasing row pointers",
-                      "a decreasing step")

@@ -78,7 +78,7 @@ import dataclasses
 import numpy as np
 import scipy.sparse as sp
 
-from ._common import OptionError, problem
+from ._common import OptionError, check_size, problem
 from .row_matching import match_rows, pattern
 
 __all__ = [
@@ -385,6 +385,11 @@ def assemble_sets(leftovers: list, opts: dict) -> list:
     (shared by the reference and the fast encoder, which extracts differently)."""
     ws, vs = opts["warp_size"], opts["vector_size"]
     unit, max_gap = ws * vs, max_gap_for(opts["delta_bits"])
+    columns = sum(g * (raw.cols.size + int(np.sum((np.diff(raw.cols) - 1) // max_gap)))
+                  for g, raws in leftovers for raw in raws if raw.cols.size > 1)
+    check_size(16 * columns, "delta_bits", f"delta_bits={opts['delta_bits']}: {columns:,} "
+               "stored columns with the zeros that keep every step within the delta range",
+               "use a format without gap zeros (csr) for a matrix this wide and sparse")
     long_parts, short_parts = {}, {}
     for g, raws in leftovers:
         for raw in raws:

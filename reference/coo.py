@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ._common import (
     SparseFormat, triplet_product, canonical_csr, check_operand, csr_from_arrays,
-    csr_value_array, resolve_dtype,
+    csr_value_array, resolve_dtype, rowmajor_increasing,
 )
 from .csr import row_ids
 
@@ -67,8 +67,7 @@ class COOMatrix(SparseFormat):
         self._require(bool(np.all(self.rows[1:] >= self.rows[:-1])), "rows",
                       "non-decreasing rows (row-major order)", "a decreasing step")
         if canonical:
-            key = self.rows.astype(np.int64) * max(self.n_cols, 1) + self.cols
-            self._require(bool(np.all(np.diff(key) > 0)), "rows/cols",
+            self._require(rowmajor_increasing(self.rows, self.cols), "rows/cols",
                           "entries strictly increasing in (row, column)", "unsorted or repeated")
             self._require(bool(np.all(self.values != 0)), "values", "no explicit zeros",
                           "a stored zero", "re-encode with reference.coo.encode")

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ._common import (
     SparseFormat, accumulator_dtype, canonical_csr, check_operand, csr_from_arrays,
-    csr_value_array, resolve_dtype,
+    csr_value_array, resolve_dtype, rowmajor_increasing,
 )
 
 __all__ = ["CSRMatrix", "encode", "spmv", "spmm", "row_ids"]
@@ -62,8 +62,7 @@ class CSRMatrix(SparseFormat):
         self._require(lo >= 0 and hi < n_cols, "indices", f"columns in [0, {n_cols})",
                       f"range [{lo}, {hi}]")
         if canonical:
-            key = row_ids(self.indptr) * max(n_cols, 1) + self.indices
-            self._require(bool(np.all(np.diff(key) > 0)), "indices",
+            self._require(rowmajor_increasing(row_ids(self.indptr), self.indices), "indices",
                           "strictly increasing columns within each row", "unsorted or repeated")
             self._require(bool(np.all(self.values != 0)), "values", "no explicit zeros",
                           "a stored zero", "re-encode with reference.csr.encode")

@@ -71,7 +71,7 @@ import scipy.sparse as sp
 
 from ._common import (
     INDEX_DTYPES, SparseFormat, triplet_product, canonical_csr, check_operand, csr_from_arrays,
-    index_dtype_for, resolve_dtype,
+    index_dtype_for, resolve_dtype, rowmajor_increasing,
 )
 from .block_extraction import (
     DELTA_BITS, REAL, VECTOR_SIZES, WARP_SIZES, block_sets, check_options,
@@ -305,8 +305,7 @@ class ECCSRMatrix(SparseFormat):
             self._require(bool(np.all((step > 0) | ((step == 0) & ~real[1:]))), "delta_indices",
                           f"increasing columns, equal only before padding ({where})", blk.cols.tolist())
         rows, cols, _ = _nonzeros(self, validate=False)
-        key = rows * max(self.n_cols, 1) + cols
-        self._require(bool(np.all(np.diff(key) > 0)), "values", "each nonzero stored once",
+        self._require(rowmajor_increasing(rows, cols), "values", "each nonzero stored once",
                       "a (row, column) stored twice")
         if self.reorder:
             for s in self.sets():

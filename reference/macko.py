@@ -35,19 +35,21 @@ Plain NumPy only (no numba); the fast encoder is ``spmvlab.encoders.macko``.
 from __future__ import annotations
 
 import dataclasses
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 
 from ._common import (
-    FormatError, OptionError, SparseFormat, accumulator_dtype, canonical_csr,
-    check_operand, csr_from_arrays, csr_value_array, index_dtype_for, problem, resolve_dtype,
+    FormatError, OptionError, SizeWarning, SparseFormat, _caller_stacklevel, accumulator_dtype,
+    canonical_csr, check_operand, check_size, csr_from_arrays, csr_value_array, index_dtype_for,
+    problem, resolve_dtype,
 )
 from .codec.packing import code_mask, code_shift, codes_per_byte
 from .csr import row_ids
 
 __all__ = [
-    "DELTA_BITS", "PAD_ENTRIES", "MackoMatrix", "encode", "spmv", "spmm",
+    "DELTA_BITS", "AUTO", "PAD_ENTRIES", "stored_counts", "encoded_bytes", "choose_delta_bits", "MackoMatrix", "encode", "spmv", "spmm",
     "unpack_codes", "pack_codes", "columns", "row_steps", "stored_row_ids", "check_delta_bits",
     "SPLIT_CHUNK", "piece_starts", "split_columns",
 ]
@@ -66,9 +68,69 @@ def _is_delta_bits(v) -> bool:
 def check_delta_bits(delta_bits) -> int:
     """``delta_bits`` as an int, or :class:`OptionError` if it is not one of 1, 2, 4, 8."""
     if not _is_delta_bits(delta_bits):
-        raise OptionError(problem("delta_bits", f"one of {DELTA_BITS}", repr(delta_bits),
-                                  "use delta_bits=4 (the paper's default)"))
+        raise OptionError(problem("delta_bits", f"one of {DELTA_BITS} (encode also takes "
+                                  f"{AUTO!r})", repr(delta_bits),
+                                  "use delta_bits=4 (the paper's default) or 'auto'"))
     return int(delta_bits)
+
+
+#: ``encode(..., delta_bits=AUTO)``: the width of :data:`DELTA_BITS` that stores the fewest bytes
+AUTO = "auto"
+
+
+def _gaps(indptr: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Column steps of canonical CSR arrays, int64 [nnz]: ``col - previous col`` in the row,
+    counted from column -1 at a row's start (so every step is >= 1)."""
+    cols = np.asarray(cols, dtype=np.int64)
+    prev = np.concatenate(([-1], cols[:-1]))
+    prev[indptr[:-1][np.diff(indptr) > 0]] = -1
+    return cols - prev
+
+
+def stored_counts(indptr: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """Stored entries (nonzeros plus inserted zeros) of canonical CSR arrays at each width of
+    :data:`DELTA_BITS`, int64 [len(DELTA_BITS)]: a step ``g`` needs ``(g - 1) >> b`` zeros."""
+    gap = _gaps(np.asarray(indptr, dtype=np.int64), cols) - 1
+    return np.array([gap.size + int(np.sum(gap >> b)) for b in DELTA_BITS], dtype=np.int64)
+
+
+def encoded_bytes(n_stored: int, n_rows: int, delta_bits: int, dtype) -> int:
+    """``MackoMatrix.nbytes`` for ``n_stored`` entries in ``n_rows`` rows: padded values and
+    codes, and the row pointers."""
+    n = padded_length(n_stored)
+    return (n * np.dtype(dtype).itemsize + n * int(delta_bits) // 8
+            + (int(n_rows) + 1) * index_dtype_for(n).itemsize)
+
+
+def choose_delta_bits(delta_bits, counts: np.ndarray, shape: tuple, nnz: int, dtype) -> int:
+    """The width to encode with, from the stored counts of every width (:func:`stored_counts`):
+    :data:`AUTO` -> the one that stores the fewest bytes (ties: 4, the paper's, then the
+    narrowest); an explicit width whose inserted zeros make it store more bytes than CSR
+    warns once (:class:`SizeWarning`, both sizes; the end padding of a tiny matrix alone
+    does not). Either way the arrays the encoder allocates are checked
+    against the memory limit first (``check_size``: a wide matrix with long gaps can ask for
+    billions of inserted zeros). Shared by the reference and the fast encoder."""
+    n_rows = int(shape[0])
+    sizes = {b: encoded_bytes(int(c), n_rows, b, dtype) for b, c in zip(DELTA_BITS, counts)}
+    if isinstance(delta_bits, str) and delta_bits == AUTO:
+        b = min(DELTA_BITS, key=lambda w: (sizes[w], w != 4, w))
+    else:
+        b = check_delta_bits(delta_bits)
+        idx = index_dtype_for(nnz, *shape).itemsize
+        csr = nnz * (np.dtype(dtype).itemsize + idx) + (n_rows + 1) * idx
+        if sizes[b] > csr and int(counts[DELTA_BITS.index(b)]) > nnz:     # zeros inserted
+            best = min(DELTA_BITS, key=lambda w: (sizes[w], w != 4, w))
+            warnings.warn(SizeWarning(
+                f"delta_bits={b}: MACKO stores {sizes[b]:,} bytes "
+                f"({sizes[b] / max(nnz, 1):.1f} per nonzero, {int(counts[DELTA_BITS.index(b)]) - nnz:,} "
+                f"inserted zeros) where CSR stores {csr:,}; delta_bits='auto' picks {best} "
+                f"({sizes[best]:,} bytes)"), stacklevel=_caller_stacklevel())
+    n = padded_length(int(counts[DELTA_BITS.index(b)]))
+    check_size(n * (np.dtype(dtype).itemsize + 1), "delta_bits",
+               f"delta_bits={b}: {n:,} stored entries for {nnz:,} nonzeros of a {shape[0]} x "
+               f"{shape[1]} matrix", "pass delta_bits='auto' (the width that stores the fewest "
+               "bytes), or use a format without inserted zeros (csr)")
+    return b
 
 
 def padded_length(n_stored: int) -> int:
@@ -186,22 +248,20 @@ class MackoMatrix(SparseFormat):
 def encode(A, delta_bits: int = 4, dtype=None, lossy: bool = False) -> MackoMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`MackoMatrix`.
 
-    ``delta_bits`` in {1, 2, 4, 8}; ``dtype`` the value dtype (default: A's own); ``lossy``:
-    accept values that overflow or underflow in ``dtype`` (see ``canonical_csr``).
+    ``delta_bits`` in {1, 2, 4, 8}, or ``"auto"``: the one that stores the fewest bytes
+    (:func:`choose_delta_bits`, which also warns where an explicit width stores more than
+    CSR); ``dtype`` the value dtype (default: A's own); ``lossy``: accept values that
+    overflow or underflow in ``dtype`` (see ``canonical_csr``).
     """
-    b = check_delta_bits(delta_bits)
+    if not (isinstance(delta_bits, str) and delta_bits == AUTO):
+        check_delta_bits(delta_bits)
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
     vals = csr_value_array(csr, dt)
     indptr = csr.indptr.astype(np.int64)
-    cols = csr.indices.astype(np.int64)
+    gap = _gaps(indptr, csr.indices)             # >= 1: columns strictly increase in a row
+    b = choose_delta_bits(delta_bits, stored_counts(indptr, csr.indices), csr.shape, csr.nnz, dt)
     max_step = 1 << b
-
-    # previous stored column in the same row; -1 before a row's first entry
-    prev = np.concatenate(([-1], cols[:-1]))
-    row_starts = indptr[:-1][np.diff(indptr) > 0]
-    prev[row_starts] = -1
-    gap = cols - prev                            # >= 1: columns strictly increase in a row
 
     # a gap g needs (g - 1) // 2**b inserted zeros (each a step of 2**b), after which the
     # remaining step (g - 1) % 2**b + 1 lies in [1, 2**b]

@@ -31,7 +31,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["pattern", "similarity", "similarity_rows", "match_rows"]
+from ._common import check_input
+
+__all__ = ["pattern", "used_columns", "similarity", "similarity_rows", "match_rows"]
 
 #: rows per dense block of the similarity matrix (bounds memory: CHUNK x rows int64)
 CHUNK = 256
@@ -40,7 +42,7 @@ CHUNK = 256
 def pattern(A) -> sp.csr_matrix:
     """The 0/1 pattern of ``A`` (any scipy.sparse matrix or dense 2-D array) as an int64 CSR
     matrix: 1 where ``A`` stores a nonzero entry (NaN counts, stored zeros do not)."""
-    csr = sp.csr_matrix(A)
+    csr = sp.csr_matrix(check_input(A), copy=True)    # the boundary; never A's own arrays
     csr.eliminate_zeros()
     csr.sum_duplicates()
     ones = np.ones(csr.indices.size, dtype=np.int64)
@@ -56,10 +58,18 @@ def similarity_rows(P: sp.csr_matrix, start: int, stop: int) -> np.ndarray:
     return W
 
 
+def used_columns(P: sp.csr_matrix) -> sp.csr_matrix:
+    """``P`` with only the columns that hold an entry (in order): the same similarities, and
+    ``P.T`` no longer has a row per column of a wide matrix (a 3 x 2**31 pattern's transpose
+    in CSR would need 16 GiB of row pointers)."""
+    used, inverse = np.unique(P.indices, return_inverse=True)
+    return sp.csr_matrix((P.data, inverse.reshape(-1), P.indptr), shape=(P.shape[0], used.size))
+
+
 def similarity(A) -> np.ndarray:
     """The whole similarity matrix ``P @ P.T`` of ``A``'s pattern, dense int64 [rows, rows],
     diagonal 0 (for small matrices: tests and worked examples)."""
-    P = pattern(A)
+    P = used_columns(pattern(A))
     return similarity_rows(P, 0, P.shape[0])
 
 
@@ -67,7 +77,7 @@ def match_rows(A, chunk: int = CHUNK) -> np.ndarray:
     """Greedy row matching of ``A``'s pattern: int64 [n_pairs, 2], one ``(i, j)`` per pair with
     ``i < j``, in the order the pairs were formed (by increasing ``i``). Rows in no pair stay
     single (see the module docstring for the order, ties and rows with no overlap)."""
-    P = pattern(A)
+    P = used_columns(pattern(A))
     n = P.shape[0]
     unselected = np.ones(n, dtype=bool)
     pairs = []

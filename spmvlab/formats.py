@@ -31,11 +31,19 @@ ALL_DTYPES = tuple(dt.name for dt in VALUE_DTYPES)
 
 @dataclasses.dataclass(frozen=True)
 class Option:
-    """One encode option: its default, the values allowed (None = any) and a one-line doc."""
+    """One encode option: its default, the values a matrix stores (None = any), a one-line
+    doc, and whether ``"auto"`` may be passed instead (the encoder then picks one of the
+    choices; the matrix records which, so the option grid the tests run is ``choices``)."""
 
     default: Any
     choices: tuple | None = None
     doc: str = ""
+    auto: bool = False
+
+    def allows(self, value) -> bool:
+        """Whether ``value`` may be passed to the encoder."""
+        return (self.auto and isinstance(value, str) and value == "auto") or \
+            self.choices is None or value in self.choices
 
 
 def _frozen(d: Mapping | None) -> Mapping:
@@ -146,9 +154,10 @@ class FormatInfo:
         full = {k: o.default for k, o in self.options.items()}
         full.update(options)
         for k, v in full.items():
-            ch = self.options[k].choices
-            if ch is not None and v not in ch:
-                raise OptionError(problem(f"{self.name} option {k}", f"one of {ch}", repr(v)))
+            opt = self.options[k]
+            if not opt.allows(v):
+                raise OptionError(problem(f"{self.name} option {k}", f"one of {opt.choices}"
+                                          + (" or 'auto'" if opt.auto else ""), repr(v)))
         return full
 
     def option_grid(self) -> list[dict]:
@@ -224,7 +233,8 @@ register(FormatInfo(
 register(FormatInfo(
     name="macko", reference="reference.macko", kernels="spmvlab.kernels.macko",
     encoder="spmvlab.encoders.macko", config="MackoConfig",
-    options={"delta_bits": Option(4, _macko.DELTA_BITS, "bits per column step")},
+    options={"delta_bits": Option(4, _macko.DELTA_BITS, "bits per column step; 'auto': the width "
+                                  "that stores the fewest bytes", auto=True)},
     kernel_dtypes=("float16", "float32"),
     test_configs=({"threads_per_block": 64, "spmm_smem_threads": 64},
                   {"threads_per_block": 64, "prefetch": 0, "spmm_tile": 2, "spmm_smem": False},

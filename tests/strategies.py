@@ -202,3 +202,105 @@ def clustered_inputs(draw, max_rows=6, max_cols=300, dtypes=DTYPES, k=2):
     return Case(A=A, dtype=dtype, x=_values(rng, n_cols, dtype, False, False),
                 X=_values(rng, n_cols * k, dtype, False, False).reshape(n_cols, k),
                 label=f"clustered-{kind}")
+
+
+# ---------------------------------------------------------------------------------------------
+# malformed input: what scipy builds (or lets a user change) without checking
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Malformed:
+    """One drawn bad input: ``A`` (a scipy matrix, a nested list), the typed error every
+    entry point must raise (``error``; None: ``A`` is valid, and an entry point may only
+    encode it exactly or refuse it with ``may_refuse``)."""
+
+    A: object
+    error: type | None
+    label: str
+    may_refuse: tuple = ()
+
+    def __repr__(self):
+        return f"Malformed({self.label})"
+
+
+#: how a valid matrix is broken (each keeps scipy's own constructors quiet)
+MALFORMED_KINDS = ("column past the width", "negative column", "indptr decreasing",
+                   "indptr not starting at 0", "indptr not ending at nnz", "indptr too short",
+                   "coo row past the height", "coo negative column", "csc row past the height",
+                   "bsr block column past the width", "ragged list", "huge rows, few entries",
+                   "huge columns, few entries")
+
+
+def malformed_case(kind: str, seed: int, n_rows: int, n_cols: int) -> Malformed:
+    """A valid random ``n_rows x n_cols`` float32 matrix (at least 2 x 2, some entries)
+    broken as ``kind`` (:data:`MALFORMED_KINDS`); reproducible from ``seed``."""
+    from reference._common import InputError, ShapeError, SizeLimitError  # noqa: PLC0415
+
+    rng = np.random.default_rng(seed)
+    good = sp.random(n_rows, n_cols, density=0.4, format="csr", dtype=np.float32, random_state=rng)
+    if good.nnz == 0:
+        good = sp.csr_matrix(([1.0], ([n_rows - 1], [n_cols - 1])), shape=(n_rows, n_cols), dtype=np.float32)
+    A = good.copy()
+    k = int(rng.integers(0, A.nnz))
+    if kind == "column past the width":
+        A.indices[k] = n_cols + int(rng.integers(0, 3))
+    elif kind == "negative column":
+        A.indices[k] = -int(rng.integers(1, n_cols + 1))
+    elif kind == "indptr decreasing":
+        r = int(rng.integers(1, n_rows))
+        A.indptr[r] = A.indptr[-1] + 1 if A.indptr[r + 1] <= A.indptr[-1] else A.indptr[-1] + 1
+        A.indptr[r + 1] = max(int(A.indptr[r]) - 1, 0)
+    elif kind == "indptr not starting at 0":
+        A.indptr[0] = 1
+    elif kind == "indptr not ending at nnz":
+        A.indptr[-1] = A.nnz - 1 if A.nnz > 1 else 2
+    elif kind == "indptr too short":
+        A = sp.csr_matrix(good)
+        A.indptr = A.indptr[:-1].copy()
+    elif kind == "coo row past the height":
+        A = good.tocoo()
+        A.row[k] = n_rows + int(rng.integers(0, 3))
+    elif kind == "coo negative column":
+        A = good.tocoo()
+        A.col[k] = -1
+    elif kind == "csc row past the height":
+        A = good.tocsc()
+        A.indices[k] = n_rows
+    elif kind == "bsr block column past the width":
+        A = sp.bsr_matrix(good.toarray()[: n_rows - n_rows % 2, : n_cols - n_cols % 2], blocksize=(2, 2))
+        if A.nnz == 0:
+            A = sp.bsr_matrix(np.ones((2, 2), np.float32), blocksize=(2, 2))
+        A.indices[int(rng.integers(0, A.indices.size))] = A.shape[1] // 2
+    elif kind == "ragged list":
+        dense = good.toarray().tolist()
+        dense[int(rng.integers(0, n_rows))].append(1.0)
+        return Malformed(dense, ShapeError, kind)
+    elif kind == "huge rows, few entries":
+        n = 1 << int(rng.integers(44, 60))
+        coo = good.tocoo()
+        A = sp.coo_matrix((coo.data, (coo.row.astype(np.int64) * (n // n_rows), coo.col)), shape=(n, n_cols))
+        return Malformed(A, SizeLimitError, kind)
+    elif kind == "huge columns, few entries":
+        n = 1 << int(rng.integers(33, 62))
+        coo = good.tocoo()
+        A = sp.coo_matrix((coo.data, (coo.row, coo.col.astype(np.int64) * (n // n_cols))), shape=(n_rows, n))
+        return Malformed(A, None, kind, may_refuse=(SizeLimitError,))
+    else:
+        raise ValueError(kind)
+    return Malformed(A, InputError, kind)
+
+
+@st.composite
+def malformed_inputs(draw):
+    """A :class:`Malformed` of every kind in :data:`MALFORMED_KINDS`, small shapes."""
+    return malformed_case(draw(st.sampled_from(MALFORMED_KINDS)), draw(st.integers(0, 2**32 - 1)),
+                          draw(st.integers(2, 9)), draw(st.integers(2, 12)))
+
+
+def with_malformed_kinds(f):
+    """Every kind of :data:`MALFORMED_KINDS` as an explicit example (4 x 7, fixed seeds)."""
+    from hypothesis import example  # noqa: PLC0415
+
+    for i, kind in enumerate(MALFORMED_KINDS):
+        f = example(case=malformed_case(kind, 100 + i, 4, 7))(f)
+    return f

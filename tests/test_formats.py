@@ -25,6 +25,7 @@ import io as _io
 import json
 import os
 import warnings
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -34,11 +35,14 @@ from hypothesis import example, given, settings, strategies as st
 import reference.csr as RC
 from reference._common import (
     INDEX_DTYPES, ChecksumError, DTypeError, FormatError, LayoutError, LossyConversionError,
-    LossyConversionWarning, NotEncodedError, ShapeError, SpmvlabError, canonical_csr,
+    LossyConversionWarning, NotEncodedError, ShapeError, SizeWarning, SpmvlabError, canonical_csr,
 )
 from spmvlab import formats, io, methods
 from parity import assert_close, assert_same_csr, check_parity, garbage_like
-from strategies import Case, build_case, clustered_inputs, llm_like, power_law_case, sparse_inputs
+from strategies import (
+    Case, build_case, clustered_inputs, llm_like, malformed_inputs, power_law_case, sparse_inputs,
+    with_malformed_kinds,
+)
 
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "golden")
 
@@ -429,6 +433,48 @@ def test_io_bit_flips_and_truncations(info, _):
             io.load(_io.BytesIO(data[:at]))
             pytest.fail(f"loaded a file truncated to {at} of {len(data)} bytes")
     assert harmless < len(data) // 3          # most bytes matter (zip CRC, checksum, headers)
+
+
+@pytest.mark.parametrize("info, _", params("io_fuzz"))
+def test_io_load_refuses_indices_out_of_range(info, _):
+    """A file written without validation whose matrix has an index out of range and a
+    checksum that matches it (so only the structure can tell): load raises, naming the field."""
+    M = corruption_matrix(info, info.check_options({}), n_rows=3, n_cols=20)
+    for what, B in _index_corruptions(M):
+        buf = _io.BytesIO()
+        with mock.patch.object(type(B), "validate", lambda self, *a, **k: self):
+            io.save(B, buf)
+        with pytest.raises(FormatError):
+            io.load(_io.BytesIO(buf.getvalue()))
+            pytest.fail(f"{info.name}: io.load accepted {what}")
+
+
+def by_speed(info):
+    return [("", False)] + ([("-fast", True)] if info.encoder else [])
+
+
+@pytest.mark.parametrize("info, fast", params("malformed_input", per=by_speed))
+@settings(max_examples=max(4, settings().max_examples // 2))
+@given(case=malformed_inputs())
+@with_malformed_kinds
+def test_malformed_input_raises_a_typed_error(info, fast, case):
+    """scipy matrices with indices outside the shape or broken row pointers, ragged lists,
+    huge shapes with few entries (``strategies.malformed_inputs``): the reference and the fast
+    encoder raise the case's typed error naming the field before anything reads the arrays,
+    and a valid wide matrix is encoded exactly or refused by the memory limit."""
+    with mock.patch.dict(os.environ, {"SPMVLAB_MEMORY_LIMIT": "256M"}), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", SizeWarning)
+        if case.error is not None:
+            with pytest.raises(case.error, match="expected .* received .* Fix: "):
+                info.encode(case.A, fast=fast)
+            return
+        try:
+            M = info.encode(case.A, fast=fast)
+        except case.may_refuse as exc:
+            assert "Fix: " in str(exc)
+            return
+    assert_same_csr(M.to_csr(), canonical_csr(case.A))
 
 
 def _golden_files(info):

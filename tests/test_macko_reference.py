@@ -286,7 +286,8 @@ def test_registry():
     info = formats.get("macko")
     assert info.reference == "reference.macko" and info.encoder == "spmvlab.encoders.macko"
     assert info.options["delta_bits"].default == 4
-    assert info.kernel_dtypes == ("float16", "float32") and info.options["delta_bits"].choices == DELTA_BITS
+    assert info.kernel_dtypes == ("float16", "float32")
+    assert info.options["delta_bits"].choices == DELTA_BITS and info.options["delta_bits"].auto
     M = info.encode(fig3_matrix(), delta_bits=2)
     assert M.deltas.tobytes() == bytes([0xB9, 0])
     with pytest.raises(OptionError):

@@ -34,7 +34,9 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-from reference._common import canonical_csr, csr_value_array, index_dtype_for, resolve_dtype
+from reference._common import (
+    canonical_csr, check_size, csr_value_array, index_dtype_for, resolve_dtype,
+)
 from reference.block_extraction import REAL, Block, assemble_sets, check_options, max_gap_for
 from reference.codec.interleave import interleaved_slot
 from reference.codec.packing import set_code
@@ -42,7 +44,7 @@ from reference.ec_csr import ECCSRMatrix
 
 from ..codec import njit as _codec_njit
 
-__all__ = ["encode", "encode_stages", "extract_leftovers", "to_bitsets", "match_rows",
+__all__ = ["encode", "encode_stages", "extract_leftovers", "used_columns", "to_bitsets", "match_rows",
            "similarity_chunk", "CHUNK", "TILE"]
 
 # the shared codec steps (reference.codec), compiled where _fill_arrays first compiles
@@ -81,6 +83,19 @@ def _fill_bitsets(indptr, indices, bits):
         for k in range(indptr[r], indptr[r + 1]):
             c = np.int64(indices[k])
             bits[r, c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+
+
+def used_columns(indices: np.ndarray, n_cols: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the columns that hold an entry, increasing, int64; each index's position among them)
+    in memory that grows with the entries, not the columns: a table over every column where
+    there are at most 8 columns per entry, a sort of the indices otherwise."""
+    if int(n_cols) <= 8 * indices.size:
+        present = np.zeros(int(n_cols), dtype=np.bool_)
+        present[indices] = True
+        return (np.flatnonzero(present).astype(np.int64),
+                (np.cumsum(present, dtype=np.int64) - 1)[indices])
+    used, inverse = np.unique(indices, return_inverse=True)
+    return used.astype(np.int64), inverse.reshape(-1).astype(np.int64)
 
 
 def to_bitsets(indptr, indices, n_cols: int) -> np.ndarray:
@@ -362,10 +377,13 @@ def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int 
     gap = -1 if max_gap is None else int(max_gap)
     t0 = time.perf_counter()
     indices = np.asarray(indices)
-    present = np.zeros(int(n_cols), dtype=np.bool_)
-    present[indices] = True
-    colmap = np.flatnonzero(present).astype(np.int64)  # bit u of a row: column colmap[u]
-    compact = (np.cumsum(present, dtype=np.int64) - 1)[indices]
+    colmap, compact = used_columns(indices, n_cols)     # bit u of a row: column colmap[u]
+    n_rows = np.asarray(indptr).size - 1
+    check_size(n_rows * -(-colmap.size // 64) * 8, "A",
+               f"row bitsets of the fast EC-CSR encoder ({n_rows:,} rows x {colmap.size:,} "
+               "columns that hold an entry, one bit each)",
+               "encode with the reference encoder (fast=False), whose memory grows with the "
+               "entries")
     E = to_bitsets(np.asarray(indptr), compact, colmap.size)
     rows = np.arange(E.shape[0], dtype=np.int64).reshape(-1, 1)
     buf = np.empty(max(colmap.size, 1), dtype=np.int64)

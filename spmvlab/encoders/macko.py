@@ -2,8 +2,9 @@
 
 Two compiled passes over the canonical CSR arrays:
 
-1. ``_count_stored``: per row, the stored entries (nonzeros + inserted zeros), giving
-   ``row_ptr``; it also checks, for free, that columns strictly increase within each row and
+1. ``_count_stored``: per row, the stored entries (nonzeros + inserted zeros) at every
+   width, giving ``row_ptr`` of the width ``choose_delta_bits`` takes (as the reference
+   does); it also checks, for free, that columns strictly increase within each row and
    lie in ``[0, cols)`` and that no value is zero, so an already-canonical
    ``scipy.sparse`` CSR matrix can skip ``canonical_csr`` (if a check fails, the input is
    canonicalised as in the reference and encoded again);
@@ -25,11 +26,13 @@ import scipy.sparse as sp
 from numba import njit
 
 from reference._common import (
-    FormatError, canonical_csr, cast_values, check_conversion, csr_value_array, index_dtype_for,
+    FormatError, canonical_csr, cast_values, check_input, check_conversion, csr_value_array, index_dtype_for,
     problem, resolve_dtype,
 )
 from reference.codec.packing import get_code, set_code
-from reference.macko import SPLIT_CHUNK, MackoMatrix, check_delta_bits, padded_length
+from reference.macko import (
+    AUTO, DELTA_BITS, SPLIT_CHUNK, MackoMatrix, check_delta_bits, choose_delta_bits, padded_length,
+)
 
 from ..codec import njit as _codec_njit
 
@@ -43,18 +46,20 @@ _get_code = _codec_njit(get_code)
 
 
 @njit(cache=True, nogil=True)
-def _count_stored(indptr, indices, vbits, magnitude_mask, n_cols, b, row_ptr):
-    """Fill ``row_ptr`` (int64 [rows + 1]) with the stored-entry offsets of every row.
+def _count_stored(indptr, indices, vbits, magnitude_mask, n_cols, widths, row_ptr):
+    """Fill ``row_ptr`` (int64 [len(widths), rows + 1]) with the stored-entry offsets of
+    every row at each width of ``widths`` (one pass for all: ``delta_bits="auto"`` compares
+    them, an explicit width is checked against CSR's size).
 
     ``vbits`` are the values as unsigned ints of the same width and ``magnitude_mask`` has
     every bit but the sign bit set (a value is +-0 iff its masked bits are 0). Returns False
-    if a row's
-    columns do not strictly increase, a column is outside ``[0, n_cols)`` or a value is
-    +-0 (the input is then not canonical); True otherwise.
+    if a row's columns do not strictly increase, a column is outside ``[0, n_cols)`` or a
+    value is +-0 (the input is then not canonical); True otherwise.
     """
     ok = True
-    total = np.int64(0)
-    row_ptr[0] = 0
+    n_w = widths.size
+    total = np.zeros(n_w, dtype=np.int64)
+    row_ptr[:, 0] = 0
     for r in range(indptr.size - 1):
         prev = -1
         for k in range(indptr[r], indptr[r + 1]):
@@ -62,9 +67,11 @@ def _count_stored(indptr, indices, vbits, magnitude_mask, n_cols, b, row_ptr):
             if c <= prev or c >= n_cols or (vbits[k] & magnitude_mask) == 0:
                 ok = False
             gap = c - prev
-            total += ((gap - 1) >> b) + 1        # inserted zeros + the entry itself
+            for w in range(n_w):
+                total[w] += ((gap - 1) >> widths[w]) + 1      # inserted zeros + the entry
             prev = c
-        row_ptr[r + 1] = total
+        for w in range(n_w):
+            row_ptr[w, r + 1] = total[w]
     return ok
 
 
@@ -100,6 +107,7 @@ def _fast_csr_arrays(A, dt):
     The values are cast to ``dt`` but not yet checked (``check_conversion``)."""
     if not (sp.issparse(A) and A.format == "csr" and len(A.shape) == 2):
         return None
+    check_input(A)                              # the boundary, before scipy's C code reads A
     if not A.has_canonical_format:              # sorted, no duplicates (checked in C, cached)
         return None
     data = cast_values(A.data, dt)
@@ -111,15 +119,16 @@ def encode(A, delta_bits: int = 4, dtype=None, lossy: bool = False) -> MackoMatr
     """Any scipy.sparse matrix or dense 2-D array -> :class:`MackoMatrix`, byte for byte the
     result of ``reference.macko.encode(A, delta_bits, dtype, lossy)`` (and its error, or its
     one warning, when values overflow or underflow in ``dtype``)."""
-    b = check_delta_bits(delta_bits)
+    if not (isinstance(delta_bits, str) and delta_bits == AUTO):
+        check_delta_bits(delta_bits)
     dt = resolve_dtype(A, dtype)
-    n_rows, n_cols = (int(s) for s in A.shape) if len(getattr(A, "shape", ())) == 2 else (0, 0)
-
+    widths = np.array(DELTA_BITS, dtype=np.int64)
     arrays = _fast_csr_arrays(A, dt)
-    row_ptr = np.empty(n_rows + 1, dtype=np.int64)
     if arrays is not None:
         indptr, indices, vals = arrays
-        if _count_stored(indptr, indices, *_bits(vals), n_cols, b, row_ptr):
+        n_rows, n_cols = (int(s) for s in A.shape)
+        row_ptrs = np.empty((widths.size, n_rows + 1), dtype=np.int64)
+        if _count_stored(indptr, indices, *_bits(vals), n_cols, widths, row_ptrs):
             check_conversion(A.data, vals, indptr, indices, lossy)   # canonical: same entries
         else:
             arrays = None                        # not canonical after all: take the slow road
@@ -127,16 +136,17 @@ def encode(A, delta_bits: int = 4, dtype=None, lossy: bool = False) -> MackoMatr
         csr = canonical_csr(A, dt, lossy)        # raises the reference's errors on bad input
         n_rows, n_cols = (int(s) for s in csr.shape)
         indptr, indices, vals = csr.indptr, csr.indices, csr_value_array(csr, dt)
-        row_ptr = np.empty(n_rows + 1, dtype=np.int64)
-        if not _count_stored(indptr, indices, *_bits(vals), n_cols, b, row_ptr):
-            # only possible if scipy trusted a wrong has_canonical_format flag or the
-            # indices are out of range; never write past the arrays in _fill
+        row_ptrs = np.empty((widths.size, n_rows + 1), dtype=np.int64)
+        if not _count_stored(indptr, indices, *_bits(vals), n_cols, widths, row_ptrs):
+            # only possible if scipy trusted a wrong has_canonical_format flag; never write
+            # past the arrays in _fill
             raise FormatError(problem(
                 "A", "a valid sparse matrix (sorted, in-range column indices)",
-                "indices that are unsorted, repeated or outside [0, cols) after "
-                "canonicalisation", "call A.has_sorted_indices = False; A.sort_indices(); "
-                "A.sum_duplicates(), or rebuild A"))
-
+                "indices that are unsorted or repeated after canonicalisation although "
+                "A.has_canonical_format said otherwise", "call A.has_sorted_indices = False; "
+                "A.sort_indices(); A.sum_duplicates(), or rebuild A"))
+    b = choose_delta_bits(delta_bits, row_ptrs[:, -1], (n_rows, n_cols), int(indices.size), dt)
+    row_ptr = row_ptrs[DELTA_BITS.index(b)]
     n_stored = int(row_ptr[-1])
     n_padded = padded_length(n_stored)
     values = np.zeros(n_padded, dtype=dt)

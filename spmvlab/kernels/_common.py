@@ -11,7 +11,7 @@ import numpy as np
 
 from reference._common import (
     DTypeError, FormatError, IndexOverflowError, OptionError, VALUE_DTYPES, accumulator_dtype,
-    check_operand, check_out, problem, require_encoded, value_dtype,
+    check_operand, check_out, describe, problem, require_encoded, value_dtype,
 )
 
 from .._cuda import SIMULATOR, cuda, inline_device
@@ -171,6 +171,17 @@ def finish(ops: Operands, out):
     if out is not None:
         return out
     return ops.out.copy_to_host() if ops.host else ops.out
+
+
+def check_config(config, cls: type):
+    """``config`` if it is a ``cls`` (the kernel module's own frozen config), else
+    :class:`OptionError`: another format's config would give an AttributeError deep in a
+    kernel factory, or worse be taken for this one's."""
+    if not isinstance(config, cls):
+        raise OptionError(problem("config", f"a {cls.__name__}", describe(config),
+                                  f"pass {cls.__name__}(...) (spmvlab.formats.get(name)."
+                                  "make_config(**settings) builds the right one)"))
+    return config
 
 
 def launch_spmv(D, x, out, kernel: Callable, arrays: tuple, threads: int, rows_per_block: int):

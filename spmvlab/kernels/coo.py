@@ -24,6 +24,7 @@ from ._intrinsics import vload4
 from ._common import (
     WARP, PTXTarget, acc_type, array_sig, check_threads_per_block, checked_to_device,
     CHECK_VEC, launch_spmm, launch_strided, launch_spmv, run_device_check, to_dev,
+    check_config,
 )
 
 __all__ = ["COOConfig", "DeviceCOO", "to_device", "device_check", "spmv", "spmm", "ptx_targets"]
@@ -188,6 +189,7 @@ def _spmm_kernel(dtype_name: str, cfg: COOConfig):
 
 def spmv(D, x, out=None, config: COOConfig = COOConfig()):
     """y = D @ x. ``D`` a :class:`COOMatrix` or :class:`DeviceCOO`; ``x`` host or device."""
+    check_config(config, COOConfig)
     D = to_device(D)
     return launch_spmv(D, x, out, lambda: _spmv_kernel(D.dtype.name, config), (D.rows, D.cols, D.values),
                        config.threads_per_block, config.threads_per_block)
@@ -195,6 +197,7 @@ def spmv(D, x, out=None, config: COOConfig = COOConfig()):
 
 def spmm(D, X, out=None, config: COOConfig = COOConfig()):
     """Y = D @ X for X of shape (n_cols, k)."""
+    check_config(config, COOConfig)
     D = to_device(D)
     return launch_spmm(D, X, out, lambda: _spmm_kernel(D.dtype.name, config), (D.rows, D.cols, D.values),
                        config.threads_per_block, config.threads_per_block // WARP, WARP)

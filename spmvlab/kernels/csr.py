@@ -28,6 +28,7 @@ from .._cuda import cuda, inline_device
 from ._common import (
     WARP, PTXTarget, acc_type, array_sig, check_threads_per_block, checked_to_device,
     CHECK_VEC, launch_strided, launch_spmv, run_device_check, to_dev, warp_sum,
+    check_config,
 )
 from ._intrinsics import vload2, vload4
 from ._spmm import TILE_COLS, accumulator_np, launch_tiles, ptx_cases, tile_parts
@@ -277,6 +278,7 @@ def _spmm_kernel(dtype_name: str, cfg: CSRConfig, ct: int, g: int):
 
 def spmv(D, x, out=None, config: CSRConfig = CSRConfig()):
     """y = D @ x. ``D`` a :class:`CSRMatrix` or :class:`DeviceCSR`; ``x`` host or device."""
+    check_config(config, CSRConfig)
     D = to_device(D)
     scalar = config.variant == "scalar"
     factory = _scalar_kernel if scalar else _vector_kernel
@@ -286,6 +288,7 @@ def spmv(D, x, out=None, config: CSRConfig = CSRConfig()):
 
 def spmm(D, X, out=None, config: CSRConfig = CSRConfig()):
     """Y = D @ X for X of shape (n_cols, k)."""
+    check_config(config, CSRConfig)
     D = to_device(D)
     return launch_tiles(D, X, out, lambda ct, g: _spmm_kernel(D.dtype.name, config, ct, g),
                         (D.indptr, D.indices, D.values), config.threads_per_block,

@@ -63,6 +63,7 @@ from ._common import (
     check_threads_per_block, check_value_dtype, checked_to_device, finish, numba_type, prepare,
     prepare_spmm,
     run_device_check, to_dev,
+    check_config,
 )
 from ._intrinsics import float_from_bits
 from ._spmm import (
@@ -552,6 +553,7 @@ def device_check(D: DeviceCSRDtans) -> list[str]:
 def spmv(D, x, out=None, config: CSRDtansConfig = CSRDtansConfig()):
     """y = D @ x. ``D`` a :class:`CSRDtansMatrix` or :class:`DeviceCSRDtans`; ``x`` host or
     device."""
+    check_config(config, CSRDtansConfig)
     D = to_device(D)
     n_rows, n_cols = D.shape
     ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
@@ -572,6 +574,7 @@ def _launch_spmv(D, x, y, config):
 def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
     """Y = D @ X for X of shape (n_cols, k); any k (tiles of ``config.spmm_tile`` columns,
     the matrix decoded once per tile; k = 1 runs the SpMV kernel)."""
+    check_config(config, CSRDtansConfig)
     D = to_device(D)
     ops, k_cols = prepare_spmm(D, X, out)
     n_rows = D.shape[0]

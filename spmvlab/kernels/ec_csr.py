@@ -129,6 +129,7 @@ from ._common import (
     CHECK_THREADS, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_threads_per_block,
     check_value_dtype, checked_to_device, finish, jit_options, prepare, prepare_spmm,
     run_device_check, to_dev,
+    check_config,
 )
 from ._intrinsics import vload1, vload2, vload4, vload8
 from ._spmm import TILE_COLS, group_for, tile_for
@@ -1170,6 +1171,7 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
 
 def spmv(D, x, out=None, config: ECCSRConfig = ECCSRConfig()):
     """y = D @ x. ``D`` an :class:`ECCSRMatrix` or :class:`DeviceECCSR`; ``x`` host or device."""
+    check_config(config, ECCSRConfig)
     D = to_device(D)
     n_rows, n_cols = D.shape
     ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
@@ -1179,6 +1181,7 @@ def spmv(D, x, out=None, config: ECCSRConfig = ECCSRConfig()):
 
 def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
     """Y = D @ X for X of shape (n_cols, k), any k (tiles of ``config.spmm_tile`` columns)."""
+    check_config(config, ECCSRConfig)
     D = to_device(D)
     ops, k = prepare_spmm(D, X, out)
     n_rows, n_cols = D.shape

@@ -108,6 +108,7 @@ from ._common import (
     CHECK_THREADS, FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32,
     check_threads_per_block, check_value_dtype, checked_to_device, jit_options,
     launch_spmv, run_device_check, to_dev, warp_sum,
+    check_config,
 )
 from ._intrinsics import (
     mma16816, pack_half2, sget, sput, sstore4, sword, vload4, vload8, vwords4,
@@ -1058,6 +1059,7 @@ def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
     """y = D @ x. ``D`` a :class:`MackoMatrix` or :class:`DeviceMacko`; ``x`` host or device.
     With ``config.warps_per_row`` W > 1 the split columns for W are made (once per
     ``DeviceMacko``) and W warps share each row."""
+    check_config(config, MackoConfig)
     D = to_device(D)
     W = config.warps_per_row
     if W > 1:
@@ -1073,6 +1075,7 @@ def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
 def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
     """Y = D @ X for X of shape (n_cols, k); any k (tiles of ``config.spmm_tile`` columns,
     or of :func:`mma_tile` columns with ``config.spmm_mma`` and float16 values)."""
+    check_config(config, MackoConfig)
     D = to_device(D)
     if config.spmm_mma and D.dtype == np.float16:
         return launch_mma(D, X, out, config)

@@ -26,7 +26,7 @@ from typing import Mapping
 import numpy as np
 import scipy.sparse as sp
 
-from reference._common import canonical_csr, value_dtype
+from reference._common import canonical_csr, check_size, value_dtype
 
 from ..check import Check, Reference, compare, reference_product
 
@@ -133,6 +133,9 @@ class Problem:
 def _draw_x(n_cols: int, k: int | None, dt: np.dtype, seed: int, dist: str) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = n_cols * (1 if k is None else int(k))
+    check_size(n * (8 + dt.itemsize), "X", f"{n:,} operand values ({n_cols:,} columns of A"
+               f"{'' if k is None else f' x {k} right-hand sides'}, drawn in float64)",
+               "time a matrix with fewer columns")
     v = rng.standard_normal(n) if dist == "normal" else rng.uniform(-1.0, 1.0, n)
     return np.ascontiguousarray(v.astype(dt) if k is None else v.reshape(n_cols, int(k)).astype(dt))
 
