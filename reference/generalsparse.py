@@ -146,12 +146,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import ClassVar
 
 import numpy as np
 
 from ._common import (
-    OptionError, ShapeError, accumulator_dtype, canonical_csr, check_operand, index_dtype_for,
-    problem, resolve_dtype,
+    VALUE_DTYPES, Checksummed, OptionError, ShapeError, _plain, accumulator_dtype, canonical_csr,
+    check_operand, index_dtype_for, problem, resolve_dtype,
 )
 
 __all__ = [
@@ -388,7 +389,7 @@ def select_reduction(strategy: Strategy, max_thread_slots: int) -> Reduction:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Plan:
+class Plan(Checksummed):
     """A strategy applied to one matrix: the offset arrays and the adjusted layout.
 
     Slots are the stored entries: the nonzeros plus padding. *Logical* positions number them
@@ -419,6 +420,10 @@ class Plan:
                    the next row's; the last entry: n_slots)
     tg_row         [thread-groups] int32 adjusted row of the group's first real slot, -1: none
     tg_len         [thread-groups] int32 real slots of the group (its padding follows them)
+
+    Like the formats, a plan is checked and checksummed (``Checksummed``): its arrays are
+    read-only, ``checksum`` covers every field and array, and :meth:`validate` checks what a
+    generated kernel relies on (``codegen.upload`` calls it before anything reaches the GPU).
     """
 
     strategy: Strategy
@@ -444,11 +449,144 @@ class Plan:
     tg_row: np.ndarray | None = None
     tg_len: np.ndarray | None = None
 
-    def __post_init__(self):
+    rebuild_fix: ClassVar[str] = "plan it again: reference.generalsparse.plan(A, strategy)"
+
+    def _checksum_head(self) -> tuple:
+        absent = tuple(f.name for f in dataclasses.fields(self)
+                       if f.name != "checksum" and getattr(self, f.name) is None)
+        return ("generalsparse plan", repr(self.strategy), repr(_plain(self.shape)),
+                repr(self.dtype), repr(self.reduction), repr(self.zero_init), repr(self.col_bits),
+                absent)
+
+    # validation ---------------------------------------------------------------------------
+    def validate(self, expensive: bool = False, *, checksum: bool = True) -> "Plan":
+        """Check the plan is consistent; raise :class:`FormatError` naming the field if not,
+        else return it. Cheap: the strategy, shape, dtype and reduction, every array's dtype
+        and length, the offsets (starting at 0, non-decreasing, ending at the slot count,
+        the warp and block offsets every ``groups_per_warp``-th and
+        ``groups_per_warp * groups_per_block``-th thread offset). ``expensive=True``: every
+        index a kernel reads in range (rows, columns, storage and row order permutations,
+        the source of every slot, padding holding 0), the reduction the rules select, C
+        zeroed where a row is never written, and a compact plan's arrays decoding to its
+        per-slot arrays (:func:`decode_compact`). ``checksum=True``: the checksum, last."""
+        self._check_fields()
+        if expensive:
+            self._check_entries()
+        if checksum:
+            self.verify_checksum()
+        return self
+
+    def _check_fields(self):
+        s = self.strategy
+        self._require(isinstance(s, Strategy), "strategy", "a Strategy", type(s).__name__)
+        sh = self.shape
+        self._require(isinstance(sh, tuple) and len(sh) == 2 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)) and v >= 0
+            for v in sh), "shape", "a tuple of two non-negative ints", repr(sh))
+        self._require(isinstance(self.dtype, np.dtype) and self.dtype in VALUE_DTYPES, "dtype",
+                      "float16, float32 or float64 (a np.dtype)", repr(self.dtype))
+        self._require(isinstance(self.reduction, Reduction), "reduction", "a Reduction",
+                      type(self.reduction).__name__)
+        self._require(isinstance(self.zero_init, bool), "zero_init", "True or False", repr(self.zero_init))
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if isinstance(v, np.ndarray):
-                v.setflags(write=False)
+            optional = f.name in ("col_base", "col_offset", "row_ptr", "tg_row", "tg_len")
+            if f.type in ("np.ndarray", "np.ndarray | None") and not (optional and v is None):
+                self._require(isinstance(v, np.ndarray), f.name, "a NumPy array", type(v).__name__)
+        off = self.thread_offset
+        per_warp, per_block = s.groups_per_warp, s.groups_per_warp * s.groups_per_block
+        self._require(off.ndim == 1 and off.size >= 1 and (off.size - 1) % per_block == 0,
+                      "thread_offset", f"1 + a multiple of {per_block} entries (thread-groups per "
+                      "block)", off.size)
+        n, groups = int(self.storage.size), off.size - 1
+        self._check_indptr("thread_offset", off, groups, n)
+        for name, step in (("warp_offset", per_warp), ("block_offset", per_block)):
+            a = getattr(self, name)
+            self._check_index_array(name, a, groups // step + 1)
+            self._require(bool(np.array_equal(a, off[::step])), name,
+                          f"every {step}-th thread offset", "other offsets")
+        for name in ("storage", "rows", "cols", "source"):
+            self._check_index_array(name, getattr(self, name), n)
+        for name in ("row_start", "pad"):
+            a = getattr(self, name)
+            self._require(a.dtype == np.bool_ and a.shape == (n,), name, f"a bool array of {n} entries",
+                          f"{a.dtype} of shape {a.shape}")
+        self._require(self.values.dtype == self.dtype and self.values.shape == (n,), "values",
+                      f"{self.dtype} of shape {(n,)}", f"{self.values.dtype} of shape {self.values.shape}")
+        m = int(sh[0])
+        self._check_index_array("row_order", self.row_order, m)
+        if not s.compact:
+            self._require(self.col_bits == 32 and all(getattr(self, k) is None for k in (
+                "col_base", "col_offset", "row_ptr", "tg_row", "tg_len")), "col_bits",
+                "32 and no compact arrays (strategy.compact is False)", self.col_bits)
+            return
+        self._check_index_array("row_ptr", self.row_ptr, m + 1)
+        for name in ("tg_row", "tg_len"):
+            a = getattr(self, name)
+            self._require(a.dtype == np.int32 and a.shape == (groups,), name,
+                          f"int32 of shape {(groups,)}", f"{a.dtype} of shape {a.shape}")
+        self._require(self.col_bits in (16, 32), "col_bits", "16 or 32", repr(self.col_bits))
+        if self.col_bits == 32:
+            self._require(self.col_offset is None and self.col_base is None, "col_offset",
+                          "None with 32-bit columns", "an array")
+            return
+        a = self.col_offset
+        self._require(isinstance(a, np.ndarray) and a.dtype == np.uint16 and a.shape == (n,),
+                      "col_offset", f"uint16 of shape {(n,)}", repr(a)[:80])
+        b = self.col_base
+        n_blocks = self.block_offset.size - 1
+        self._require(b is None or (isinstance(b, np.ndarray) and b.dtype == np.int32
+                                    and b.shape == (n_blocks,)), "col_base",
+                      f"None or int32 of shape {(n_blocks,)}", repr(b)[:80])
+
+    def _check_entries(self):
+        s, (m, k), n = self.strategy, (int(v) for v in self.shape), self.n_slots
+        pad = self.pad
+        real = ~pad
+        self._require(_is_permutation(self.storage, n), "storage", f"a permutation of 0..{n - 1}",
+                      "repeated or out-of-range positions")
+        self._require(_is_permutation(self.row_order, m), "row_order",
+                      f"a permutation of 0..{m - 1}", "repeated or out-of-range rows")
+        rows, cols, source = self.rows, self.cols, self.source
+        self._require(bool(np.all((rows >= -1) & (rows < m))), "rows", f"rows in [-1, {m})",
+                      f"range [{rows.min()}, {rows.max()}]" if n else "?")
+        self._require(bool(np.all(cols[real] >= 0) and np.all(cols[real] < k)), "cols",
+                      f"columns in [0, {k})", f"range [{cols[real].min()}, {cols[real].max()}]"
+                      if real.any() else "?")
+        self._require(bool(np.all(cols[pad] == 0) and np.all(self.values[pad] == 0)
+                           and np.all(source[pad] == -1)), "pad",
+                      "padding slots with column 0, value 0 and source -1", "another padding slot")
+        nnz = int(real.sum())
+        self._require(_is_permutation(source[real], nnz), "source",
+                      f"each of the {nnz} nonzeros once", "a nonzero missing or repeated")
+        self._require(bool(np.all(rows[real] >= 0)), "rows", "a row for every real slot", "-1")
+        length = np.diff(self.thread_offset)
+        want = select_reduction(s, int(length.max(initial=0)))
+        self._require(self.reduction == want, "reduction", repr(want), repr(self.reduction))
+        written = np.zeros(m, dtype=bool)
+        written[self.row_order[rows[rows >= 0]]] = True
+        self._require(self.zero_init or not (want.atomic or not written.all()), "zero_init",
+                      "True (C must be zeroed: atomic block ends or rows no slot writes)", False)
+        if not s.compact:
+            return
+        ptr = self.row_ptr
+        self._require(bool(np.all(ptr[1:] >= ptr[:-1])) and int(ptr[-1]) == n and (m == 0 or int(ptr[0]) >= 0),
+                      "row_ptr", f"non-decreasing slot positions ending at {n}", "others")
+        self._require(bool(np.all((self.tg_len >= 0) & (self.tg_len <= length))), "tg_len",
+                      "between 0 and each thread-group's length", "others")
+        self._require(bool(np.all((self.tg_row >= -1) & (self.tg_row < m))), "tg_row",
+                      f"rows in [-1, {m})", "others")
+        if self.col_base is not None:
+            self._require(bool(np.all(self.col_base >= 0)), "col_base", "non-negative columns", "a negative one")
+        got = decode_compact(self)
+        for name in ("rows", "row_start", "pad", "cols"):
+            self._require(bool(np.array_equal(got[name], getattr(self, name))), name,
+                          "what the compact arrays (row_ptr, tg_len, col_base/col_offset) decode to",
+                          "other values")
+        first = np.minimum(self.thread_offset[:-1], max(n - 1, 0))
+        lead = np.where(self.tg_len > 0, self.logical("rows")[first] if n else -1, -1)
+        self._require(bool(np.array_equal(lead, self.tg_row)), "tg_row",
+                      "the row of each thread-group's first real slot (-1: none)", "other rows")
 
     def device_arrays(self) -> dict:
         """The per-slot, per-row and per-thread-group arrays the generated kernel reads
@@ -818,6 +956,17 @@ def column_bases(cols: np.ndarray, real: np.ndarray, block_offset: np.ndarray, k
     if np.any(hi[used] - lo[used] >= SPAN16):
         return None, block
     return np.where(used, lo, 0), block
+
+
+def _is_permutation(a: np.ndarray, n: int) -> bool:
+    """Whether ``a`` holds each of 0..n-1 exactly once."""
+    if a.size != n:
+        return False
+    if not n:
+        return True
+    if int(a.min()) < 0 or int(a.max()) >= n:
+        return False
+    return bool(np.all(np.bincount(a, minlength=n) == 1))
 
 
 def decode_compact(p: Plan) -> dict:

@@ -103,14 +103,15 @@ import numpy as np
 
 import reference.generalsparse as GS
 from reference._common import (
-    DTypeError, OptionError, ShapeError, accumulator_dtype, check_operand, check_out, problem,
+    DTypeError, NotEncodedError, OptionError, ShapeError, accumulator_dtype, check_operand,
+    check_out, describe, problem,
 )
 from reference.offsets import compress
 
 from . import _emit, _runtime
 from ._emit import Offset, Spec
 
-__all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "upload", "spmm", "launcher",
+__all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "checked_plan", "upload", "spmm", "launcher",
            "cache_info", "clear_cache", "source_file", "CACHE_ENV", "ptx_targets", "SUPPORTED_DTYPES", "shared_bytes", "SHARED_LIMIT"]
 
 SUPPORTED_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -353,12 +354,27 @@ def _host_arrays(p: GS.Plan, g: Generated) -> list:
     return [a if a.size else np.zeros(1, dtype=a.dtype) for a in out]   # no 0-length device arrays
 
 
-def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
-    """Copy the plan's arrays to the device once (kept while the plan lives)."""
-    from .._cuda import cuda
+_CHECKED: "weakref.WeakSet" = weakref.WeakSet()
+
+
+def checked_plan(p) -> GS.Plan:
+    """``p`` validated fully (``Plan.validate(expensive=True)``: every index a kernel reads
+    in range, the compact arrays consistent, the checksum), once per plan object (plans are
+    frozen and their arrays read-only). :class:`NotEncodedError` for anything but a Plan."""
     if not isinstance(p, GS.Plan):
-        raise OptionError(problem("plan", "a reference.generalsparse.Plan", type(p).__name__,
-                                  "pass reference.generalsparse.plan(A, strategy)"))
+        raise NotEncodedError(problem("plan", "a reference.generalsparse.Plan", describe(p),
+                                      "plan it first: reference.generalsparse.plan(A, strategy)"))
+    if p not in _CHECKED:
+        p.validate(expensive=True)
+        _CHECKED.add(p)
+    return p
+
+
+def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
+    """Copy the plan's arrays to the device once (kept while the plan lives), after
+    :func:`checked_plan`: a damaged or inconsistent plan never reaches a kernel."""
+    from .._cuda import cuda
+    p = checked_plan(p)
     g = generate(p) if generated is None else generated
     own = generate(p, prefetch=g.spec.prefetch, batch=g.spec.batch)
     if g is not own and not (g.spec.thread_offset.raw and g.strategy == p.strategy

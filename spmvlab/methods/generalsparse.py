@@ -76,7 +76,10 @@ class GeneralSparse(Method):
         # Problem.with_rhs reuse it (tune.sparse_signature: the plan arrays do not depend on N)
         held = p.shared(("generalsparse_plan", tune.sparse_signature(strategy)),
                         lambda: tune.plan_cached(p.A, strategy, p.dtype))
-        self.plan = held if held.strategy == strategy else dataclasses.replace(held, strategy=strategy)
+        # the same arrays under a strategy that differs only in its dense division: a new
+        # plan on purpose (checksum=None computes its own; upload validates it)
+        self.plan = held if held.strategy == strategy else dataclasses.replace(
+            held, strategy=strategy, checksum=None)
         self.generated = codegen.generate(self.plan, prefetch=prefetch, batch=batch) if optimize else \
             codegen.generate(strategy, p.dtype, col_bits=self.plan.col_bits, prefetch=prefetch, batch=batch)
         self._D = codegen.upload(self.plan, self.generated)
