@@ -80,9 +80,11 @@ def format_sizes(A, dtype, lossy: bool = False, *, infos=None, options=None,
     """Bytes of ``A`` in every registered format (fast encoders), one dict per format.
 
     Each dict has ``format``, and either ``nbytes``, ``bytes_per_nnz``,
-    ``effective_density`` (nbytes / (rows * cols * value bytes)) and ``options`` (the
-    encoded matrix's encode options) or ``error`` (the reason the format could not encode
-    ``A``). ``lossy`` is passed to every encode.
+    ``effective_density`` (nbytes / (rows * cols * value bytes)), ``options`` (the
+    encoded matrix's encode options) and ``chosen`` (the options given as ``"auto"``, whose
+    value ``options`` shows) or ``error`` (the reason the format could not encode ``A``);
+    ``warnings`` lists what the encoder warned, if anything. ``lossy`` is passed to every
+    encode.
 
     infos     the formats (default: every registered one)
     options   format name -> encode options for it (the registry's defaults for the rest)
@@ -103,10 +105,14 @@ def format_sizes(A, dtype, lossy: bool = False, *, infos=None, options=None,
         opts = dict((options or {}).get(info.name, {}))
         try:
             best = float("inf")
-            for _ in range(repeats or 1):
-                t0 = time.perf_counter()
-                M = info.encode(A, dt, fast=True, lossy=lossy, **opts)
-                best = min(best, time.perf_counter() - t0)
+            for i in range(repeats or 1):
+                with warnings.catch_warnings(record=True) as seen:
+                    warnings.simplefilter("always")
+                    t0 = time.perf_counter()
+                    M = info.encode(A, dt, fast=True, lossy=lossy, **opts)
+                    best = min(best, time.perf_counter() - t0)
+                if i == 0 and seen:
+                    row["warnings"] = [" ".join(str(w.message).split()) for w in seen]
         except Exception as exc:  # noqa: BLE001  (report it in the table, keep going)
             msg = " ".join(str(exc).split()) or type(exc).__name__
             row["error"] = f"{type(exc).__name__}: {msg}"
@@ -114,7 +120,8 @@ def format_sizes(A, dtype, lossy: bool = False, *, infos=None, options=None,
             nb = int(M.nbytes)
             row.update(nbytes=nb, bytes_per_nnz=nb / A.nnz if A.nnz else float("nan"),
                        effective_density=nb / dense if dense else float("nan"),
-                       options={k: getattr(M, k) for k in M.option_names()})
+                       options={k: getattr(M, k) for k in M.option_names()},
+                       chosen=sorted(k for k, v in opts.items() if v == "auto"))
             if repeats:
                 row.update(encode_s=best, encode_repeats=int(repeats))
         out.append(row)
@@ -194,7 +201,8 @@ def cmd_formats(args, out) -> int:
         if not info.options:
             print("    options: none", file=out)
         for name, opt in info.options.items():
-            choices = f" {list(opt.choices)}" if opt.choices is not None else ""
+            choices = (f" {list(opt.choices) + (['auto'] if opt.auto else [])}"
+                       if opt.choices is not None else "")
             doc = f"  {opt.doc}" if opt.doc else ""
             print(f"    option {name} = {opt.default!r}{choices}{doc}", file=out)
     print(f"{len(infos)} format(s)", file=out)
@@ -240,10 +248,10 @@ def _encode_options(args, infos) -> dict[str, dict]:
                 "spmvlab formats lists every format's options (bench: see also --formats)"))
         value = _literal(raw)
         for info in targets:
-            choices = info.options[name].choices
-            if choices is not None and value not in choices:
-                raise OptionError(problem(flag, f"{info.name} {name} one of {list(choices)}",
-                                          repr(raw)))
+            opt = info.options[name]
+            if not opt.allows(value):
+                raise OptionError(problem(flag, f"{info.name} {name} one of {list(opt.choices)}"
+                                          + (" or auto" if opt.auto else ""), repr(raw)))
             opts = out.setdefault(info.name, {})
             if name in opts and opts[name] != value:
                 raise OptionError(problem(flag, f"one value of {info.name} {name}",
@@ -295,11 +303,31 @@ def _header(args, s: dict, dt: np.dtype, sizes: list[dict]) -> list[tuple[str, s
                         f"  ({s['n_gaps']:,} in-row gaps)" if s["n_gaps"] else "none"),
         ("value dtype", f"{dt.name} ({dt.itemsize} bytes)"),
     ]
-    opts = "; ".join(f"{x['format']} " + ", ".join(f"{k}={v!r}" for k, v in x["options"].items())
-                     for x in sizes if x.get("options"))
+    opts = "; ".join(f"{x['format']} " + ", ".join(
+        f"{k}={v!r}" + (" (auto: the fewest bytes)" if k in x.get("chosen", ()) else "")
+        for k, v in x["options"].items()) for x in sizes if x.get("options"))
     if opts:
         rows.append(("options", opts))
     return rows
+
+
+def _print_warnings(sizes: list[dict], command: str) -> None:
+    """What the encoders warned, one line each on stderr."""
+    for x in sizes:
+        for text in x.get("warnings", ()):
+            print(f"spmvlab {command}: warning: {x['format']}: {text}", file=sys.stderr)
+
+
+def _auto_options(options: dict, infos) -> dict:
+    """``options`` with every encode option that takes ``"auto"`` set to it where not given
+    (MACKO's ``delta_bits``: ``stats`` and ``bench`` report the width that stores the fewest
+    bytes, and the header says it was chosen)."""
+    out = {k: dict(v) for k, v in options.items()}
+    for info in infos:
+        for name, opt in info.options.items():
+            if opt.auto:
+                out.setdefault(info.name, {}).setdefault(name, "auto")
+    return out
 
 
 def _print_sizes(sizes: list[dict], s: dict, dt: np.dtype, out, notes=None) -> None:
@@ -395,10 +423,11 @@ def cmd_stats(args, out) -> int:
     dt = np.dtype(args.dtype)
     json_path = _json_target(args)
     infos = formats.all_formats()
-    options = _encode_options(args, infos)
+    options = _auto_options(_encode_options(args, infos), infos)
     A = _matrix(args, dt)
     s = matrix_stats(A)
     sizes = format_sizes(A, dt, infos=infos, options=options)
+    _print_warnings(sizes, args.command)
     if json_path != "-":
         _print_table(_header(args, s, dt, sizes), out)
         print(file=out)
@@ -542,13 +571,14 @@ def cmd_bench(args, out) -> int:
     dt = np.dtype(args.dtype)
     json_path = _json_target(args)
     infos = _selected_formats(args.formats)
-    options = _encode_options(args, infos)
+    options = _auto_options(_encode_options(args, infos), infos)
     kind = "spmv" if args.k is None else "spmm"
     specs = _timed_specs(args, infos, options, dt, kind)
     A = _matrix(args, dt)
     s = matrix_stats(A)
     sizes = format_sizes(A, dt, infos=infos, options=options, repeats=ENCODE_REPEATS,
                          progress=True)
+    _print_warnings(sizes, args.command)
     notes = {i.name: why for i in infos if (why := _untimed(i, dt, kind))}
     for x in sizes:
         x["note"] = notes.get(x["format"])
@@ -600,6 +630,14 @@ def _count(text: str) -> int:
     return v
 
 
+def _delta_bits(text: str):
+    """argparse type: 'auto' or an integer (the registry checks the value)."""
+    try:
+        return "auto" if text == "auto" else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected 1, 2, 4, 8 or auto, received {text!r}") from None
+
+
 def _fraction(text: str) -> float:
     """argparse type: a number in [0, 1]."""
     try:
@@ -625,8 +663,9 @@ def _matrix_args(p) -> None:
     p.add_argument("--prune", type=_fraction, metavar="SPARSITY",
                    help="zero this fraction of every row, smallest magnitudes first "
                         "(dense .npy files and weights only)")
-    p.add_argument("--delta-bits", type=int, metavar="B",
-                   help="MACKO's bits per column step (the same as --option delta_bits=B)")
+    p.add_argument("--delta-bits", type=_delta_bits, metavar="B",
+                   help="MACKO's bits per column step, 1, 2, 4 or 8 (the same as --option "
+                        "delta_bits=B; default 'auto': the width that stores the fewest bytes)")
     p.add_argument("--option", action="append", metavar="[FORMAT.]NAME=VALUE",
                    help="an encode option (repeatable), for every format that has NAME or "
                         "for FORMAT only; spmvlab formats lists them")
@@ -662,12 +701,16 @@ def build_parser() -> argparse.ArgumentParser:
     be.add_argument("--reps", type=_count, default=60, metavar="R",
                     help="timed calls per method on a GPU (default 60; the median is reported)")
     be.set_defaults(func=cmd_bench)
+    p.commands = sub.choices
     return p
 
 
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 bad input)."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:        # reported by the command's own parser, so its --help is the one named
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(extra)}")
     try:
         return args.func(args, sys.stdout)
     except SpmvlabError as exc:

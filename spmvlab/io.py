@@ -33,8 +33,8 @@ import zipfile
 import numpy as np
 
 from reference._common import (
-    INDEX_DTYPES, VALUE_DTYPES, FormatError, SparseFormat, SpmvlabError, StreamError, problem,
-    require_encoded,
+    INDEX_DTYPES, VALUE_DTYPES, FormatError, SparseFormat, SpmvlabError, StreamError, check_size,
+    problem, require_encoded,
 )
 
 from . import formats
@@ -108,6 +108,11 @@ def _load(fh, want: str | None, where: str) -> SparseFormat:
             raise _stream(where, "an .npz written by spmvlab.io.save", "a single .npy array")
         with npz:
             cls, doc = _read_header(npz.zip, want)
+            declared = sum(DTYPES[d["dtype"]].itemsize * math.prod(d["shape"])
+                           for d in doc["arrays"].values())
+            if declared <= size:        # more than the file holds: the members say so below
+                check_size(declared, where, f"a header declaring a {doc['format']} matrix "
+                           f"of shape {doc['shape']}", "load a smaller matrix")
             arrays = {n: _read_member(npz.zip, n, DTYPES[d["dtype"]], tuple(d["shape"]), size)
                       for n, d in doc["arrays"].items()}
         M = cls(**arrays, shape=tuple(doc["shape"]), **doc["options"], checksum=doc["checksum"])

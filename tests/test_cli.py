@@ -109,6 +109,7 @@ def test_stats_npy(capsys, tmp_path):
 def test_stats_reports_failing_format(capsys, tmp_path, monkeypatch):
     class Broken:
         name = "broken"
+        options = {}
 
         def encode(self, A, dtype=None, fast=False, **options):
             raise ValueError("cannot encode\nthis")
@@ -185,7 +186,7 @@ def test_python_dash_m():
 # --------------------------------------------------------------------------------------
 
 SIZE_KEYS = {"format", "nbytes", "bytes_per_nnz", "effective_density", "options", "encode_s",
-             "encode_repeats", "note"}
+             "encode_repeats", "note", "chosen"}
 BENCH_KEYS = {"meta", "command", "config", "matrix", "sizes", "gpu", "timing_note",
               "copy_bandwidth", "rows"}
 
@@ -281,7 +282,7 @@ def test_bench_timing_table_with_stand_in_timer(capsys, tmp_path, monkeypatch):
     assert "copy 4.00 TB/s" in out and "cusparse_coo: not timed:" in out
     doc = json.loads((tmp_path / "b.json").read_text())
     timed = _timed_rows(doc["rows"])
-    assert set(timed) == {"csr", "macko"} and doc["gpu"] is True
+    assert set(timed) == {"csr", "macko[delta_bits='auto']"} and doc["gpu"] is True
     for r in timed.values():
         assert set(methods.ROW_KEYS) <= set(r) and r["check_passed"] and r["median_us"] == 10
     assert "float32, float64, received float16" in next(

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from reference._common import canonical_csr, problem, value_dtype
+from reference._common import problem
 
 from ..errors import DatasetError
+from ._files import read_mtx
 from ._paths import _data_subdir, cache_dir
 
 #: Base URL of the SuiteSparse collection's Matrix Market tarballs (override with
@@ -97,42 +98,9 @@ def _in_download_cache(path: Path) -> bool:
         return False
 
 
-def _ends_in_newline(path: Path) -> bool:
-    """Whether the (decompressed) file ends in a newline or is empty. A truncated file
-    usually does not: its last line is cut. scipy's reader then takes a cut number as a
-    different value, or (scipy 1.17, a number cut after its 'E') crashes the interpreter."""
-    if str(path).endswith(".gz"):
-        import gzip  # noqa: PLC0415
-
-        last = b""
-        with gzip.open(path, "rb") as f:
-            while chunk := f.read(1 << 22):
-                last = chunk[-1:]
-        return last in (b"", b"\n")
-    with open(path, "rb") as f:
-        if f.seek(0, os.SEEK_END) == 0:
-            return True
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
-
-
 def _read_mtx(path: Path, dtype, lossy: bool = False) -> sp.csr_matrix:
-    import scipy.io  # noqa: PLC0415  (keeps the module import cheap)
-
-    fix = (f"delete {path} to download it again" if _in_download_cache(path) else
-           "check that the file is complete (a copy or an export may have been cut short) "
-           "and export or copy it again")
-    try:
-        if not _ends_in_newline(path):
-            raise DatasetError(problem(f"file {path}", "a Matrix Market file ending in a newline",
-                                       "one whose last line is cut (truncated?)",
-                                       f"{fix}; a complete file only missing its final "
-                                       "newline can be fixed by adding it"))
-        M = scipy.io.mmread(str(path))
-    except (OSError, ValueError, EOFError) as exc:
-        raise DatasetError(problem(f"file {path}", "a Matrix Market file", f"unreadable ({exc})",
-                                   fix)) from exc
-    return canonical_csr(M, dtype=value_dtype(dtype), lossy=lossy)
+    fix = f"delete {path} to download it again" if _in_download_cache(path) else None
+    return read_mtx(path, dtype, lossy, fix)
 
 
 def suitesparse(name: str, dtype=np.float64, download: bool = True,

@@ -4,6 +4,7 @@ A module-private name: the package's ``weights`` is the function of that name.
 """
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +12,7 @@ import numpy as np
 from reference._common import VALUE_DTYPES, ShapeError, problem, value_dtype
 
 from ..errors import BackendUnavailable, DatasetError
+from ._files import read_npy
 from ._paths import _data_subdir
 
 
@@ -57,10 +59,16 @@ def weights(name: str, dtype=np.float32) -> np.ndarray:
         if st is not None and st.is_file():
             raise BackendUnavailable(problem(f"weights {name!r}", "the safetensors package",
                                              "not installed", "pip install safetensors"))
-        raise DatasetError(problem("weights name", f"one of {sorted(files)}", repr(name),
-                                   "set SPMVLAB_DATA to the folder holding weights/"))
+        if not files:
+            raise DatasetError(problem("weights name", "the name of a file in <data>/weights",
+                                       f"{name!r}, and no weights folder was found",
+                                       "set SPMVLAB_DATA to the folder holding weights/"))
+        close = difflib.get_close_matches(stem, files, n=3, cutoff=0.5)
+        hint = (f"did you mean {' or '.join(repr(c) for c in close)}?" if close
+                else "spmvlab.datasets.weights_names() lists them")
+        raise DatasetError(problem("weights name", f"one of {sorted(files)}", repr(name), hint))
     if path.suffix == ".npy":
-        arr = _load_npy(path)
+        arr = read_npy(path)
     else:
         from safetensors.numpy import load_file  # noqa: PLC0415
 
@@ -84,10 +92,3 @@ def weights(name: str, dtype=np.float32) -> np.ndarray:
               else np.dtype(np.float64 if arr.dtype.kind in "iub" else np.float32))
     return np.ascontiguousarray(arr, dtype=dt)
 
-
-def _load_npy(path: Path) -> np.ndarray:
-    try:
-        return np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise DatasetError(problem(f"file {path}", "a .npy array (no pickles)",
-                                   f"unreadable ({exc})")) from exc

@@ -2,6 +2,7 @@
 :func:`load_dense` for the dense sources (``.npy`` files, weights) that are to be pruned."""
 from __future__ import annotations
 
+import difflib
 import os
 from pathlib import Path
 
@@ -15,7 +16,8 @@ from ._suitesparse import (
     _MTX_SUFFIXES, _NAME_RE, _read_mtx, _resolve_suitesparse, download_suitesparse,
     suitesparse_names,
 )
-from ._weights import _load_npy, _weights_files, weights
+from ._files import read_npy
+from ._weights import _weights_files, weights
 
 
 def _source(spec) -> tuple[str, object]:
@@ -44,16 +46,20 @@ def _source(spec) -> tuple[str, object]:
         raise DatasetError(problem("MATRIX", "an existing file", repr(s), "check the path"))
     if _NAME_RE.match(full):
         return "download", full
+    known = suitesparse_names() + sorted(wfiles)
+    close = difflib.get_close_matches(s, known + [k.split("/", 1)[1] for k in known if "/" in k],
+                                      n=3, cutoff=0.6)
     raise DatasetError(problem(
         "MATRIX", "a .mtx/.mtx.gz/.npy path, a SuiteSparse name or a weights name", repr(s),
-        f"use one of the SuiteSparse matrices {suitesparse_names()} or weights {sorted(wfiles)}"))
+        (f"did you mean {' or '.join(repr(c) for c in close)}? " if close else "")
+        + f"use one of the SuiteSparse matrices {suitesparse_names()} or weights {sorted(wfiles)}"))
 
 
 def _dense(kind: str, where) -> np.ndarray:
     """The array of a dense source as stored (integer/boolean values as float64)."""
     if kind == "weights":
         return weights(where, None)
-    arr = _load_npy(where)
+    arr = read_npy(where)
     if arr.ndim != 2:
         raise ShapeError(problem(f"file {where}", "a 2-D array", f"shape {arr.shape}"))
     if arr.dtype.kind not in "fiub":
