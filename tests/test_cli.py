@@ -236,7 +236,7 @@ def test_bench_npy(capsys, tmp_path, npy, simulator):
             assert col in out
         assert "device-to-device copy" in out and doc["copy_bandwidth"]["tb_s"] > 0
         timed = _timed_rows(doc["rows"])
-        assert {"csr", "macko", "coo", "cublas"} <= set(timed)
+        assert {"csr", "macko[delta_bits='auto']", "coo", "cublas"} <= set(timed)
         for r in timed.values():
             assert set(methods.ROW_KEYS) <= set(r) and r["check_passed"]
         assert "speedup_vs_cublas" in timed["macko"]

@@ -165,7 +165,7 @@ def read_mtx(path: Path, dtype, lossy: bool = False, fix: str | None = None) -> 
                                        "one whose last line is cut (truncated?)",
                                        f"{fix}; a complete file only missing its final "
                                        "newline can be fixed by adding it"))
-        M = scipy.io.mmread(str(path))
+        M = scipy.io.mmread(str(path), spmatrix=False)   # a sparse array or an ndarray
     except (OSError, ValueError, EOFError) as exc:
         raise DatasetError(problem(f"file {path}", "a Matrix Market file", f"unreadable ({exc})",
                                    fix)) from exc
