@@ -13,7 +13,8 @@ out=${1:?usage: tools/suite_shards.sh OUTDIR}
 mkdir -p "$out"
 H=${SPMVLAB_GIT_HASH:-$(git rev-parse --short HEAD 2>/dev/null || echo unknown)}
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
-tag=$(echo "${gpu:-cpu}" | awk '{print tolower($NF)}')
+# the results folder's name for this GPU (h100, h200, ...; cpu without one)
+tag=$(python -c "import sys; from spmvlab.runinfo import device_slug; print(device_slug({'name': sys.argv[1]} if sys.argv[1] else None))" "$gpu")
 F="tests/test_formats.py"
 s5="tests/test_cli.py tests/test_crossover.py tests/test_csr.py tests/test_dtans_experiments.py tests/test_ec_csr.py tests/test_generalsparse.py tests/test_macko_encoder.py tests/test_offsets.py tests/test_row_matching.py"
 s6="tests/test_anchors.py tests/test_codec.py tests/test_csr_dtans_encoder.py tests/test_cudasim.py tests/test_dtans.py tests/test_ec_experiments.py tests/test_graphs.py tests/test_macko_kernel.py tests/test_ptx.py tests/test_sell.py"
