@@ -22,17 +22,22 @@ Files, side by side for every device (``runinfo.device_slug``: ``h100``, ``h200`
     results/<device>/<name>.json        {"meta": run_metadata(), "config", "rows", ...}
     figures/<device>/<name>.png, .pdf   (``<name>.quick.*`` for ``--quick`` runs, not committed)
 
-:func:`main` is the command line of every experiment:
+:func:`main` is the command line of every experiment. It measures only when asked, or where
+measuring is the point of running it here:
 
-    python experiments/<name>.py              measure (a GPU, or any machine when NEEDS_GPU
-                                              is False), save, plot, print the report
-    python experiments/<name>.py --quick      a small run, saved as <name>.quick.json
-    python experiments/<name>.py --plot-only  plot the saved results of every device
+    python experiments/<name>.py              plot the saved results of every device; with no
+                                              saved results for this machine, measure (a CPU
+                                              experiment) or say how to (a GPU one). On a
+                                              machine with a CUDA GPU a GPU experiment measures
+    python experiments/<name>.py --measure    measure on this machine, save, plot, report
+    python experiments/<name>.py --plot-only  plot the saved results, never measure
+    python experiments/<name>.py --quick      a small measured run, saved as <name>.quick.json
     --device D                                plot only results/D/
     --out PATH / --fig PATH                   other results / figure paths
 
-With no CUDA GPU a GPU experiment plots the saved results of every device, one line each:
-"no CUDA GPU: plotted results/h100/<name>.json (<gpu>, <date>) -> figures/h100/<name>.png, ..."
+A measurement that replaces a saved results file says so first (the file, and the commit and
+date it was measured at). Results record how long the measurement took (``measure_s``); the
+line that plots saved results repeats it, with the command that measures again.
 """
 from __future__ import annotations
 
@@ -49,7 +54,7 @@ from typing import Iterable
 
 import numpy as np
 
-from reference._common import OptionError, problem
+from reference._common import OptionError, SpmvlabError, problem
 
 from .errors import DatasetError
 
@@ -392,8 +397,12 @@ def build_parser(module) -> tuple[argparse.ArgumentParser, list[str]]:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true",
                    help="a small, fast run, saved as <name>.quick.json/.png")
-    p.add_argument("--plot-only", action="store_true",
-                   help="plot the saved results without measuring")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--measure", action="store_true",
+                      help="measure on this machine (a GPU experiment needs a CUDA GPU), save "
+                           "and plot; without it a CPU experiment re-plots its saved results")
+    mode.add_argument("--plot-only", action="store_true",
+                      help="plot the saved results, never measure (also on a GPU)")
     p.add_argument("--device", default=None,
                    help="plot only results/DEVICE/ (h100, h200, cpu, ...), not every device "
                         "with results")
@@ -436,8 +445,19 @@ def _part(meta: dict, config: dict) -> dict:
 
 
 def _extras(results: dict) -> dict:
-    """What a results file holds besides its rows, config, metadata and parts."""
-    return {k: v for k, v in results.items() if k not in ("rows", "config", "meta", "parts", "partial")}
+    """What a results file holds besides its rows, config, metadata, parts and duration."""
+    return {k: v for k, v in results.items()
+            if k not in ("rows", "config", "meta", "parts", "partial", "measure_s")}
+
+
+def _measured_at(path: str) -> str:
+    """'commit abc1234, 2026-11-23' of a saved results file (what a new run replaces)."""
+    try:
+        meta = load_results(path).get("meta") or {}
+    except (OSError, ValueError, SpmvlabError):
+        return "unreadable"
+    dirty = " with uncommitted changes" if meta.get("git_dirty") else ""
+    return f"commit {meta.get('git_hash') or '?'}{dirty}, {(meta.get('date_utc') or '?')[:10]}"
 
 
 def merge_results(module, old: dict, rows: list, config: dict, meta: dict,
@@ -522,6 +542,10 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
     name = results_name(module, cfg)
     path = out or results_path(name, device, quick)
     base = load_results(path) if merge and os.path.isfile(path) else None
+    if os.path.isfile(path) and not merge:
+        print(f"{module.NAME}: measuring; this replaces {_rel(path)} ({_measured_at(path)})",
+              file=sys.stderr, flush=True)
+    started = time.perf_counter()
 
     def _save(results: dict, partial: bool) -> str:
         results = dict(results)
@@ -534,6 +558,7 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
                                                            extra=_extras(results))
         if partial:
             results["partial"] = True
+        results["measure_s"] = round(time.perf_counter() - started, 1)
         return save_results(path, rows, config, extra=results, meta=meta)
 
     global _CHECKPOINT
@@ -595,11 +620,13 @@ def derive_run(module, cfg: dict, device: str, *, quick: bool = False, out: str 
 
 
 def replot(module, cfg: dict, *, quick: bool = False, device: str | None = None,
-           out: str | None = None, fig: str | None = None, prefix: str = "") -> int:
+           out: str | None = None, fig: str | None = None, prefix: str = "",
+           hint: bool = False) -> int:
     """Plot saved results of ``cfg``'s run: the file ``out``, or results/<device>/ of
     ``device`` or of every device that has them; one line per file says which results
-    (device, date) went to which figure. Returns 0, or 1 (with a line on stderr) when there
-    are no saved results."""
+    (device, date) went to which figure, and with ``hint`` a last line the command that
+    measures again (and how long the saved run took). Returns 0, or 1 (with a line on
+    stderr) when there are no saved results."""
     name = results_name(module, cfg)
     if out:
         paths = [os.path.abspath(out)]
@@ -609,9 +636,9 @@ def replot(module, cfg: dict, *, quick: bool = False, device: str | None = None,
     paths = [p for p in paths if os.path.isfile(p)]
     if not paths:
         where = _rel(out) if out else f"results/{device or '<device>'}/{_file(name, quick, '.json')}"
-        how = "on any machine" if not module.NEEDS_GPU else "on a machine with an NVIDIA GPU"
+        how = "" if not module.NEEDS_GPU else " on a machine with a CUDA GPU"
         print(f"{prefix}there are no saved results at {where} to plot: run "
-              f"`python experiments/{module.NAME}.py` with the same flags {how} first.",
+              f"`python experiments/{module.NAME}.py --measure` with the same flags{how} first.",
               file=sys.stderr)
         return 1
     if fig and len(paths) > 1:
@@ -627,7 +654,18 @@ def replot(module, cfg: dict, *, quick: bool = False, device: str | None = None,
         date = (results.get("meta") or {}).get("date_utc", "an unknown date")[:10]
         print(f"{prefix}plotted {_rel(path)} ({device_name(results)}, {date}) -> "
               + ", ".join(_rel(f) for f in figs or []))
+    if hint:
+        took = results.get("measure_s")
+        where = ("" if not module.NEEDS_GPU else
+                 f" (re-derives the rows from {module.DERIVED_FROM}'s saved results)"
+                 if hasattr(module, "derive") else " (on a machine with a CUDA GPU)")
+        print(f"to measure again: python experiments/{module.NAME}.py --measure{where}"
+              + (f"; the saved run took {_duration(took)}" if took else ""))
     return 0
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
 
 
 def main(module, argv=None) -> int:
@@ -640,20 +678,44 @@ def main(module, argv=None) -> int:
         cfg = module.config(args.quick, **overrides)
     except OptionError as exc:
         parser.error(str(exc))
-    if not args.plot_only and module.NEEDS_GPU and hasattr(module, "derive") and not gpu_available():
-        devices = [args.device] if args.device else result_devices(module.DERIVED_FROM, args.quick)
-        made = [d for d in devices if derive_run(module, cfg, d, quick=args.quick, out=args.out,
-                                                 fig=args.fig) is not None]
-        if made:
-            return 0
-        print(f"no CUDA GPU, and no saved {module.DERIVED_FROM} results cover this configuration"
-              f" ({', '.join(devices) or 'none saved'}): plotting saved {module.NAME} results",
-              file=sys.stderr)
-    if args.plot_only or (module.NEEDS_GPU and not gpu_available()):
+    gpu = module.NEEDS_GPU and gpu_available()
+    asked = args.measure or args.quick or args.merge
+    saved = bool(args.out and os.path.isfile(args.out)) or bool(
+        result_devices(results_name(module, cfg), args.quick))
+    if args.plot_only or not (asked or gpu or not _saved_here(module, cfg, args, gpu)):
         return replot(module, cfg, quick=args.quick, device=args.device, out=args.out,
-                      fig=args.fig, prefix="" if args.plot_only else "no CUDA GPU: ")
+                      fig=args.fig, hint=not args.plot_only and saved)
+    if module.NEEDS_GPU and not gpu:
+        if hasattr(module, "derive"):        # rows of another experiment, re-derived here
+            devices = [args.device] if args.device else result_devices(module.DERIVED_FROM, args.quick)
+            if any([derive_run(module, cfg, d, quick=args.quick, out=args.out, fig=args.fig)
+                    is not None for d in devices]):
+                return 0
+            print(f"{module.NAME}: no saved {module.DERIVED_FROM} results cover this "
+                  f"configuration ({', '.join(devices) or 'none saved'}): measure "
+                  f"{module.DERIVED_FROM} on a machine with a CUDA GPU first", file=sys.stderr)
+            return 1
+        print(f"{module.NAME}: measuring needs a CUDA GPU and this machine has none "
+              "(the numba CUDA simulator is too slow to time); plot the saved results with "
+              f"python experiments/{module.NAME}.py", file=sys.stderr)
+        return 2
     try:
         run(module, cfg, quick=args.quick, out=args.out, fig=args.fig, merge=args.merge)
     except Stopped as exc:
         return 128 + exc.signum
     return 0
+
+
+def _saved_here(module, cfg: dict, args, gpu: bool) -> bool:
+    """Whether the results a run here would make are saved already (``--out``, else
+    results/cpu/ for a CPU experiment, any device's for one derived from another's rows); a
+    GPU experiment on a machine without a GPU counts as saved (it never measures unasked)."""
+    derived = module.NEEDS_GPU and not gpu and hasattr(module, "derive")
+    if module.NEEDS_GPU and not gpu and not derived:
+        return True
+    if args.out:
+        return os.path.isfile(args.out)
+    name = results_name(module, cfg)
+    if derived:
+        return bool(result_devices(name, args.quick))
+    return os.path.isfile(results_path(name, "cpu", args.quick)) if not module.NEEDS_GPU else False

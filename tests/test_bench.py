@@ -488,8 +488,12 @@ def test_experiment_without_gpu_plots_saved_results(tmp_path, monkeypatch, capsy
     X.save_results(str(out), res["rows"], res["config"], meta=res["meta"])
     assert X.main(exp, ["--out", str(out), "--fig", str(tmp_path / "f.png")]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("no CUDA GPU: plotted ")
+    assert len(lines) == 2 and lines[0].startswith("plotted ")
     assert "Fake GPU" in lines[0] and "2026-01-01" in lines[0] and lines[0].endswith("f.pdf")
+    assert lines[1] == ("to measure again: python experiments/baseline_csr.py --measure "
+                        "(on a machine with a CUDA GPU)")
+    assert X.main(exp, ["--measure", "--out", str(out)]) == 2           # asked, but no GPU
+    assert "measuring needs a CUDA GPU" in capsys.readouterr().err
     assert (tmp_path / "f.png").exists() and (tmp_path / "f.pdf").exists()
     assert X.main(exp, ["--out", str(tmp_path / "none.json")]) == 1
     assert "no saved results" in capsys.readouterr().err
@@ -497,13 +501,13 @@ def test_experiment_without_gpu_plots_saved_results(tmp_path, monkeypatch, capsy
     monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"))
     assert X.main(exp, []) == 0
     lines = capsys.readouterr().out.strip().splitlines()
-    assert lines == [f"no CUDA GPU: plotted results/{d}/baseline_csr.json ({gpu}, "
-                     f"{day}) -> {tmp_path}/figures/{d}/baseline_csr.png, "
-                     f"{tmp_path}/figures/{d}/baseline_csr.pdf"
-                     for d, gpu, day in [("h100", "NVIDIA H100 80GB HBM3", "2026-11-22"),
-                                         ("h200", "NVIDIA H200", "2026-11-26")]]
-    assert X.main(exp, ["--device", "h200"]) == 0
-    assert capsys.readouterr().out.strip().splitlines() == lines[1:]
+    assert lines[:-1] == [f"plotted results/{d}/baseline_csr.json ({gpu}, "
+                          f"{day}) -> {tmp_path}/figures/{d}/baseline_csr.png, "
+                          f"{tmp_path}/figures/{d}/baseline_csr.pdf"
+                          for d, gpu, day in [("h100", "NVIDIA H100 80GB HBM3", "2026-11-22"),
+                                              ("h200", "NVIDIA H200", "2026-11-26")]]
+    assert X.main(exp, ["--device", "h200", "--plot-only"]) == 0
+    assert capsys.readouterr().out.strip().splitlines() == lines[1:2]
     assert X.main(exp, ["--device", "a100"]) == 1
 
 
@@ -606,7 +610,9 @@ def test_checkpoint_keeps_what_a_stopped_run_measured(tmp_path):
     saved = X.load_results(out)
     assert saved["partial"] is True and len(saved["rows"]) == 2 and saved["skipped"] == ["x"]
     mod.measure = full
-    assert X.main(mod, ["--sparsities", "0.5", "--out", out, "--fig", fig]) == 0
+    assert X.main(mod, ["--sparsities", "0.5", "--out", out, "--fig", fig]) == 0   # saved: plotted
+    assert X.load_results(out)["partial"] is True
+    assert X.main(mod, ["--measure", "--sparsities", "0.5", "--out", out, "--fig", fig]) == 0
     saved = X.load_results(out)
     assert "partial" not in saved and len(saved["rows"]) == 4
     mod.measure = stopped

@@ -434,6 +434,6 @@ def test_derived_tables_are_made_without_a_gpu(tmp_path, monkeypatch, capsys):
     os.remove(X.results_path("table6_gs", "fakegpu"))
     assert exp.derive(exp.config(matrices=mats + ["c"]), "fakegpu") is None
     assert exp.derive(exp.config(matrices=mats, from_fig15=False), "fakegpu") is None
-    assert X.main(exp, ["--matrices", "a,c"]) == 1
+    assert X.main(exp, ["--measure", "--matrices", "a,c"]) == 1
     assert "no saved fig15_gs results cover" in capsys.readouterr().err
     assert not os.path.exists(X.results_path("table6_gs", "fakegpu"))
