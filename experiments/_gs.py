@@ -210,7 +210,7 @@ def _label(pruning: str, block) -> str:
 def measure_weights_per_n(cfg: dict, blocks=((1, 1),)) -> list:
     """The rows of :func:`measure_weights` the way it made them before it built each matrix
     once: one ``methods.measure`` per N, every method's encoding, plan and dense copy redone
-    for each N (the oracle of its tests, the baseline of ``tools/time_gs_host.py``)."""
+    for each N (the oracle of its tests)."""
     from spmvlab import methods
     rows, dense = [], {}
     for shape, pruning, sparsity, block in weight_jobs(cfg, blocks):

@@ -89,10 +89,8 @@ Choices the paper leaves open
   ``interleave`` that entry is exactly the storage position, so the piece is stored in row
   order and a warp's step reads T * V consecutive entries of the row: their columns are
   close, so the rows of B they gather share cache lines (the order of CSR SpMM's lanes).
-  Contiguous chunks spread a warp's gathers over the whole row: on the H200 a CSR SpMM kernel
-  at N = 8 took 2.3-4.9x longer with chunked lanes than with cyclic ones, and the row-per-warp
-  kernel of chunked strategies hit L1 for 26 % of its loads against CSR SpMM's 71 %
-  (``tools/gs_lane_order_ab.py``, results/h200). Thread-group t's real slots are a prefix of
+  Contiguous chunks spread a warp's gathers over the whole row, and lose their L1 hits
+  (measured in docs/probes.md, "Lane order"). Thread-group t's real slots are a prefix of
   its steps (the entries grow with j), so the padding still ends each thread-group and the
   generated kernel is the same; only the plan differs. Valid where the thread division is
   single-row split, the warp division single-row and the storage interleaved.

@@ -257,12 +257,9 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False,
     THREAD_TOTAL, the next load of A is issued before the current one's products (a code
     option, not a point of the strategy space; ``spec.prefetch`` says whether it applied).
     ``batch``: there, with vector loads of B too, a full load's gathers of B are all written
-    before its first product (``spec.batch``); on by default. On the H200 it
-    took 6-11 % off the optimized cyclic anchors in all 8 float16 cases timed at 3e06c79
-    (``results/h200/gs_rowwarp_ab_opts.json``: 7168x7168 and 9216x36864 magnitude 70 %,
-    N = 8 and 32) and 3-35 % in all 12 float32 cases at 041ff09
-    (``gs_rowwarp_ab_opts_fp32.json``, N = 8/32/64), though float32 pays 8 more registers in
-    8 of 10 compact kernels (``results/cpu/sass_gs_batch.txt``, no spills).
+    before its first product (``spec.batch``); on by default: it won its A/B in every case
+    timed, float16 and float32 (docs/probes.md), though float32 pays a few more registers
+    (``results/cpu/sass_gs_batch.txt``).
     Raises :class:`UnsupportedStrategy` for the parts listed in the module docstring."""
     if isinstance(target, GS.Plan):
         p = target

@@ -321,10 +321,9 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
     ``guard`` (model-ranked searches only): the :func:`anchors` not among the model's picks
     are timed too (their entries have ``rank`` None), and every one of them within ``tie``
     (10 %) of the fastest of them on the proxy is confirmed on A with the others, so the kept
-    strategy is never slower than the best of those anchors measured on A. (The sample does
-    not rank the anchors: at 9216x36864 random 90 %, N = 8 the four anchors took 36.0-36.4 us
-    on it and 92-197 us on the matrix, on the H200 at 156e0b1; the cyclic ones are the fast
-    ones there, tools/gs_rowwarp_ab.py.)"""
+    strategy is never slower than the best of those anchors measured on A. (A row sample
+    does not rank the anchors: on long rows they take alike times on it and differ by 2x on
+    the matrix, where the cyclic ones are fast: docs/probes.md.)"""
     t0 = time.perf_counter()
     if model == "default":
         model = load_model()
