@@ -7,16 +7,12 @@ points, measured on the CPU.
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "appc_macko"
 NEEDS_GPU = False

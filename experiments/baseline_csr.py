@@ -18,16 +18,12 @@ shape, sparsity and dtype (> 1: faster than the reference).
 from __future__ import annotations
 
 import gc
-import os
 import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "baseline_csr"
 NEEDS_GPU = True

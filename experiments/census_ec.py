@@ -22,18 +22,14 @@ many rows / all nonzeros.
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
-
-import ec_common as EC  # noqa: E402
+from experiments import ec_common as EC
 
 NAME = "census_ec"
 NEEDS_GPU = False

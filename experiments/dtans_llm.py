@@ -23,17 +23,13 @@ stored nonzero (``*_bpnz``). The fp32 weights are rounded to fp16 for the fp16 r
 """
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "dtans_llm"
 NEEDS_GPU = False

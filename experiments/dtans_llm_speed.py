@@ -16,17 +16,13 @@ about 3-4 minutes (encoding the 12288x12288 matrices on the host dominates).
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-import _dtans as D  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from experiments import _dtans as D
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "dtans_llm_speed"
 NEEDS_GPU = True

@@ -23,17 +23,13 @@ FULL is sized for about 3 minutes on an H200 host.
 from __future__ import annotations
 
 import math
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
-
-import ec_common as EC  # noqa: E402
-import fig7_ec  # noqa: E402
+from experiments import ec_common as EC
+from experiments import fig7_ec
 
 NAME = "fig10_ec"
 NEEDS_GPU = True

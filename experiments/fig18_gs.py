@@ -21,15 +21,11 @@ Runtime on an H200: about 6.5 min (10 matrices x 2 N; 383 s at 573d07c).
 """
 from __future__ import annotations
 
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-import _gs  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from experiments import _gs
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "fig18_gs"
 NEEDS_GPU = True

@@ -6,15 +6,11 @@
 """
 from __future__ import annotations
 
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-import fig7_macko as F7  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from experiments import fig7_macko as F7
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "fig1_macko"
 NEEDS_GPU = True

@@ -14,16 +14,12 @@ indices and of CSR-dtANS's per-row delta coding (first delta = the column), and 
 """
 from __future__ import annotations
 
-import os
 import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "fig4_dtans"
 NEEDS_GPU = False

@@ -10,15 +10,11 @@ git hash, device and date are kept in the results' ``parts``, each row's ``part`
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "fig4_macko"
 NEEDS_GPU = True

@@ -26,19 +26,15 @@ every matrix to the width.
 """
 from __future__ import annotations
 
-import os
 import sys
 import time
 import warnings
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-import _dtans as D  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from experiments import _dtans as D
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "fig6_dtans"
 NEEDS_GPU = False

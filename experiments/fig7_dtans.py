@@ -46,15 +46,11 @@ decoder on the host, ~150 s per value type at 2^26 nonzeros; it uses the device 
 """
 from __future__ import annotations
 
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-import _dtans as D  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from experiments import _dtans as D
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "fig7_dtans"
 NEEDS_GPU = True

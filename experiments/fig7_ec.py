@@ -24,17 +24,13 @@ results.
 from __future__ import annotations
 
 import math
-import os
 import sys
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
-
-import ec_common as EC  # noqa: E402
+from experiments import ec_common as EC
 
 NAME = "fig7_ec"
 NEEDS_GPU = True
@@ -131,7 +127,6 @@ def speedups(results: dict, method: str = "ec_csr") -> list[dict]:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
-    import numpy as np
     plt = P.pyplot()
     cfg = results["config"]
     rows = [r for r in results["rows"] if r.get("median_us")]

@@ -12,16 +12,12 @@ K-slot tables counted instead (64 KB / 48 KB: the paper's reason for 0 successes
 """
 from __future__ import annotations
 
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-import _dtans as D  # noqa: E402
-import fig6_dtans as F6  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from experiments import _dtans as D
+from experiments import fig6_dtans as F6
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "table1_dtans"
 NEEDS_GPU = False

@@ -11,15 +11,11 @@ embeddings, norms), unlike the paper's end-to-end numbers.
 """
 from __future__ import annotations
 
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-from paper_values import MACKO_TABLE1 as PAPER  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from experiments.paper_values import MACKO_TABLE1 as PAPER
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "table1_macko"
 NEEDS_GPU = True

@@ -12,17 +12,13 @@ Llama2 shapes (total zeros / total nonzeros; ``padding_overhead_mean`` is the me
 """
 from __future__ import annotations
 
-import os
 import sys
 
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
-
-import fig9_ec  # noqa: E402
+from experiments import fig9_ec
 
 NAME = "table2_ec"
 NEEDS_GPU = False

@@ -13,16 +13,12 @@ the run that measured the rows, ``--device`` picks one); else measured as fig15_
 """
 from __future__ import annotations
 
-import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [p for p in (HERE, os.path.dirname(HERE)) if p not in sys.path]
-
-import _gs  # noqa: E402
-import fig15_gs  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab import plotting as P  # noqa: E402
+from experiments import _gs
+from experiments import fig15_gs
+from spmvlab import experiment as X
+from spmvlab import plotting as P
 
 NAME = "table6_gs"
 NEEDS_GPU = True

@@ -355,21 +355,18 @@ def gpu_available() -> bool:
 # ---------------------------------------------------------------------------------------------
 
 def load_experiment(name: str):
-    """Import experiments/<name>.py (the experiments folder goes on sys.path: an experiment
-    may import another, as fig1_macko imports fig7_macko)."""
-    if not os.path.isfile(os.path.join(EXPERIMENTS, f"{name}.py")):
+    """The module ``experiments.<name>`` (the experiments package is installed with the
+    project)."""
+    if name.startswith("__") or not os.path.isfile(os.path.join(EXPERIMENTS, f"{name}.py")):
         raise OptionError(problem("experiment", f"one of {sorted(experiments())}", repr(name),
                                   "see `python -m spmvlab.figures --list`"))
-    for p in (EXPERIMENTS, ROOT):
-        if p not in sys.path:
-            sys.path.insert(0, p)
-    return importlib.import_module(name)
+    return importlib.import_module(f"experiments.{name}")
 
 
 def experiments() -> dict:
     """Every experiments/*.py that exposes ``NAME``, by name (sorted)."""
     out = {}
-    for path in sorted(glob.glob(os.path.join(EXPERIMENTS, "*.py"))):
+    for path in sorted(glob.glob(os.path.join(EXPERIMENTS, "[!_]*.py"))):
         mod = load_experiment(os.path.splitext(os.path.basename(path))[0])
         if getattr(mod, "NAME", None):
             out[mod.NAME] = mod

@@ -8,20 +8,12 @@
   ``HYPOTHESIS_PROFILE`` environment variable (default ``dev``).
 """
 import os
-import sys
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-if ROOT not in sys.path:
-    sys.path.insert(0, ROOT)
-TESTS = os.path.dirname(os.path.abspath(__file__))
-if TESTS not in sys.path:
-    sys.path.insert(0, TESTS)
-
-from spmvlab._cuda import SIMULATOR  # noqa: E402  (decides simulator vs GPU first)
+from spmvlab._cuda import SIMULATOR  # decides simulator vs GPU first
 
 _common = dict(deadline=None, print_blob=True,
                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,

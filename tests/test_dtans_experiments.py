@@ -4,17 +4,13 @@ experiments' tables and plots from fabricated timing rows (timings are never ass
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "experiments"))
-
-import _dtans as D  # noqa: E402
-from reference._common import OptionError  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
+from experiments import _dtans as D
+from reference._common import OptionError
+from spmvlab import experiment as X
 
 
 @pytest.mark.parametrize("family", list(D.FAMILIES))

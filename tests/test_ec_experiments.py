@@ -2,7 +2,6 @@
 encodings equal the encoder's, sizes count every byte, the GPU experiments measure what they
 say and plot what they measure (timings themselves are never asserted)."""
 import os
-import sys
 
 import numpy as np
 import pytest
@@ -11,12 +10,8 @@ import scipy.sparse as sp
 from reference._common import OptionError
 from spmvlab import datasets, methods
 from spmvlab import experiment as X
+from experiments import ec_common as EC
 from spmvlab.encoders import ec_csr as E
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [p for p in (os.path.join(ROOT, "experiments"),) if p not in sys.path]
-
-import ec_common as EC  # noqa: E402
 
 
 def _same(a, b):

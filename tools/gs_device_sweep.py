@@ -37,12 +37,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-import os
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 
 def _matrices():

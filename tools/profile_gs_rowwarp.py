@@ -14,17 +14,13 @@ kernels share a name). On the H200 (results/h200/ncu_gs_rowwarp_4096x36864_rando
 csr and chunked): L1 hit rate 70.8 % for CSR SpMM, 25.8 % for the chunked anchor. The matrix
 is fig14_gs's (experiments/_gs.py, seed 0); prints nothing useful by itself."""
 import argparse
-import os
-import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [ROOT, os.path.join(ROOT, "experiments")]
 
-import _gs  # noqa: E402
-from spmvlab import methods  # noqa: E402
-from spmvlab._cuda import cuda  # noqa: E402
-from spmvlab.methods.generalsparse import GeneralSparse  # noqa: E402
-from spmvlab.tune import search  # noqa: E402
+from experiments import _gs
+from spmvlab import methods
+from spmvlab._cuda import cuda
+from spmvlab.methods.generalsparse import GeneralSparse
+from spmvlab.tune import search
 
 p = argparse.ArgumentParser()
 p.add_argument("rows", type=int, nargs="?", default=4096)

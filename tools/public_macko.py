@@ -11,9 +11,8 @@ import argparse
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from spmvlab import anchors  # noqa: E402
+from spmvlab import anchors
 
 p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 p.add_argument("checkout")

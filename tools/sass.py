@@ -20,10 +20,10 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 os.environ["NUMBA_ENABLE_CUDASIM"] = "0"
 
-from spmvlab import ptxcheck  # noqa: E402
+from spmvlab import ptxcheck
+from spmvlab._cuda import cuda
 
 p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 p.add_argument("pattern", help="regular expression over the PTX check's labels")
@@ -32,8 +32,6 @@ p.add_argument("--dump", default=None, help="write the SASS of the last match he
 a = p.parse_args()
 bin_dir = os.environ.get("SPMVLAB_CUDA_BIN", "")
 tool = {t: os.path.join(bin_dir, t) if bin_dir else t for t in ("ptxas", "cuobjdump")}
-
-from spmvlab._cuda import cuda  # noqa: E402
 
 with ptxcheck._pretend_device(), tempfile.TemporaryDirectory() as tmp:
     found = 0

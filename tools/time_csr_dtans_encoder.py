@@ -18,19 +18,16 @@ average.
 """
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 import scipy.sparse as sp
 from numba import get_num_threads
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from reference import csr_dtans as R  # noqa: E402
-from spmvlab import experiment as X  # noqa: E402
-from spmvlab.encoders import csr_dtans as E  # noqa: E402
+from reference import csr_dtans as R
+from spmvlab import experiment as X
+from spmvlab.encoders import csr_dtans as E
 
 N_COLS = 1 << 20
 

@@ -19,11 +19,8 @@ results/<device>/time_ec_csr.json). Without a GPU it says so in one line.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
 #: what is timed by default: the baselines, then EC-CSR kernel settings
 METHODS = ("cublas", "macko", "ec_csr[index32=False]", "ec_csr", "ec_csr[unroll=2]",

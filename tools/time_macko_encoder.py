@@ -6,18 +6,14 @@ metadata.
     python tools/time_macko_encoder.py [--reps 3]
 """
 import argparse
-import os
-import sys
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from reference import macko as R  # noqa: E402
-from spmvlab import datasets, experiment as X  # noqa: E402
-from spmvlab.encoders import macko as E  # noqa: E402
+from reference import macko as R
+from spmvlab import datasets, experiment as X
+from spmvlab.encoders import macko as E
 
 p = argparse.ArgumentParser(description=__doc__)
 p.add_argument("--reps", type=int, default=3)

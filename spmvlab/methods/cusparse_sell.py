@@ -24,6 +24,7 @@ import ctypes
 import ctypes.util
 import glob
 import os
+import site
 import sys
 
 import numpy as np
@@ -105,7 +106,7 @@ def _site_dirs() -> list[str]:
         mod = sys.modules.get(name)
         for d in (getattr(mod, "__path__", None) or []) if mod else []:
             dirs.append(os.path.dirname(d))
-    dirs += [p for p in sys.path if p.endswith("site-packages")]
+    dirs += [p for p in site.getsitepackages() + [site.getusersitepackages()] if os.path.isdir(p)]
     return list(dict.fromkeys(dirs))
 
 
