@@ -391,30 +391,64 @@ def _run_metadata() -> dict:
     return run_metadata()
 
 
-def macko_vs_csr(s: dict, sizes: list[dict]) -> dict | None:
-    """The smaller of MACKO and CSR (their bytes here) and the faster one as the committed
-    GPU measurements predict it (:func:`spmvlab.analysis.crossover.predict_faster`); None
-    when either format failed or is not registered."""
-    from .analysis.crossover import predict_faster  # noqa: PLC0415
+def summary(s: dict, sizes: list[dict], dtype, rows: list[dict] | None = None) -> dict:
+    """The smallest format and the fastest method for the matrix (``s``: its
+    :func:`matrix_stats`; ``sizes``: :func:`format_sizes`; ``rows``: ``bench``'s timing rows,
+    None or empty where nothing was timed).
 
-    by = {x["format"]: x for x in sizes if "error" not in x}
-    if "macko" not in by or "csr" not in by:
-        return None
-    m, c = by["macko"]["nbytes"], by["csr"]["nbytes"]
-    out = dict(smaller="macko" if m < c else "csr", macko_bytes=m, csr_bytes=c)
-    pred = predict_faster(s["shape"], 1.0 - s["density"])
-    if pred is not None:
-        out.update(faster=pred["faster"], faster_reason=pred["reason"])
+    ``smallest``/``smallest_bytes`` and ``next``/``next_bytes`` (the runner-up; None where
+    fewer formats encoded it) over every format that encoded the matrix; ``bytes``: format
+    -> bytes of those formats. ``fastest``: ``basis`` ``"measured"`` (the timed method with
+    the least median time among those that passed their check: ``method``, ``median_us``,
+    ``next``, ``next_us``) or else ``"predicted"`` (the faster of MACKO and CSR-vector as the
+    committed GPU runs predict it, :func:`spmvlab.analysis.crossover.predict`, only for a
+    matrix of the kind they measured: ``method`` ``"macko"``/``"csr"``) or ``"none"`` (no
+    prediction; ``method`` None); ``reason`` says which crossover or why none."""
+    from .analysis.crossover import predict  # noqa: PLC0415
+
+    by = {x["format"]: x["nbytes"] for x in sizes if "error" not in x}
+    first, second = (sorted(by, key=by.get) + [None, None])[:2]
+    out = dict(smallest=first, smallest_bytes=by.get(first), next=second,
+               next_bytes=by.get(second), bytes=by)
+    timed = sorted((r for r in rows or () if r.get("check_passed") and r.get("median_us")),
+                   key=lambda r: r["median_us"])
+    if timed:
+        out["fastest"] = dict(basis="measured", method=timed[0]["method"],
+                              median_us=timed[0]["median_us"],
+                              next=timed[1]["method"] if len(timed) > 1 else None,
+                              next_us=timed[1]["median_us"] if len(timed) > 1 else None)
+    else:
+        pred = predict(s, np.dtype(dtype).name)
+        out["fastest"] = dict(basis="predicted" if pred["faster"] else "none",
+                              method=pred["faster"], reason=pred["reason"])
     return out
 
 
-def _vs_lines(v: dict) -> list[tuple[str, str]]:
-    name = {"macko": "MACKO", "csr": "CSR", "unknown": "unknown"}
-    rows = [("smaller", f"{name[v['smaller']]} ({v['macko_bytes']:,} bytes MACKO, "
-                        f"{v['csr_bytes']:,} CSR)")]
-    if "faster" in v:
-        rows.append(("faster (predicted)", f"{name[v['faster']]}: {v['faster_reason']}; "
-                                           "uniform masks measured, `bench` times this matrix"))
+def _summary_lines(v: dict) -> list[tuple[str, str]]:
+    """``summary``'s two lines: the smallest format, and the fastest method measured or the
+    faster of MACKO and CSR-vector predicted (or why there is no prediction)."""
+    if v["smallest"] is None:
+        rows = [("smallest", "none: no format encoded the matrix")]
+    elif v["next"] is None:
+        rows = [("smallest", f"{v['smallest']} {v['smallest_bytes']:,} bytes (the only format "
+                             "encoded)")]
+    else:
+        rows = [("smallest", f"{v['smallest']} {v['smallest_bytes']:,} bytes; next {v['next']} "
+                             f"{v['next_bytes']:,} bytes "
+                             f"({v['next_bytes'] / v['smallest_bytes']:.2f}x); over the "
+                             f"{len(v['bytes'])} formats that encoded it")]
+    f = v["fastest"]
+    if f["basis"] == "measured":
+        text = f"{f['method']} {f['median_us']:.2f} us median"
+        if f["next"] is not None:
+            text += f"; next {f['next']} {f['next_us']:.2f} us"
+        rows.append(("fastest (measured)", text + " (timed here, methods that passed their check)"))
+    elif f["basis"] == "predicted":
+        name = {"macko": "MACKO", "csr": "CSR-vector"}[f["method"]]
+        rows.append(("faster (predicted)", f"{name}, of MACKO and CSR-vector: {f['reason']}; "
+                                           "`bench` on a GPU times this matrix"))
+    else:
+        rows.append(("faster (predicted)", f"no prediction of MACKO vs CSR-vector: {f['reason']}"))
     return rows
 
 
@@ -432,15 +466,15 @@ def cmd_stats(args, out) -> int:
         _print_table(_header(args, s, dt, sizes), out)
         print(file=out)
         _print_sizes(sizes, s, dt, out)
-    vs = macko_vs_csr(s, sizes)
-    if vs is not None and json_path != "-":
+    summ = summary(s, sizes, dt)
+    if json_path != "-":
         print(file=out)
-        _print_table(_vs_lines(vs), out)
+        _print_table(_summary_lines(summ), out)
     if json_path is not None:
         config = dict(matrix=args.matrix, dtype=dt.name, prune=args.prune, lossy=args.lossy,
                       options=options)
         _write_json(json_path, dict(meta=_run_metadata(), command="stats", config=config,
-                                    matrix=s, sizes=sizes, macko_vs_csr=vs), out)
+                                    matrix=s, sizes=sizes, summary=summ), out)
     return 0
 
 
@@ -585,6 +619,7 @@ def cmd_bench(args, out) -> int:
     copy, rows = _time(A, dt, specs, args) if gpu_available() else (None, [])
     product = "SpMV (y = A x)" if kind == "spmv" else f"SpMM (Y = A X, {args.k} columns)"
     device = _device_line(copy)
+    summ = summary(s, sizes, dt, rows)
     if json_path != "-":
         head = _header(args, s, dt, sizes)
         head.append(("encode", f"fast encoders, best of {ENCODE_REPEATS} (wall clock)"))
@@ -600,6 +635,8 @@ def cmd_bench(args, out) -> int:
             for r in rows:
                 if "error" in r:
                     print(f"{r['method']}: not timed: {' '.join(r['error'].split())}", file=out)
+        print(file=out)
+        _print_table(_summary_lines(summ), out)
     elif copy is None:
         print(f"spmvlab bench: {device[1]}", file=sys.stderr)
     if json_path is not None:
@@ -610,7 +647,7 @@ def cmd_bench(args, out) -> int:
         _write_json(json_path, dict(meta=_run_metadata(), command="bench", config=config,
                                     matrix=s, sizes=sizes, gpu=copy is not None,
                                     timing_note=None if copy is not None else device[1],
-                                    copy_bandwidth=copy, rows=rows), out)
+                                    copy_bandwidth=copy, rows=rows, summary=summ), out)
     return 0
 
 

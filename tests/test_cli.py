@@ -88,6 +88,13 @@ def test_stats_real_matrix(capsys, have_data):
     assert rows["dense"].split()[1] == f"{2003 * 2003 * 4:,}"
 
 
+def _summary(out):
+    """The summary lines under the size table: label -> text."""
+    labels = ("smallest", "fastest (measured)", "faster (predicted)")
+    return {lab: ln[len(lab):].strip() for ln in out.splitlines() for lab in labels
+            if ln.startswith(lab + "  ")}
+
+
 def test_stats_npy(capsys, tmp_path):
     W = datasets.prune(datasets.gaussian_weights((64, 96), seed=0), 0.75)
     path = tmp_path / "w.npy"
@@ -99,11 +106,109 @@ def test_stats_npy(capsys, tmp_path):
     rows = _table_rows(out)
     csr_bytes = 65 * 4 + 1536 * (4 + 2)
     assert f"{csr_bytes:,}" in rows["csr"]
-    # 75 % sparse: MACKO is the smaller, and (below every committed crossover) the faster
-    vs = {ln.split("  ")[0]: ln.split("  ", 1)[1].strip() for ln in out.splitlines()
-          if ln.startswith(("smaller ", "faster (predicted) "))}
-    assert vs["smaller"].startswith("MACKO (") and f"{csr_bytes:,} CSR" in vs["smaller"]
-    assert vs["faster (predicted)"].startswith("MACKO: CSR-vector is as fast as MACKO from")
+    # MACKO is the smallest of the five formats here; 64 x 96 is far smaller than any shape
+    # the committed GPU runs time, so no prediction of the faster kernel is made
+    summ = _summary(out)
+    macko = rows["macko"].split()[1]
+    assert summ["smallest"].startswith(f"macko {macko} bytes; next csr_dtans ")
+    assert summ["smallest"].endswith("over the 5 formats that encoded it")
+    assert summ["faster (predicted)"].startswith("no prediction of MACKO vs CSR-vector: ")
+    assert summ["faster (predicted)"].endswith("this matrix is 64 x 96")
+
+
+def test_stats_names_a_smallest_format_that_is_neither_macko_nor_csr(capsys, tmp_path):
+    """A 4096 x 4096 weight matrix pruned to 80 % in float16: CSR-dtANS is the smallest format
+    (MACKO the runner-up), and the matrix is of the kind the committed GPU runs time (a
+    uniform mask of a measured shape, in their dtype and sparsity range), so the faster of
+    MACKO and CSR-vector is predicted: MACKO, below the crossover at 4096 x 4096."""
+    path = tmp_path / "w.npy"
+    np.save(path, datasets.gaussian_weights((4096, 4096), seed=0))
+    status, out, err = run(capsys, "stats", str(path), "--prune", "0.8", "--dtype", "float16",
+                           "--json", str(tmp_path / "s.json"))
+    assert status == 0, err
+    rows = _table_rows(out)
+    dtans, macko = rows["csr_dtans"].split()[1], rows["macko"].split()[1]
+    summ = _summary(out)
+    assert summ["smallest"].startswith(f"csr_dtans {dtans} bytes; next macko {macko} bytes (")
+    assert summ["faster (predicted)"].startswith(
+        "MACKO, of MACKO and CSR-vector: CSR-vector is as fast as MACKO from ")
+    assert "at 4096x4096 on " in summ["faster (predicted)"]
+    doc = json.loads((tmp_path / "s.json").read_text())
+    assert "macko_vs_csr" not in doc
+    v = doc["summary"]
+    sizes = {r["format"]: r["nbytes"] for r in doc["sizes"]}
+    assert v["bytes"] == sizes and min(sizes, key=sizes.get) == "csr_dtans"
+    assert (v["smallest"], v["smallest_bytes"]) == ("csr_dtans", sizes["csr_dtans"])
+    assert (v["next"], v["next_bytes"]) == ("macko", sizes["macko"])
+    assert v["fastest"]["basis"] == "predicted" and v["fastest"]["method"] == "macko"
+
+
+def test_stats_power_law_graph_gets_no_prediction(capsys, tmp_path, monkeypatch):
+    """A power-law graph 99.9 % sparse, of a shape inside the measured range: far sparser than
+    any committed run and with rows of very different lengths, so no prediction, and the
+    line says why."""
+    monkeypatch.setattr(formats, "all_formats", lambda: [formats.get("csr"), formats.get("macko")])
+    path = tmp_path / "g.mtx"
+    G = datasets.power_law(8192, 8192, 8, seed=0)
+    G.data[:] = 1.0                                  # a graph: its pattern, in any dtype
+    scipy.io.mmwrite(path, G)
+    status, out, err = run(capsys, "stats", str(path), "--dtype", "float16",
+                           "--json", str(tmp_path / "g.json"))
+    assert status == 0, err
+    line = _summary(out)["faster (predicted)"]
+    assert line.startswith("no prediction of MACKO vs CSR-vector: the committed GPU runs time "
+                           "uniform random masks, ")
+    reason = line.split("; this matrix is ", 1)[1]
+    assert reason.startswith("99.9") and "% sparse, rows of " in reason and "nonzeros" in reason
+    assert "8,192 x 8,192" not in reason and "float16" not in reason   # shape and dtype covered
+    v = json.loads((tmp_path / "g.json").read_text())["summary"]
+    assert v["fastest"]["basis"] == "none" and v["fastest"]["method"] is None
+    assert "% sparse" in v["fastest"]["reason"]
+
+
+@pytest.fixture
+def have_weights():
+    try:
+        datasets.data_dir()
+    except DatasetError:
+        pytest.skip("data directory absent (set SPMVLAB_DATA)")
+    if "mpnet_L11_attn_q" not in datasets.weights_names():
+        pytest.skip("mpnet_L11_attn_q not in the data directory")
+
+
+def test_stats_real_weights_smallest_is_csr_dtans(capsys, have_weights):
+    """The issue's case: mpnet_L11_attn_q pruned to 70 % in float16 is smallest in CSR-dtANS,
+    not in MACKO; 768 x 768 is smaller than every measured shape, so no prediction."""
+    status, out, err = run(capsys, "stats", "mpnet_L11_attn_q", "--prune", "0.7",
+                           "--dtype", "float16")
+    assert status == 0, err
+    summ = _summary(out)
+    assert summ["smallest"].startswith("csr_dtans 380,246 bytes; next macko 445,976 bytes (1.17x)")
+    assert summ["faster (predicted)"].startswith("no prediction of MACKO vs CSR-vector")
+    assert summ["faster (predicted)"].endswith("this matrix is 768 x 768")
+
+
+def test_summary_measured_fastest_passed_its_check():
+    """On a GPU the fastest is the timed method with the least median among those that passed
+    their check (a faster failed row or an untimed one does not count)."""
+    sizes = [dict(format="csr", nbytes=30), dict(format="macko", nbytes=20),
+             dict(format="ec_csr", error="ValueError: no")]
+    rows = [dict(method="csr", check_passed=True, median_us=12.0),
+            dict(method="macko", check_passed=False, median_us=5.0),
+            dict(method="cusparse", check_passed=True, median_us=9.0),
+            dict(method="cusparse_coo", error="not timed")]
+    s = cli.matrix_stats(datasets.uniform((32, 32), 0.5))
+    v = cli.summary(s, sizes, "float32", rows)
+    assert (v["smallest"], v["next"], v["bytes"]) == ("macko", "csr", {"csr": 30, "macko": 20})
+    f = v["fastest"]
+    assert (f["basis"], f["method"], f["median_us"], f["next"], f["next_us"]) == (
+        "measured", "cusparse", 9.0, "csr", 12.0)
+    lines = dict(cli._summary_lines(v))
+    assert lines["fastest (measured)"].startswith("cusparse 9.00 us median; next csr 12.00 us")
+    assert lines["smallest"].startswith("macko 20 bytes; next csr 30 bytes (1.50x); over the 2")
+    assert cli.summary(s, sizes, "float32", [])["fastest"]["basis"] == "none"
+    v = cli.summary(s, [dict(format="csr", nbytes=30)], "float32")
+    assert dict(cli._summary_lines(v))["smallest"] == "csr 30 bytes (the only format encoded)"
 
 
 def test_stats_reports_failing_format(capsys, tmp_path, monkeypatch):
@@ -190,7 +295,7 @@ MACKO_TIMED = "macko[delta_bits='auto']"
 SIZE_KEYS = {"format", "nbytes", "bytes_per_nnz", "effective_density", "options", "encode_s",
              "encode_repeats", "note", "chosen"}
 BENCH_KEYS = {"meta", "command", "config", "matrix", "sizes", "gpu", "timing_note",
-              "copy_bandwidth", "rows"}
+              "copy_bandwidth", "rows", "summary"}
 
 
 @pytest.fixture
@@ -229,10 +334,15 @@ def test_bench_npy(capsys, tmp_path, npy, simulator):
     for row in doc["sizes"]:
         assert set(row) == SIZE_KEYS and row["nbytes"] > 0 and row["encode_s"] > 0
     assert f"wrote {out_json}" in out
+    sizes = {r["format"]: r["nbytes"] for r in doc["sizes"]}
+    assert doc["summary"]["smallest"] == min(sizes, key=sizes.get)
     if simulator:
         line = [ln for ln in out.splitlines() if "no CUDA GPU" in ln]
         assert len(line) == 1 and "sizes and encode times only" in line[0]
         assert doc["gpu"] is False and doc["rows"] == [] and doc["copy_bandwidth"] is None
+        # nothing timed: 16 x 64 is outside the measured shapes, so no prediction either
+        assert doc["summary"]["fastest"]["basis"] == "none"
+        assert _summary(out)["faster (predicted)"].startswith("no prediction")
     else:                                               # a real GPU: timing columns exist
         for col in ("median us", "TB/s", "x cuBLAS", "ok"):
             assert col in out
@@ -242,6 +352,10 @@ def test_bench_npy(capsys, tmp_path, npy, simulator):
         for r in timed.values():
             assert set(methods.ROW_KEYS) <= set(r) and r["check_passed"]
         assert "speedup_vs_cublas" in timed[MACKO_TIMED]
+        fast = doc["summary"]["fastest"]
+        assert fast["basis"] == "measured"
+        assert fast["median_us"] == min(r["median_us"] for r in timed.values())
+        assert _summary(out)["fastest (measured)"].startswith(f"{fast['method']} ")
 
 
 def test_bench_tiny_mtx_json_stdout(capsys, mtx, simulator):
@@ -274,7 +388,9 @@ def test_bench_timing_table_with_stand_in_timer(capsys, tmp_path, monkeypatch):
     from spmvlab import experiment
     monkeypatch.setattr(experiment, "gpu_available", lambda: True)
     monkeypatch.setattr(bench, "copy_bandwidth", lambda: {"tb_s": 4.0, "median_us": 500.0})
-    monkeypatch.setattr(bench, "time_fn", lambda fn, **kw: Timing.from_samples([9, 10, 11], True))
+    medians = iter([20, 10])                           # csr is timed first, then MACKO
+    monkeypatch.setattr(bench, "time_fn", lambda fn, **kw: Timing.from_samples(
+        [m := next(medians), m + 1, m + 2], True))
     np.save(tmp_path / "w.npy", datasets.prune(datasets.gaussian_weights((4, 40), seed=2), 0.5))
     status, out, err = run(capsys, "bench", str(tmp_path / "w.npy"), "--methods",
                            "csr,macko,cusparse_coo", "--dtype", "float16", "--reps", "3",
@@ -287,7 +403,12 @@ def test_bench_timing_table_with_stand_in_timer(capsys, tmp_path, monkeypatch):
     timed = _timed_rows(doc["rows"])
     assert set(timed) == {"csr", MACKO_TIMED} and doc["gpu"] is True
     for r in timed.values():
-        assert set(methods.ROW_KEYS) <= set(r) and r["check_passed"] and r["median_us"] == 10
+        assert set(methods.ROW_KEYS) <= set(r) and r["check_passed"]
+    assert (timed["csr"]["median_us"], timed[MACKO_TIMED]["median_us"]) == (21, 11)
+    fast = doc["summary"]["fastest"]
+    assert (fast["basis"], fast["method"], fast["next"]) == ("measured", MACKO_TIMED, "csr")
+    assert _summary(out)["fastest (measured)"].startswith(
+        f"{MACKO_TIMED} 11.00 us median; next csr 21.00 us")
     assert "float32, float64, received float16" in next(
         r["error"] for r in doc["rows"] if r["method"] == "cusparse_coo")
 
@@ -329,12 +450,13 @@ def test_stats_json(capsys, tmp_path, npy):
     status, out, err = run(capsys, "stats", npy, "--json")
     assert status == 0 and err == ""
     doc = json.loads(out)
-    assert set(doc) == {"meta", "command", "config", "matrix", "sizes", "macko_vs_csr"}
-    vs = doc["macko_vs_csr"]
+    assert set(doc) == {"meta", "command", "config", "matrix", "sizes", "summary"}
+    v = doc["summary"]
     sizes = {r["format"]: r["nbytes"] for r in doc["sizes"]}
-    assert (vs["macko_bytes"], vs["csr_bytes"]) == (sizes["macko"], sizes["csr"])
-    assert vs["smaller"] == ("macko" if sizes["macko"] < sizes["csr"] else "csr")
-    assert vs["faster"] in ("macko", "csr", "unknown") and "%" in vs["faster_reason"]
+    order = sorted(sizes, key=sizes.get)
+    assert v["bytes"] == sizes and (v["smallest"], v["next"]) == tuple(order[:2])
+    assert (v["smallest_bytes"], v["next_bytes"]) == (sizes[order[0]], sizes[order[1]])
+    assert v["fastest"]["basis"] == "none" and "16 x 64" in v["fastest"]["reason"]
     assert doc["command"] == "stats" and doc["matrix"]["nnz"] == 512
     assert {r["format"] for r in doc["sizes"]} == {f.name for f in formats.all_formats()}
     assert all("encode_s" not in r for r in doc["sizes"])
