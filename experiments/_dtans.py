@@ -658,3 +658,54 @@ def plot_cells(results: dict, fig_path: str, title: str) -> list[str]:
         ax.set_title(dt, fontsize=10)
     fig.suptitle(f"{title} ({P.device_name(results)}): successes/matrices", fontsize=10)
     return P.savefig(fig, fig_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# the experiments that reuse fig7_dtans's rows (fig8_dtans, table2_dtans, table3_dtans)
+# ---------------------------------------------------------------------------------------------
+
+def reuser_config(name: str):
+    """The ``config`` of an experiment made from fig7_dtans's rows: fig7_dtans's settings."""
+    from spmvlab import experiment as X  # noqa: PLC0415
+
+    def config(quick: bool = False, **overrides) -> dict:
+        """fig7_dtans's settings."""
+        return X.make_config(name, GPU_FULL, GPU_QUICK, quick, overrides)
+    return config
+
+
+def reuser_cli(p):
+    """The flags of an experiment made from fig7_dtans's rows."""
+    gpu_cli(p, reuser=True)
+
+
+def speed_table(name: str, cache: str, table: str):
+    """``(measure, plot, report)`` of the paper's speed tables (Table II, warm L2; Table III,
+    cold): the share of matrices on which CSR-dtANS SpMV is faster than the fastest cuSPARSE
+    format, by total nonzeros and nonzeros per row, from fig7_dtans's ``cache`` rows."""
+    from spmvlab import plotting as P  # noqa: PLC0415
+
+    def measure(cfg: dict) -> dict:
+        res = gpu_results(cfg, name)
+        timing = res.pop("rows")
+        return dict(res, rows=speed_cells(timing, cache, cfg["dtypes"]),
+                    summary=speed_summary(timing, cache, cfg["dtypes"]),
+                    baselines=baselines_timed(timing), pairs=pairs(timing, cache))
+
+    def plot(results: dict, fig_path: str) -> list[str]:
+        timed = results.get("baselines", ["cusparse", "cusparse_coo"])   # files before SELL: CSR/COO
+        return plot_cells(results, fig_path, f"dtANS paper {table}: CSR-dtANS SpMV faster than "
+                          f"the fastest of cuSPARSE {baselines_text(timed=timed)}, {cache} L2")
+
+    def report(results: dict):
+        for line in run_state(results):
+            print(line)
+        print(P.format_table([r for r in results["rows"] if r["source"] in ("all", "suitesparse")],
+                             [("dtype", "dtype", ""), ("source", "source", ""),
+                              ("nnz_per_row", "nnz/row", ""), ("nnz", "nnz", ""),
+                              ("success", "faster", ""), ("total", "of", ""), ("rate", "rate", ".2f")]))
+        for s in results.get("summary") or []:
+            print(f"{s['dtype']}: best {s['best_speedup']:.2f}x ({s['best_matrix']}); > 2^25 nnz: "
+                  f"{s['large_faster']}/{s['large']} faster")
+
+    return measure, plot, report

@@ -24,13 +24,8 @@ NEEDS_GPU = True
 CACHE = "cold"
 
 
-def config(quick: bool = False, **overrides) -> dict:
-    """fig7_dtans's settings."""
-    return X.make_config(NAME, D.GPU_FULL, D.GPU_QUICK, quick, overrides)
-
-
-def cli(p):
-    D.gpu_cli(p, reuser=True)
+config = D.reuser_config(NAME)
+cli = D.reuser_cli
 
 
 def measure(cfg: dict) -> dict:

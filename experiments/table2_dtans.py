@@ -20,48 +20,14 @@ import sys
 
 from experiments import _dtans as D
 from spmvlab import experiment as X
-from spmvlab import plotting as P
 
 NAME = "table2_dtans"
 NEEDS_GPU = True
 CACHE = "warm"
 
-
-def config(quick: bool = False, **overrides) -> dict:
-    """fig7_dtans's settings."""
-    return X.make_config(NAME, D.GPU_FULL, D.GPU_QUICK, quick, overrides)
-
-
-def cli(p):
-    D.gpu_cli(p, reuser=True)
-
-
-def measure(cfg: dict) -> dict:
-    res = D.gpu_results(cfg, NAME)
-    timing = res.pop("rows")
-    return dict(res, rows=D.speed_cells(timing, CACHE, cfg["dtypes"]),
-                summary=D.speed_summary(timing, CACHE, cfg["dtypes"]),
-                baselines=D.baselines_timed(timing),
-                pairs=D.pairs(timing, CACHE))
-
-
-def plot(results: dict, fig_path: str) -> list[str]:
-    timed = results.get("baselines", ["cusparse", "cusparse_coo"])   # files before SELL: CSR/COO
-    return D.plot_cells(results, fig_path, f"dtANS paper Table II: CSR-dtANS SpMV faster than "
-                        f"the fastest of cuSPARSE {D.baselines_text(timed=timed)}, warm L2")
-
-
-def report(results: dict):
-    for line in D.run_state(results):
-        print(line)
-    print(P.format_table([r for r in results["rows"] if r["source"] in ("all", "suitesparse")],
-                         [("dtype", "dtype", ""), ("source", "source", ""),
-                          ("nnz_per_row", "nnz/row", ""), ("nnz", "nnz", ""),
-                          ("success", "faster", ""), ("total", "of", ""), ("rate", "rate", ".2f")]))
-    for s in results.get("summary") or []:
-        print(f"{s['dtype']}: best {s['best_speedup']:.2f}x ({s['best_matrix']}); > 2^25 nnz: "
-              f"{s['large_faster']}/{s['large']} faster")
-
+config = D.reuser_config(NAME)
+cli = D.reuser_cli
+measure, plot, report = D.speed_table(NAME, CACHE, "Table II")
 
 if __name__ == "__main__":
     sys.exit(X.main(sys.modules[__name__]))
