@@ -32,6 +32,58 @@ SUITESPARSE = ["Sandia/adder_dcop_05", "Gset/G51", "Bai/cryg2500", "MathWorks/Pd
 GS_BEST = "generalsparse_best"
 
 
+def _ints(text: str) -> list[int]:
+    from spmvlab import experiment as X
+    return [int(v) for v in X.floats(text)]
+
+
+def _flags() -> dict:
+    """The flags the GeneralSparse experiments take: name -> (argparse type, help)."""
+    from spmvlab import experiment as X
+    return dict(shapes=(X.shapes, "comma-separated RxC"), prunings=(X.words, "magnitude,random"),
+                blocks=(X.shapes, "comma-separated block sizes, e.g. 1x1,4x4"),
+                sparsities=(X.floats, "comma-separated fractions"), ns=(_ints, "columns of B"),
+                matrices=(X.words, "comma-separated SuiteSparse names"),
+                weights=(X.words, "pruning:sparsity of the weight matrices"),
+                suitesparse=(X.words, "SuiteSparse names"))
+
+
+def config_for(name: str, full: dict, quick_changes: dict):
+    """An experiment's ``config``: ``full`` (with ``quick_changes`` under ``--quick``) and
+    the overrides given (``experiment.make_config``)."""
+    from spmvlab import experiment as X
+
+    def config(quick: bool = False, **overrides) -> dict:
+        return X.make_config(name, full, quick_changes, quick, overrides)
+    return config
+
+
+def cli_for(*names: str, derived_from: str | None = None):
+    """An experiment's ``cli``: the flags ``names`` (of :func:`_flags`), and for a table made
+    from another experiment's rows ``--measure-anyway`` (its ``from_<experiment>`` False)."""
+    def cli(p):
+        flags = _flags()
+        for n in names:
+            kind, help_ = flags[n]
+            p.add_argument(f"--{n}", type=kind, help=help_)
+        if derived_from:
+            p.add_argument("--measure-anyway", dest=f"from_{derived_from.split('_')[0]}",
+                           action="store_const", const=False,
+                           help=f"measure even when {derived_from} results exist")
+    return cli
+
+
+def derived_measure(derive, key: str, measurer, name: str):
+    """The ``measure`` of a table made from another experiment's rows: ``derive(cfg)``'s rows
+    where the saved results cover ``cfg``, else ``measurer`` run on ``cfg`` without ``key``."""
+    def measure(cfg: dict) -> dict:
+        got = derive(cfg)
+        if got is not None:
+            return got
+        return dict(rows=measurer({k: v for k, v in cfg.items() if k != key}, name))
+    return measure
+
+
 def opt_weights(shape, seed: int = 0, like: str = LIKE) -> np.ndarray:
     """float32 (rows, cols) weights with the row/column scale spread of the real layer ``like``."""
     from spmvlab import datasets

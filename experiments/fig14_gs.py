@@ -39,15 +39,10 @@ FULL = dict(shapes=_gs.OPT_SHAPES, prunings=["magnitude", "random"], sparsities=
 QUICK = dict(shapes=[[7168, 7168]], prunings=["random"], sparsities=[0.9], ns=[8], reps=5)
 
 
-def config(quick: bool = False, **overrides) -> dict:
-    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+config = _gs.config_for(NAME, FULL, QUICK)
 
 
-def cli(p):
-    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
-    p.add_argument("--prunings", type=X.words, help="magnitude,random")
-    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
-    p.add_argument("--ns", type=lambda t: [int(v) for v in X.floats(t)], help="columns of B")
+cli = _gs.cli_for("shapes", "prunings", "sparsities", "ns")
 
 
 def measure(cfg: dict) -> dict:

@@ -28,13 +28,10 @@ FULL = dict(matrices=_gs.SUITESPARSE, ns=[8, 32, 64], dtype="float32", methods=M
 QUICK = dict(matrices=["HB/bcsstk13", "DIMACS10/cs4", "SNAP/ego-Facebook"], ns=[8], reps=5)
 
 
-def config(quick: bool = False, **overrides) -> dict:
-    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+config = _gs.config_for(NAME, FULL, QUICK)
 
 
-def cli(p):
-    p.add_argument("--matrices", type=X.words, help="comma-separated SuiteSparse names")
-    p.add_argument("--ns", type=lambda t: [int(v) for v in X.floats(t)], help="columns of B")
+cli = _gs.cli_for("matrices", "ns")
 
 
 def measure(cfg: dict) -> dict:

@@ -38,14 +38,10 @@ FULL = dict(weight_shape=[7168, 7168], weights=["magnitude:0.7", "magnitude:0.9"
 QUICK = dict(weights=["magnitude:0.9"], suitesparse=["HB/bcsstk13"], ns=[32], reps=5, search_top=3)
 
 
-def config(quick: bool = False, **overrides) -> dict:
-    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+config = _gs.config_for(NAME, FULL, QUICK)
 
 
-def cli(p):
-    p.add_argument("--weights", type=X.words, help="pruning:sparsity of the weight matrices")
-    p.add_argument("--suitesparse", type=X.words, help="SuiteSparse names")
-    p.add_argument("--ns", type=lambda t: [int(v) for v in X.floats(t)], help="columns of B")
+cli = _gs.cli_for("weights", "suitesparse", "ns")
 
 
 def base_strategy():

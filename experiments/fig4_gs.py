@@ -29,14 +29,10 @@ FULL = dict(shapes=[[7168, 7168], [9216, 9216], [28672, 7168]], prunings=["magni
 QUICK = dict(shapes=[[7168, 7168]], sparsities=[0.9], reps=5)
 
 
-def config(quick: bool = False, **overrides) -> dict:
-    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+config = _gs.config_for(NAME, FULL, QUICK)
 
 
-def cli(p):
-    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
-    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
-    p.add_argument("--ns", type=lambda t: [int(v) for v in X.floats(t)], help="columns of B")
+cli = _gs.cli_for("shapes", "sparsities", "ns")
 
 
 def measure(cfg: dict) -> dict:

@@ -33,16 +33,8 @@ DERIVED_FROM = "fig14_gs"
 BASES = ["cusparse", "cublas", "macko", "csr_vector"]
 
 
-def config(quick: bool = False, **overrides) -> dict:
-    full = dict(fig14_gs.FULL, ns=[8, 32], from_fig14=True)
-    quick_changes = dict(fig14_gs.QUICK)
-    return X.make_config(NAME, full, quick_changes, quick, overrides)
-
-
-def cli(p):
-    fig14_gs.cli(p)
-    p.add_argument("--measure-anyway", dest="from_fig14", action="store_const", const=False,
-                   help="measure even when fig14_gs results exist")
+config = _gs.config_for(NAME, dict(fig14_gs.FULL, ns=[8, 32], from_fig14=True), dict(fig14_gs.QUICK))
+cli = _gs.cli_for("shapes", "prunings", "sparsities", "ns", derived_from=DERIVED_FROM)
 
 
 def _covered(rows, cfg) -> list | None:
@@ -69,12 +61,7 @@ def derive(cfg: dict, device: str | None = None) -> dict | None:
                                                                 meta=saved["meta"]))
 
 
-def measure(cfg: dict) -> dict:
-    got = derive(cfg)
-    if got is not None:
-        return got
-    inner = {k: v for k, v in cfg.items() if k != "from_fig14"}
-    return dict(rows=_gs.measure_weights(inner, NAME))
+measure = _gs.derived_measure(derive, "from_fig14", _gs.measure_weights, NAME)
 
 
 def table(results: dict) -> list:

@@ -30,15 +30,10 @@ FULL = dict(shapes=[[7168, 7168], [7168, 28672]], prunings=["random"], blocks=[[
 QUICK = dict(shapes=[[7168, 7168]], blocks=[[1, 1], [8, 8]], sparsities=[0.9], ns=[8], reps=5)
 
 
-def config(quick: bool = False, **overrides) -> dict:
-    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+config = _gs.config_for(NAME, FULL, QUICK)
 
 
-def cli(p):
-    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
-    p.add_argument("--blocks", type=X.shapes, help="comma-separated block sizes, e.g. 1x1,4x4")
-    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
-    p.add_argument("--ns", type=lambda t: [int(v) for v in X.floats(t)], help="columns of B")
+cli = _gs.cli_for("shapes", "blocks", "sparsities", "ns")
 
 
 def measure(cfg: dict) -> dict:

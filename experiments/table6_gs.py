@@ -29,15 +29,8 @@ BUCKETS = [(">1.8x", 1.8, float("inf")), ("1.4-1.8x", 1.4, 1.8), ("1.0-1.4x", 1.
            ("0.8-1.0x", 0.8, 1.0), ("<0.8x", 0.0, 0.8)]
 
 
-def config(quick: bool = False, **overrides) -> dict:
-    return X.make_config(NAME, dict(fig15_gs.FULL, from_fig15=True), dict(fig15_gs.QUICK), quick,
-                         overrides)
-
-
-def cli(p):
-    fig15_gs.cli(p)
-    p.add_argument("--measure-anyway", dest="from_fig15", action="store_const", const=False,
-                   help="measure even when fig15_gs results exist")
+config = _gs.config_for(NAME, dict(fig15_gs.FULL, from_fig15=True), dict(fig15_gs.QUICK))
+cli = _gs.cli_for("matrices", "ns", derived_from=DERIVED_FROM)
 
 
 def derive(cfg: dict, device: str | None = None) -> dict | None:
@@ -57,12 +50,7 @@ def derive(cfg: dict, device: str | None = None) -> dict | None:
     return dict(rows=keep, source=dict(experiment=DERIVED_FROM, meta=saved["meta"]))
 
 
-def measure(cfg: dict) -> dict:
-    got = derive(cfg)
-    if got is not None:
-        return got
-    inner = {k: v for k, v in cfg.items() if k != "from_fig15"}
-    return dict(rows=_gs.measure_suitesparse(inner, NAME))
+measure = _gs.derived_measure(derive, "from_fig15", _gs.measure_suitesparse, NAME)
 
 
 def table(results: dict) -> list:
