@@ -14,20 +14,14 @@ faster in fp64 cold L2).
 
     python experiments/table2_dtans.py [--quick] [--plot-only] [--measure-missing-s SECONDS]
 """
-from __future__ import annotations
-
 import sys
 
 from experiments import _dtans as D
 from spmvlab import experiment as X
 
-NAME = "table2_dtans"
-NEEDS_GPU = True
-CACHE = "warm"
-
-config = D.reuser_config(NAME)
-cli = D.reuser_cli
-measure, plot, report = D.speed_table(NAME, CACHE, "Table II")
+NAME, NEEDS_GPU, CACHE = "table2_dtans", True, "warm"
+config, cli, (measure, plot, report) = (D.reuser_config(NAME), D.reuser_cli,
+                                        D.speed_table(NAME, CACHE, "Table II"))
 
 if __name__ == "__main__":
     sys.exit(X.main(sys.modules[__name__]))

@@ -5,20 +5,14 @@ matrices above 2^25 nonzeros faster in fp64.
 
     python experiments/table3_dtans.py [--quick] [--plot-only] [--measure-missing-s SECONDS]
 """
-from __future__ import annotations
-
 import sys
 
 from experiments import _dtans as D
 from spmvlab import experiment as X
 
-NAME = "table3_dtans"
-NEEDS_GPU = True
-CACHE = "cold"
-
-config = D.reuser_config(NAME)
-cli = D.reuser_cli
-measure, plot, report = D.speed_table(NAME, CACHE, "Table III")
+NAME, NEEDS_GPU, CACHE = "table3_dtans", True, "cold"
+config, cli, (measure, plot, report) = (D.reuser_config(NAME), D.reuser_cli,
+                                        D.speed_table(NAME, CACHE, "Table III"))
 
 if __name__ == "__main__":
     sys.exit(X.main(sys.modules[__name__]))
