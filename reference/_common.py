@@ -694,7 +694,8 @@ class Checksummed:
 
     def compute_checksum(self) -> int:
         """CRC-32 over :meth:`_checksum_head` and every array's name, dtype, shape and bytes
-        (zlib, a few GB/s; it detects every flip of up to 32 adjacent bits)."""
+        (zlib's streaming CRC-32, one pass over the bytes; it detects every flip of up to 32
+        adjacent bits)."""
         arrays = list(self.arrays())
         head = repr(self._checksum_head() + ([(n, a.dtype.str, a.shape) for n, a in arrays],))
         crc = zlib.crc32(head.encode())

@@ -715,7 +715,9 @@ def _block_offsets(rowptr: np.ndarray, s: Strategy) -> np.ndarray:
 
 def _sorted_union(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``np.union1d`` of two non-decreasing arrays, by a merge: the stable sort of two sorted
-    runs is linear (numpy's hash-based unique took ~50 ms per call on 1M entries)."""
+    runs is linear (numpy's hash-based unique costs far more per call on large inputs, and
+    :func:`strategies` makes many such calls: docs/performance.md, "GeneralSparse
+    reference")."""
     c = np.concatenate([np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)])
     c.sort(kind="stable")
     if c.size:

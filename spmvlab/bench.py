@@ -12,7 +12,8 @@ per-thread default streams):
 2. a one-thread numba kernel sleeps ``pad_us`` microseconds. While the GPU sleeps the host
    records the start event and calls ``fn``, so by the time the GPU reaches the start event
    all of ``fn``'s launches are queued behind it: the events measure GPU time only, never
-   Python's launch overhead (27-60 us per numba launch, more than many SpMVs take);
+   Python's launch overhead (a numba launch costs the host more than many SpMVs take on the
+   GPU);
 3. start event, ``fn()``, end event; wait for the end event.
 
 ``fn`` must enqueue its work on the default stream without synchronising the host (a host
@@ -238,12 +239,12 @@ def time_fn(fn: Callable[[], object], *, reps: int = 60, warmup: int = 10, cold:
     """Time ``fn()`` (a zero-argument callable that launches GPU work on the default stream)
     with CUDA events; see the module docstring for what one timed call does.
 
-    cold        flush L2 (overwrite ``flush_bytes``, default 2 x L2) before every timed call
+    cold        flush L2 (read or overwrite ``flush_bytes``, default 2 x L2, see ``flush``)
+                before every timed call
     flush       "read" (default: read a 2 x L2 buffer, L2 ends up holding its clean lines) or
-                "write" (overwrite it). Measured on the H100: a write flush leaves ~50 MB of
-                dirty lines whose write-back lands inside the timed call and adds 6-10 us to
-                every cold time (cuBLAS fp16 4096x11008: 46.8 us write-flushed, 37.0 us
-                read-flushed; matrices larger than L2 time the same either way)
+                "write" (overwrite it). A write flush leaves L2 full of dirty lines whose
+                write-back lands inside the timed call and inflates every cold time, so the
+                default flushes by reading (docs/performance.md, "Timing (bench.py)")
     events      "numba" (default), "cupy" or "torch": whose events bracket ``fn``
     pad_us      GPU sleep before the start event, so the host can queue ``fn`` ahead of the
                 GPU; default: 1.5 x the slowest host-side duration of a warm-up call + 50 us

@@ -50,8 +50,9 @@ last lane to arrive wakes the others at once)."""
 SWITCH_INTERVAL_S = 5e-4
 """The interpreter's thread switch interval :func:`install` sets (at most): with Python's
 default 5 ms, every hand-over of the GIL between the simulated lanes of a warp collective
-(and the simulator's polling main thread) could wait that long; 0.5 ms made collective-heavy
-kernels 3-4x faster (CSR-dtANS: a ballot per decoder event)."""
+(and the simulator's polling main thread) could wait that long, and those hand-overs
+dominated the simulated time of collective-heavy kernels (CSR-dtANS: a ballot per decoder
+event); the shorter interval cuts that wait (docs/performance.md, "Warp simulator")."""
 """Seconds a failed launch waits for the rest of its block to stop (read at every failure)."""
 
 
@@ -248,7 +249,7 @@ def ballot_sync(mask, predicate):
     for ln, p in vals.items():
         if p:
             bits |= 1 << ln
-    return np.uint32(bits).view(np.int32)  # the H100 build returns int32 too
+    return np.uint32(bits).view(np.int32)  # numba's CUDA ballot_sync returns int32 too
 
 
 def all_sync(mask, predicate):

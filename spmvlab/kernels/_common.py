@@ -45,9 +45,10 @@ def to_dev(a):
 
 #: ``to_device(check="auto")`` checks every entry on the host (NumPy) for matrices with fewer
 #: stored entries (``values.size``) than this, and with the format's check kernel on the
-#: device from here on (always on the host in the simulator). Measured on a CPU core at 2**20
-#: entries: the host check takes ~0.3 ms (CSR), ~0.7 ms (COO), ~10 ms (MACKO, decoding); see
-#: ``tools/time_device_check.py`` for both costs on a GPU.
+#: device from here on (always on the host in the simulator). The host check is a NumPy
+#: pass over the entries (MACKO's also decodes them), so its cost grows with the entries;
+#: this size is about where it stops being cheap next to one launch of the check kernel
+#: (``tools/time_device_check.py`` times both; docs/performance.md, "Device checks").
 DEVICE_CHECK_MIN_ENTRIES = 1 << 20
 CHECK_SITES = ("auto", "host", "device")
 CHECK_THREADS = 128       # threads per block of the check kernels
@@ -72,7 +73,7 @@ def checked_to_device(M, matrix_cls: type, device_cls: type, upload: Callable, d
     ``host_entries(M)``: the work of the host check in entries of a NumPy check, for formats
     whose ``values`` are not one entry per stored element or whose host check is slower per
     element (CSR-dtANS: ``values`` is the table, and its host check is the reference's
-    Python decoder, ~1.2 us per symbol on a CPU core: 150 s for a 2^26-nonzero matrix).
+    Python decoder, two symbols per nonzero decoded in Python).
     Default ``M.values.size``.
     """
     if isinstance(M, device_cls):
@@ -112,8 +113,8 @@ CHECK_VEC = 4
 def launch_strided(kernel, n: int, *args):
     """Launch ``kernel(*args)`` for ``n`` entries read :data:`CHECK_VEC` at a time in a
     grid-stride loop: enough blocks to fill the device (16 per SM) and no more, so every
-    thread keeps a vector load in flight (a thread per 4-byte entry left the H200's memory
-    system idle: 0.8 TB/s). Nothing is launched for ``n == 0``."""
+    thread keeps a vector load in flight (one thread per 4-byte entry issued too few bytes
+    per load to keep the memory system busy). Nothing is launched for ``n == 0``."""
     if n:
         try:
             sms = int(cuda.get_current_device().MULTIPROCESSOR_COUNT)

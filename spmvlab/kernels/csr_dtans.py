@@ -147,12 +147,13 @@ def table_layout(symbols: np.ndarray, counts: np.ndarray):
     return sym, info, int(c[:-1].sum()), used
 
 
-#: ``to_device(check="auto")`` checks on the host (the reference's Python decoder, ~1.2 us
-#: per symbol, two symbols per nonzero) only below this many nonzeros and with the device
-#: check kernel from here on. ``M.values`` is the value table here, a handful of symbols, so
-#: the generic rule (``values.size`` below 2^20) sent every matrix to the host decoder: the
-#: first H200 run of fig7_dtans (4c5d083) spent ~150 s per value type decoding its first
-#: 2^26-nonzero matrix on the host and was killed before saving anything.
+#: ``to_device(check="auto")`` checks on the host (the reference's Python decoder, two
+#: symbols per nonzero, each decoded in Python) only below this many nonzeros and with the
+#: device check kernel from here on. ``M.values`` is the value table here, a handful of
+#: symbols, so the generic rule (``values.size`` below 2^20) would send every matrix to the
+#: host decoder, whose cost grows with the nonzeros: on matrices of the experiments' size
+#: the host check, not the kernels, would take most of a run (docs/performance.md,
+#: "CSR-dtANS kernels").
 HOST_CHECK_MAX_NNZ = 1 << 16
 
 

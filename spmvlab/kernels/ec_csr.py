@@ -62,55 +62,51 @@ allows. With warp_size >= vector_size (the default 32 / 4) both are always the f
 (vector_size codes; 16 bytes of values, or vector_size x g values if fewer); warp_size 2
 with vector_size 4 can narrow the code loads to 2 codes.
 
-Cost model (SpMV; fp16, 4096 x 11008, uniform masks, default layout 32 / 4 / 8-bit deltas;
-SASS from ``tools/sass.py``, sm_90, ptxas 13.5; reasoned, not profiled)
-------------------------------------------------------------------------------------------
-Work. Blocks (= warps) at 50 / 70 / 80 / 90 % sparsity: 25560 / 19640 / 15902 / 8189. At
-50 %: g=4 long 5361 blocks (median 8 columns per lane = 2 loop iterations of vec 4), g=2
-long 12038 (16 per lane, 4 iterations), g=1 long 4096 (36 per lane), g=1 short 4065 (3 per
-lane, vec 1); at 90 % nearly all is g=1 long (4096 blocks, 32 per lane) plus 4073 short
-blocks: half the warps carry 8 % of the entries. One CUDA block of 256 threads = 8 matrix
-blocks; 3195 CUDA blocks at 50 %.
+Cost model (SpMV; reasoned from the layout and the generated SASS, not profiled)
+------------------------------------------------------------------------------
+The counts for one shape (blocks, bytes, SASS instructions and registers per path) and the
+timing that prompted the analysis are in ``docs/performance.md``, "EC-CSR kernels".
 
-Bytes. 61.2 / 39.3 / 27.6 / 14.8 MB (2.72 / 2.91 / 3.06 / 3.29 B per nonzero: values 2,
-deltas 0.55-1.0, base indices 4 B per lane per block = 0.15-0.23) against cuBLAS's 90.2 MB:
-at equal bandwidth the bound is 1.47 / 2.29 / 3.27 / 6.1x cuBLAS.
+Work. One matrix block per warp at the default layout. Coarse-grained long blocks (g = 4,
+g = 2) hold few columns per lane (a couple of loop iterations of ``vec``), g = 1 long
+blocks more, and the short parts (vec 1) a handful each. At high sparsity nearly all stored
+entries lie in g = 1 long blocks and the short blocks are about as many warps again,
+carrying few of the entries.
+
+Bytes. Per nonzero: its value, its delta code (``delta_bits`` plus the padding zeros of the
+delta range) and the lane's base index (4 B per lane per block, shared by the lane's
+columns). At equal bandwidth the bound over a dense GEMV is the ratio of the dense matrix's
+bytes to these, so it grows with sparsity.
 
 Per lane and loop iteration (vec columns): one 32-bit code word (4 deltas; 128 B per warp,
 coalesced), one value load of vec x g values (g=1: 8 B, g=2: 16 B, g=4: 2 x 16 B;
 coalesced), and vec 2-byte gathers of x. A lane's columns are its own 1/32 of the block's
-columns, so a warp's gather touches ~32 different 128-B lines (L1 hits, uncoalesced):
-12.4M lane gathers (one per stored column) in 388K warp instructions at 50 %. Atomics: one
-float32 RED per block row, ~58K at 50 % (negligible).
+columns, so a warp's gather touches up to 32 different 128-B lines (L1 hits, uncoalesced):
+one lane gather per stored column. Atomics: one float32 RED per block row (negligible).
 
-SASS of the first version (``index32=False``): per warp iteration g=4 118 instructions
-(7.4 per stored entry), g=2 103 (12.9), g=1 long 91 (22.8); 56 registers (4 CUDA blocks =
-32 warps per SM, 50 % occupancy); no spills. Most instructions were int64 position math and
-numba's negative-index wraparound (SHF.R.S32.HI + LOP3 + IADD3/IADD3.X per index).
-``index32`` (uint32 positions, unsigned indices): g=4 70 (4.4 per entry), g=2 52 (6.5),
-g=1 long 151 per 4 iterations (LLVM unrolls it; 9.4); 48 registers (40 warps per SM).
-``unroll=4``: 255 / 186 / 153 instructions per 4 iterations (4.0 / 5.8 / 9.6 per entry),
-the 4 code words, the values and the 16 gathers issued before the FMAs; 56 registers.
+Instructions. In the first version (``index32=False``) most instructions were int64
+position math and numba's negative-index wraparound (SHF.R.S32.HI + LOP3 + IADD3/IADD3.X per
+index), and its register count capped the resident warps per SM. ``index32`` (uint32
+positions, unsigned indices) drops the int64 math and the wraparound: fewer instructions
+per stored entry and fewer registers. ``unroll=4`` issues the 4 code words, the values and the 16 gathers
+before the FMAs, at the first version's register count.
 
-What most likely limits it (1.42 TB/s measured at 50 %): memory-level parallelism. Per
-iteration a warp has one iteration's loads in flight (g=2: 32 x 20 B = 640 B), then a
-dependent chain code word (DRAM) -> x gather (L1) -> FMA, and each warp starts with 2-3
-dependent round trips (set_desc scan; block_indptr and base; first codes). 32 warps x at
-most 640 B = 20 KB per SM in flight, where ~4 TB/s at ~1 us loaded latency needs ~30 KB per
-SM all the time: latency-bound. ``unroll`` (4 iterations: 2.5 KB per warp) and the lower
-register count of ``index32`` attack this. Second: instruction issue, ~16M warp
-instructions at 50 % on the int64 path (~15 us of the 43 us at 4 per cycle per SM), about
-halved by ``index32``. Third, likely the limit once streaming is fixed: the x gathers; at
-L1's 4 tag lookups per cycle a 32-line gather costs ~8 cycles: ~12 us at 50 %, ~9 us at
-70 % for this shape, and roughly 30 us at 70 % on 12288 x 12288 (~32M stored columns,
-estimated), close to the 36 us that 2.3x cuBLAS allows there. The next step if the timing
-shows it: x in shared memory (a random 32-lane gather costs ~3.5 bank wavefronts) with a
-persistent grid so x is staged once per CUDA block. Also: the short 1-grained parts are
-stored last and are almost all setup latency, a tail of nearly idle SMs (half the warps at
-90 %).
+What most likely limits it: memory-level parallelism. Per iteration a warp has one
+iteration's loads in flight (g=2: 32 x 20 B = 640 B), then a dependent chain code word
+(DRAM) -> x gather (L1) -> FMA, and each warp starts with 2-3 dependent round trips
+(set_desc scan; block_indptr and base; first codes). The resident warps' bytes in flight
+fall short of what the DRAM bandwidth times the loaded latency requires per SM: the
+kernel is latency-bound. ``unroll`` (4 iterations: 2.5 KB per warp) and the lower
+register count of ``index32`` attack this. Second: instruction issue, about halved by
+``index32``. Third, likely the limit once streaming is fixed: the x gathers; at L1's 4 tag
+lookups per cycle a 32-line gather costs 8 cycles, a cost that grows with the stored
+columns and so with the matrix. The next step if the timing shows it: x in shared memory
+(a random 32-lane gather costs ~3.5 bank wavefronts) with a persistent grid so x is staged
+once per CUDA block. Also: the short 1-grained parts are stored last and are almost all
+setup latency, a tail of nearly idle SMs (about half the warps at high sparsity).
 
 Not done yet: x in shared memory, the fp16 finish pass fused into the main kernel (one
-launch fewer, ~2 us), a tuned config.
+launch fewer), a tuned config.
 """
 from __future__ import annotations
 
@@ -1211,7 +1207,7 @@ def ptx_targets():
     register cap once each) and SpMM for one delta width per dtype; sub-warp groups (warp_size 2, vector_size 2) for
     SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the zero/finish passes
     and the check kernel. (The delta width changes only the code loads, which SpMV and
-    SpMM share, so not every pairing is compiled: each main kernel takes ~5 s.)"""
+    SpMM share, so not every pairing is compiled: each main kernel is slow to compile.)"""
     out = []
     idx = array_sig("int32")
     head = f"void({idx}, {idx}, {idx}, {idx}, "

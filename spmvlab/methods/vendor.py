@@ -178,7 +178,8 @@ class CusparseCSR(Method):
 
 class CusparseCOO(Method):
     """cuSPARSE COO SpMV through cupyx (float32/float64; the fallback ``coo_matrix @ x``
-    converts on every call and is ~100x slower)."""
+    converts the matrix on every call, so its times include that conversion and are far
+    slower; ``impl`` says which path ran)."""
 
     name = "cusparse_coo"
     events = "cupy"

@@ -13,8 +13,8 @@ cost model, time the first few, keep the fastest.
 ``search_analysis(times, order, costs)``
     Given the exhaustive timings of one (matrix, N), the order the model would time them in
     and what each try cost, the iterations and seconds until a strategy within 90 % of the
-    exhaustive best has been timed (the paper's Sec. 4.6 reports 30-50 iterations and 10-30 s
-    against ~15 minutes exhaustive).
+    exhaustive best has been timed, beside the exhaustive search's seconds (the comparison of
+    the paper's Sec. 4.6).
 
 The shortlist (no model yet) has up to fourteen strategies, the same for every matrix, written for N
 columns with ``thread_cols = min(8, max(1, N' // 8))`` (N' = N rounded up to a power of two)
@@ -257,9 +257,9 @@ def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = False, keep=None
     GPU check must pass, else the strategy counts as infinitely slow). ``optimize`` False
     (the default): the bare strategy's kernel (offsets loaded), as the cost model's timings
     were taken (``experiments/search_gs.py``); compiled once per strategy and dtype, so the
-    searches of other matrices and N that try the same strategy compile nothing (on the
-    H200 a search of 4 optimized kernels took 8-19 s, fig14_gs at 7d54691, and a compile
-    about 1.8 s, search_gs's parallel compile step). The method
+    searches of other matrices and N that try the same strategy compile nothing (an
+    optimized kernel is compiled per plan, so a search that timed those paid a compile per
+    try: docs/performance.md, "GeneralSparse search"). The method
     that runs the chosen strategy applies the code optimizer to it. ``keep``: a
     ``Problem`` of the searched matrix; the problem of the timed sample is kept among its
     shared values (``Problem.shared``), so the searches for the other N of that matrix
@@ -295,9 +295,9 @@ def anchors(N: int, dtype="float16") -> list:
     """The strategies every model-ranked search times beside the model's picks: the compact
     entries of :func:`default_shortlist` (9-14: rows per warp or warp-group, 16-bit columns,
     vector loads), which won most weight-matrix cases of ``experiments/search_gs.py``. They
-    bound what a wrong ranking can cost: at 9216x9216, N = 32 the model's top 4 on the
-    512-row sample are all nonzero-split strategies, and the one kept took 2757 us on the
-    H200, 8x CSR SpMM's time (fig14_gs at 2426572, its log in results/h200)."""
+    bound what a wrong ranking can cost: where the model's top picks on the row sample are
+    all nonzero-split strategies, the one kept can be many times slower than CSR SpMM on
+    the matrix (a case is in docs/performance.md, "GeneralSparse search")."""
     return [s for s in default_shortlist(N, dtype) if s.compact]
 
 
@@ -313,16 +313,16 @@ def best_strategy(A, N: int, dtype="float16", *, model="default", top: int = 4,
 
     When the proxy is a sample (A has more than ``max_nnz`` nonzeros), the ``confirm``
     fastest on the proxy are timed again on A itself and the fastest there is kept: a
-    sample of ~2M nonzeros runs in ~10 us, where launch and tail effects can rank
-    strategies otherwise than on the whole matrix (on the H200, 7168x7168 at 90 %
-    magnitude pruning, N = 8: a nonzero-split strategy won on the sample and took 110 us on
-    the matrix, against 38 us for CSR SpMM). ``timed`` entries get ``full_us``.
+    sample of at most ``max_nnz`` nonzeros runs so briefly that launch and tail effects can
+    rank strategies otherwise than on the whole matrix (a nonzero-split strategy can win on
+    the sample and lose to CSR SpMM on the matrix: docs/performance.md, "GeneralSparse
+    search"). ``timed`` entries get ``full_us``.
 
     ``guard`` (model-ranked searches only): the :func:`anchors` not among the model's picks
     are timed too (their entries have ``rank`` None), and every one of them within ``tie``
     (10 %) of the fastest of them on the proxy is confirmed on A with the others, so the kept
     strategy is never slower than the best of those anchors measured on A. (A row sample
-    does not rank the anchors: on long rows they take alike times on it and differ by 2x on
+    does not rank the anchors: on long rows they take alike times on it and differ widely on
     the matrix, where the cyclic ones are fast: docs/probes.md.)"""
     t0 = time.perf_counter()
     if model == "default":
