@@ -51,7 +51,6 @@ from .csr import row_ids
 __all__ = [
     "DELTA_BITS", "AUTO", "PAD_ENTRIES", "stored_counts", "encoded_bytes", "choose_delta_bits", "MackoMatrix", "encode", "spmv", "spmm",
     "unpack_codes", "pack_codes", "columns", "row_steps", "stored_row_ids", "check_delta_bits",
-    "SPLIT_CHUNK", "piece_starts", "split_columns",
 ]
 
 #: the step widths MACKO supports (8 // b codes per byte)
@@ -348,46 +347,6 @@ def columns(M: MackoMatrix) -> np.ndarray:
     through = np.cumsum(steps)                                   # running sum over all rows
     before_row = np.concatenate(([0], through))[M.row_ptr[:-1]]  # steps of earlier rows
     return through - before_row[stored_row_ids(M)] - 1
-
-
-# ---------------------------------------------------------------------------------------------
-# the split layout of the several-warps-per-row kernel (derived from the format, not part of it)
-# ---------------------------------------------------------------------------------------------
-
-#: a warp's chunk of stored entries: the pieces of a split row start at multiples of it
-SPLIT_CHUNK = 256
-
-
-def piece_starts(start, end, warps: int):
-    """Where the ``warps`` pieces of a row ``[start, end)`` start (int64 [..., warps + 1],
-    the last column being ``end``; ``start``/``end`` ints or int arrays).
-
-    The row is walked from ``base = start - start % 8`` in ``n`` chunks of
-    :data:`SPLIT_CHUNK` entries (``n = ceil((end - base) / 256)``, 0 for an empty row); piece
-    ``w`` takes chunks ``[w * n // warps, (w + 1) * n // warps)``, so it starts at
-    ``max(start, base + 256 * (w * n // warps))`` and every piece but the first starts on a
-    chunk boundary (a multiple of 8 entries). A piece may be empty (fewer chunks than warps).
-    The kernel computes the same positions from ``row_ptr``; only the columns are stored."""
-    start = np.asarray(start, dtype=np.int64)[..., None]
-    end = np.asarray(end, dtype=np.int64)[..., None]
-    base = start - start % 8
-    n = np.where(end > start, -(-(end - base) // SPLIT_CHUNK), 0)
-    w = np.arange(warps + 1, dtype=np.int64)
-    return np.clip(base + SPLIT_CHUNK * (w * n // warps), start, end)
-
-
-def split_columns(M: MackoMatrix, warps: int) -> np.ndarray:
-    """The columns the kernel's warps 1..warps-1 of a row start from, int32 [rows, warps - 1]:
-    for piece ``w`` (:func:`piece_starts`) the decoded column of the row's last stored entry
-    before the piece, -1 if there is none (an empty row or an empty first piece). This is
-    the extra array of the ``warps_per_row`` kernel layout, ``4 * rows * (warps - 1)`` bytes;
-    the matrix itself is unchanged."""
-    M = MackoMatrix.checked(M)
-    rp = M.row_ptr.astype(np.int64)
-    q = piece_starts(rp[:-1], rp[1:], warps)[:, 1:warps]         # [rows, warps - 1]
-    cols = columns(M)
-    before = np.where(q > rp[:-1, None], cols[np.maximum(q - 1, 0)] if cols.size else -1, -1)
-    return before.astype(np.int32).reshape(M.n_rows, warps - 1)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -239,10 +239,7 @@ register(FormatInfo(
     test_configs=({"threads_per_block": 64, "spmm_smem_threads": 64},
                   {"threads_per_block": 64, "prefetch": 0, "spmm_tile": 2, "spmm_smem": False},
                   {"threads_per_block": 32, "prefetch": 2, "spmm_tile": 4, "spmm_smem": False},
-                  {"threads_per_block": 32, "spmm_tile": 2, "spmm_smem_threads": 32},
-                  {"threads_per_block": 64, "warps_per_row": 2, "spmm_tile": 2, "spmm_smem": False},
-                  {"threads_per_block": 128, "warps_per_row": 4, "prefetch": 2,
-                   "spmm_smem_threads": 32}),
+                  {"threads_per_block": 32, "spmm_tile": 2, "spmm_smem_threads": 32}),
     doc="MACKO (Macko & Boza): column steps in [1, 2**delta_bits] packed 8/delta_bits per "
         "byte, explicit zeros inserted where a gap is longer; values/codes padded to 8 entries"))
 

@@ -393,7 +393,6 @@ _OLDER_KEYS = {"baseline_csr": {"tol"}}    # tolerances now live in spmvlab.chec
 _NEWER_KEYS = {"spmm_macko": {"fp32_methods", "fp32_ks"}, "fig4_macko": {"budget_s"},
                "fig7_macko": {"public_macko", "public_sparsities"},
                "fig1_macko": {"public_macko", "public_sparsities"},
-               "tune_macko": {"split_methods"},   # several warps per row, after those runs
                "search_gs": {"anchors"}}          # the guarded search's anchors, after its run
 
 

@@ -23,13 +23,6 @@ def test_unsupported_dtype_and_config():
         K.MackoConfig(spmm_smem=1)
     with pytest.raises(OptionError, match="spmm_smem_fp32: expected True or False"):
         K.MackoConfig(spmm_smem_fp32="yes")
-    for bad in (3, 8, 0, True, 2.0):
-        with pytest.raises(OptionError, match=r"warps_per_row: expected one of \(1, 2, 4\)"):
-            K.MackoConfig(warps_per_row=bad)
-    with pytest.raises(OptionError, match=r"threads_per_block: expected a multiple of 128 "
-                                          r"\(warps_per_row=4.*Fix: use threads_per_block=128"):
-        K.MackoConfig(threads_per_block=96, warps_per_row=4)
-    K.MackoConfig(threads_per_block=64, warps_per_row=2)
 
 
 @pytest.mark.parametrize("delta_bits, dtype", [(4, np.float16), (4, np.float32), (1, np.float16),
@@ -178,8 +171,6 @@ def test_scipy_matrix_raises_how_to_encode():
         K.spmv(A, np.ones(6, np.float32))
 
 
-# ---- several warps per row (MackoConfig.warps_per_row) ------------------------------------
-
 def _rows_of(lengths, n_cols, seed, dtype, delta_bits=4):
     """A matrix whose row r has lengths[r] nonzeros at random columns, encoded."""
     rng = np.random.default_rng(seed)
@@ -187,107 +178,6 @@ def _rows_of(lengths, n_cols, seed, dtype, delta_bits=4):
     cols = np.concatenate([np.sort(rng.choice(n_cols, n, replace=False)) for n in lengths])
     A = sp.csr_matrix((rng.standard_normal(rows.size), (rows, cols)), shape=(len(lengths), n_cols))
     return R.encode(A, delta_bits=delta_bits, dtype=dtype), rng
-
-
-def test_split_columns_compiled_equals_reference_and_pieces_tile_the_row():
-    """``spmvlab.encoders.macko.split_columns`` equals the NumPy reference; the pieces of
-    ``piece_starts`` are contiguous, cover the row, start on chunk boundaries (8-aligned)
-    after the first, and each stored column is the row's column before its piece."""
-    from spmvlab.encoders.macko import split_columns
-    M, _ = _rows_of([0, 3, 1030, 600, 13, 257, 512, 0, 1500, 9, 1, 300], 4000, 1, np.float32, 2)
-    rp = M.row_ptr.astype(np.int64)
-    cols = R.columns(M)
-    for W in (2, 3, 4):
-        ref = R.split_columns(M, W)
-        assert ref.dtype == np.int32 and ref.shape == (M.n_rows, W - 1)
-        assert np.array_equal(split_columns(M, W), ref)
-        q = R.piece_starts(rp[:-1], rp[1:], W)
-        assert (q[:, 0] == rp[:-1]).all() and (q[:, -1] == rp[1:]).all()
-        assert (np.diff(q, axis=1) >= 0).all()
-        base = rp[:-1] - rp[:-1] % 8
-        inner = q[:, 1:-1]
-        open_ = (inner > rp[:-1, None]) & (inner < rp[1:, None])
-        assert ((inner - base[:, None])[open_] % R.SPLIT_CHUNK == 0).all()
-        for r in range(M.n_rows):
-            for w in range(1, W):
-                want = cols[q[r, w] - 1] if q[r, w] > rp[r] else -1
-                assert ref[r, w - 1] == want
-    assert R.split_columns(M, 4)[2].tolist() != [-1, -1, -1]      # a long row is split
-
-
-@pytest.mark.parametrize("W, dtype, delta_bits", [(2, np.float16, 4), (4, np.float32, 1)])
-def test_several_warps_per_row_match_reference_and_scipy(W, dtype, delta_bits):
-    """Empty rows, rows shorter than a chunk, lengths not a multiple of 8, rows of exactly
-    one and two chunks and long rows, every piece count (fewer chunks than warps: empty
-    pieces); through the shared parity helper (garbage-filled output)."""
-    from parity import check_parity
-    M, rng = _rows_of([0, 3, 1030, 600, 13, 256, 512, 0, 1500, 9, 1], 3000, W, dtype, delta_bits)
-    assert M.row_ptr[3] % 8                                   # rows start unaligned too
-    x = rng.standard_normal(3000).astype(dtype)
-    cfg = K.MackoConfig(threads_per_block=32 * W, warps_per_row=W, prefetch=W % 3)
-    check_parity(R, K, M, x, config=cfg)
-
-
-def test_several_warps_per_row_on_the_edge_cases():
-    """1xN, Nx1, empty rows, NaN/Inf values and x, long gaps, float16 and float32, W = 2
-    and 4 in turn, through the parity helper (the shared suite also draws cases for its
-    W = 2 and W = 4 test configs)."""
-    from parity import check_parity
-    from strategies import build_case
-    cases = (build_case(5, 1, 600, 0.6, np.float32, label="1xN"),
-             build_case(6, 7, 1, 0.5, np.float16, label="Nx1"),
-             build_case(7, 7, 65, 0.3, np.float32, empty_rows=True, label="empty rows"),
-             build_case(8, 4, 40, 0.5, np.float32, special=True, extremes=True, label="NaN/Inf"),
-             build_case(9, 2, 300, 0.02, np.float16, label="long gaps"))
-    for i, case in enumerate(cases):
-        W = (4, 2)[i % 2]
-        M = R.encode(case.A, dtype=case.dtype, lossy=True)
-        check_parity(R, K, M, case.x, config=K.MackoConfig(threads_per_block=32 * W, warps_per_row=W))
-
-
-@pytest.mark.parametrize("W", [2, 4])
-def test_several_warps_inserted_zeros_under_inf_in_a_later_piece(W):
-    """An inserted zero under x = Inf lying in piece 1 or later of its row (not the first
-    warp's): only that piece is redone on the careful path, and the row's result is exact;
-    a NaN value in another row gives NaN there only."""
-    cols = list(range(0, 600)) + list(range(700, 1100))   # the gap inserts zeros at 615..695
-    vals = [1.0] * len(cols) + [np.nan, 2.0]
-    A = sp.csr_matrix((np.array(vals, np.float32), ([0] * len(cols) + [1, 1], cols + [5, 900])),
-                      shape=(2, 1100))
-    M = R.encode(A, delta_bits=4)
-    rp = M.row_ptr.astype(np.int64)
-    q = R.piece_starts(rp[:1], rp[1:2], W)[0]
-    zeros = np.flatnonzero(M.values[:rp[1]] == 0)
-    assert zeros.size and (zeros >= q[1]).all()           # every inserted zero after piece 0
-    x = np.ones(1100, np.float32)
-    x[615] = np.inf
-    x[631] = np.nan
-    y = K.spmv(M, x, config=K.MackoConfig(threads_per_block=32 * W, warps_per_row=W))
-    assert y[0] == 1000.0 and np.isnan(y[1])
-    assert R.spmv(M, x)[0] == 1000.0
-
-
-def test_several_warps_per_row_count_the_split_columns_in_the_bytes():
-    """DeviceMacko.layout_nbytes and the method's format_bytes include the split columns
-    (4 bytes per row and extra warp) for W > 1 and nothing more for W = 1 or SpMM; the
-    split columns are made once per W."""
-    from spmvlab import methods
-    M, _ = _rows_of([5, 300, 0, 40], 500, 3, np.float32)
-    D = K.to_device(M)
-    assert D.layout_nbytes(1) == M.nbytes and D.layout_nbytes(4) == M.nbytes + 4 * 4 * 3
-    assert K.extra_nbytes(D, K.MackoConfig(warps_per_row=2)) == 16
-    assert K.extra_nbytes(D, K.MackoConfig(warps_per_row=2), kind="spmm") == 0
-    a = D.split_columns(2)
-    assert D.split_columns(2) is a and a.copy_to_host().tolist() == R.split_columns(M, 2)[:, 0].tolist()
-    A = M.to_csr()
-    for name, extra in (("macko[threads_per_block=64]", 0),
-                        ("macko[threads_per_block=64,warps_per_row=2]", 16),
-                        ("macko[threads_per_block=128,warps_per_row=4]", 48)):
-        m = methods.build(name, methods.Problem.make(A, np.float32))
-        assert m.format_bytes == M.nbytes + extra and m.check().passed, name
-    m = methods.build("macko[threads_per_block=128,warps_per_row=4]",
-                      methods.Problem.make(A, np.float32, k=2))
-    assert m.format_bytes == M.nbytes
 
 
 # ---- the tensor-core SpMM (MackoConfig.spmm_mma) ------------------------------------------
@@ -308,7 +198,7 @@ def test_tensor_core_spmm_config_and_tiles():
 
 
 def _mma_agrees(lengths, n_cols, ks, window, seed, double=False):
-    from tests.parity import assert_close, garbage_like
+    from parity import assert_close, garbage_like
     M, rng = _rows_of(lengths, n_cols, seed, np.float16)
     csr = M.to_csr()
     cfg = K.MackoConfig(threads_per_block=64, spmm_mma=True, spmm_mma_window=window,

@@ -29,20 +29,19 @@ from reference._common import (
     FormatError, canonical_csr, cast_values, check_input, check_conversion, csr_value_array, index_dtype_for,
     problem, resolve_dtype,
 )
-from reference.codec.packing import get_code, set_code
+from reference.codec.packing import set_code
 from reference.macko import (
-    AUTO, DELTA_BITS, SPLIT_CHUNK, MackoMatrix, check_delta_bits, choose_delta_bits, padded_length,
+    AUTO, DELTA_BITS, MackoMatrix, check_delta_bits, choose_delta_bits, padded_length,
 )
 
 from ..codec import njit as _codec_njit
 
-__all__ = ["encode", "split_columns"]
+__all__ = ["encode"]
 
 # unsigned integer type with the same width as each value dtype (values are copied as bits)
 _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 # the shared packing step (reference.codec.packing), compiled where _fill first compiles
 _set_code = _codec_njit(set_code)
-_get_code = _codec_njit(get_code)
 
 
 @njit(cache=True, nogil=True)
@@ -156,30 +155,3 @@ def encode(A, delta_bits: int = 4, dtype=None, lossy: bool = False) -> MackoMatr
     return MackoMatrix(values=values, deltas=deltas,
                        row_ptr=row_ptr.astype(index_dtype_for(n_padded), copy=False),
                        shape=(n_rows, n_cols), delta_bits=b)
-
-
-@njit(cache=True, nogil=True)
-def _split_columns(row_ptr, deltas, b, warps, out):
-    """``out[r, w - 1]``: the column of row r's last stored entry before piece w (-1 if none),
-    one pass over the codes (piece starts as in ``reference.macko.piece_starts``)."""
-    for r in range(row_ptr.size - 1):
-        start = np.int64(row_ptr[r])
-        end = np.int64(row_ptr[r + 1])
-        base = start - start % 8
-        n = (end - base + SPLIT_CHUNK - 1) // SPLIT_CHUNK if end > start else 0
-        col = np.int64(-1)
-        pos = start
-        for w in range(1, warps):
-            q = min(max(base + SPLIT_CHUNK * (w * n // warps), start), end)
-            while pos < q:                      # walk on to the piece's start
-                col += np.int64(_get_code(deltas, pos, b)) + 1
-                pos += 1
-            out[r, w - 1] = col
-
-
-def split_columns(M: MackoMatrix, warps: int) -> np.ndarray:
-    """``reference.macko.split_columns(M, warps)``, compiled (int32 [rows, warps - 1])."""
-    out = np.empty((M.n_rows, max(int(warps) - 1, 0)), dtype=np.int32)
-    if warps > 1 and M.n_rows:
-        _split_columns(np.asarray(M.row_ptr), M.deltas, int(M.delta_bits), int(warps), out)
-    return out

@@ -1,7 +1,8 @@
 """MACKO SpMV/SpMM kernels (numba.cuda), paired with ``reference/macko.py``.
 
-SpMV: one warp per row. The row is walked in chunks of 256 stored entries starting at
-``row_ptr[r]`` rounded down to a multiple of 8 (entries of the previous row in the first
+SpMV: one warp per row, so the loads of a row stay coalesced and a row needs no
+synchronisation beyond the warp. The row is walked in chunks of 256 stored entries starting
+at ``row_ptr[r]`` rounded down to a multiple of 8 (entries of the previous row in the first
 chunk are masked). Lane ``l`` owns entries ``[base + 8l, base + 8l + 8)`` of a chunk: it
 loads their 8 values with one 16-byte load (two for float32) and their 8 codes with one
 naturally aligned word load (8 x delta_bits bits). Columns come from an inclusive warp
@@ -9,14 +10,15 @@ scan (``shfl_up_sync``, 5 steps) of each lane's sum of steps; lane 31's total is
 and carried to the next chunk. Products and sums are float32; lanes reduce with
 ``shfl_xor_sync`` and lane 0 writes y[r] in the value dtype.
 
-Positions and the chunk bookkeeping are int32 and the scan's lane tests 32-bit (64-bit
-compares and adds had doubled them): 640 -> 512 SASS instructions for the fp16, 4-bit kernel
-and 25.4 -> 24.2 us at 4096 x 11008, 74.1 -> 69.8 us at 12288 x 12288, 50 % (H200,
-results/h200/macko_spmv_rewrite_ab.txt, which also records what did not help).
+Positions and the chunk bookkeeping are int32 and the scan's lane tests 32-bit, because
+64-bit compares and adds take two instructions each; ``_upload`` checks that every position
+(the prefetch look-ahead included) fits in int32.
 
-What makes it fast (measured with Nsight Compute on the H100, see paper_repro.md):
+Each warp's work is a serial chain (load, scan, gathers of x), so the kernel is limited by
+latency rather than by bandwidth; what hides it:
 * software pipelining (``prefetch=1`` or ``2``): the loads of the chunk 1 (or 2) ahead are
   issued before the current chunk is computed, so every warp always has chunks in flight;
+* a register cap (``MackoConfig.max_registers``) that lets more warps share an SM;
 * chunks lying wholly inside the row (warp-uniform test) take a path with no masks and no
   zero tests: per entry a nibble extract, one add for the column, the x gather, two
   conversions and an FMA;
@@ -25,38 +27,22 @@ What makes it fast (measured with Nsight Compute on the H100, see paper_repro.md
   finite the warp recomputes the row on the careful path, which skips stored zeros: NaN/Inf
   propagate exactly as in CSR, at no cost for finite results.
 
-Several warps per row (``MackoConfig.warps_per_row`` W = 2 or 4, SpMV only): a matrix with
-few rows (4096 rows give 31 warps per SM of an H200, where 40 registers allow 48) has too
-few warps to hide the loads' latency. Each row's chunks (256 entries from ``row_ptr[r]``
-rounded down to 8) are cut into W contiguous pieces of whole chunks
-(``reference.macko.piece_starts``: piece w takes chunks [w n / W, (w + 1) n / W) of the row's
-n), so every piece but the first starts on a chunk boundary. Warp w of the row's group walks
-its piece exactly as above, starting from the column before the piece, which is the one
-thing stored: the *split columns*, int32 [rows, W - 1] (``reference.macko.split_columns``),
-computed from the encoded matrix when the kernel first needs them (cached on the
-``DeviceMacko`` per W) and counted in the bytes a product moves
-(:func:`extra_nbytes`, ``DeviceMacko.layout_nbytes``). The W warps of a row sit in one
-block; lane 0 of each puts its piece's float32 sum in shared memory and, after a block
-barrier, lane 0 of the group's first warp adds the W sums in piece order and writes y[r].
-The careful (non-finite) path is taken per piece: a warp whose piece sum is not finite
-redoes its own piece skipping stored zeros (a finite fast sum equals the careful one, so
-this gives the whole row's CSR semantics). The W = 1 kernel is unchanged (same SASS).
-
-SpMM (Y = M @ X, X of shape (cols, k)): one warp per row again; each chunk is decoded into
-shared memory (256 columns and values per warp), then lane ``l`` owns output columns
-``j0 + l`` and ``j0 + 32 + l`` and walks the 256 decoded entries, reading rows of X
-(coalesced across lanes); stored zeros are skipped.
+SpMM (Y = M @ X, X of shape (cols, k)): one warp per row again, its chunks walked and their
+columns scanned as in SpMV; each decoded entry multiplies its row of a tile of X's columns
+(``spmm_tile``; kernels/_spmm.py) into the lane's accumulators, X read from global memory or,
+with ``spmm_smem``, from a copy of the tile in shared memory. As in SpMV, chunks wholly inside
+the row skip the masks and zero tests, and a row whose result is not finite is redone on the
+careful path.
 
 SpMM on tensor cores (``MackoConfig.spmm_mma``, float16 values, N >= 2): the gather kernels
-above read a 16-byte row of X from shared memory per stored entry at a random column; with 8
-lanes of a quarter-warp on random rows of 8 bank groups that costs 2.6 wavefronts where 1
-would do (Nsight Compute at 4096 x 11008, 50 %, N = 8: 10.1 wavefronts per 16-byte gather
-instruction, 61 % bank conflicts, 26.1 M instructions, results/h200/ncu_macko_spmm8_*.txt),
-and 8 conversions and 8 FMAs per entry and 8 columns. This kernel instead decodes the matrix
-into dense float16 tiles and multiplies them by X with ``mma.sync.m16n8k16`` (float32
-accumulation, exact float16 products: the check's float32 bound holds). A block of 16 warps
-owns 16 consecutive rows (warp w: row 16 blockIdx.x + w) and ``ct`` = 8, 16 or 32 columns of
-X (blockIdx.y); it walks the columns in windows of ``spmm_mma_window`` (KW) columns:
+above read a 16-byte row of X from shared memory per stored entry at a random column, so the
+8 lanes of a quarter-warp fall on random rows and share banks (several shared-memory
+wavefronts where one would do), and each entry costs 8 conversions and 8 FMAs per 8 columns.
+This kernel instead decodes the matrix into dense float16 tiles and multiplies them by X
+with ``mma.sync.m16n8k16`` (float32 accumulation, exact float16 products: the check's
+float32 bound holds). A block of 16 warps owns 16 consecutive rows (warp w: row
+16 blockIdx.x + w) and ``ct`` = 8, 16 or 32 columns of X (blockIdx.y); it walks the columns
+in windows of ``spmm_mma_window`` (KW) columns:
 
 1. warp w walks its row's 256-entry chunks exactly as the SpMV does (lane l: entries
    [base + 8l, base + 8l + 8), values in one 16-byte load, columns from the warp scan) and
@@ -80,14 +66,15 @@ warp order for row i // ct, column i % ct (deterministic) and writes Y. Inserted
 the tile's zeros) are multiplied by X like values, exact unless X holds Inf/NaN in the window:
 a block with a result that is not finite redoes its 16 rows on the careful gather path
 (stored zeros skipped), so NaN/Inf propagate as in CSR. N = 1 runs the SpMV kernel.
-Per 256-entry chunk wholly inside a window the scatter loop is 138 SASS instructions
-(4-bit codes) against the gather kernel's ~246 at N = 8 (whose count grows with N), and the
-shared-memory traffic per entry is one 2-byte store (random bank: ~2.6 wavefronts per 32)
-plus the dense tile's zeroing and A-fragment reads (2 + 2 bytes per dense element) and the
-X window; see the commit message for the counts and the expected times.
+Per entry of a chunk wholly inside a window the scatter loop does a code extract, an add and
+one 2-byte shared-memory store, and unlike the gather kernels its work per entry does not
+grow with N; the shared-memory traffic per entry is that store plus the dense tile's zeroing
+and A-fragment reads (2 + 2 bytes per dense element) and the X window.
 
 Device copies: codes are uploaded as bytes and viewed as unsigned words of 8 x delta_bits
 bits (one word per 8 entries), so the code load is one aligned scalar load.
+
+Measured times, profiles and instruction counts of these kernels: docs/performance.md.
 """
 from __future__ import annotations
 
@@ -97,9 +84,9 @@ import math
 
 import numpy as np
 
-from reference._common import OptionError, accumulator_dtype, problem
+from reference._common import OptionError, problem
 from reference.codec import packing
-from reference.macko import DELTA_BITS, SPLIT_CHUNK, MackoMatrix
+from reference.macko import DELTA_BITS, MackoMatrix
 
 from .. import codec
 from .. import formats
@@ -118,17 +105,15 @@ from ._spmm import (
 )
 
 __all__ = ["MackoConfig", "DeviceMacko", "to_device", "device_check", "spmv", "spmm", "ptx_targets",
-           "extra_nbytes", "WARPS_PER_ROW", "MMA_WINDOWS", "mma_tile", "mma_smem_bytes"]
+           "MMA_WINDOWS", "mma_tile", "mma_smem_bytes"]
 
 KERNEL_DTYPES = formats.get("macko").kernel_dtypes
 CHUNK = 8 * WARP          # stored entries a warp handles per chunk
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
-WARPS_PER_ROW = (1, 2, 4)   # warps sharing one row in the SpMV kernel
 MMA_ROWS = 16               # rows per block of the tensor-core SpMM (the mma's M), a warp each
 MMA_THREADS = MMA_ROWS * WARP
 MMA_WINDOWS = (64, 128, 256, 512, 1024)   # columns per window of the tensor-core SpMM
 MMA_TILES = (8, 16, 32)     # its columns of X per block (8 per mma: N of m16n8k16)
-assert CHUNK == SPLIT_CHUNK
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,10 +125,6 @@ class MackoConfig:
                        (0, 1 or 2)
     max_registers      register cap per thread for the SpMV kernel (None: the compiler's
                        choice); fewer registers let more warps share an SM
-    warps_per_row      SpMV: warps sharing one row (1, 2 or 4; threads_per_block / 32 a
-                       multiple of it): each walks a contiguous piece of whole chunks, from
-                       the stored column before it (4 * rows * (W - 1) extra bytes, counted
-                       in the effective bandwidth; see the module docstring). SpMM ignores it
     spmm_tile          SpMM: columns of X per pass (kernels/_spmm.py), one of 1, 2, 4, 8,
                        16, 32; N <= spmm_tile decodes the matrix once
     spmm_smem          SpMM: copy X's column tile into shared memory when its K rows fit
@@ -165,11 +146,11 @@ class MackoConfig:
                        a warp stores window i + 1 while others multiply window i; twice the
                        shared memory (mma_smem_bytes)
 
-    Defaults from the H200 sweep (results/h200/tune_macko.json, fp16, 50 %): 40 registers
-    let 48 warps share an SM (48 registers at 512 threads: 32), which the 12288 x 12288
-    layers need (93 rows per SM): 66.1 us there against 69.5 us, 23.6 against 24.1 us at
-    4096 x 11008. 512 threads with 40 registers measured 1-2 % faster (65.0 and 23.5 us),
-    within the run-to-run spread; prefetch 0 and 2 and 32 registers (spills) were slower.
+    The SpMV defaults (256 threads, prefetch 1, 40 registers) come from the tuning sweep
+    (experiments/tune_macko.py; the numbers are in docs/performance.md): a 40-register cap
+    lets 48 warps share an SM, which a matrix with many rows per SM needs to hide the
+    latency of its gathers; one chunk of prefetch keeps loads in flight without the
+    registers a second one costs; a lower cap makes the kernel spill.
     """
 
     threads_per_block: int = 256
@@ -179,22 +160,12 @@ class MackoConfig:
     spmm_smem: bool = True
     spmm_smem_threads: int = 1024
     spmm_smem_fp32: bool = False
-    warps_per_row: int = 1
     spmm_mma: bool = False
     spmm_mma_window: int = 1024
     spmm_mma_double: bool = False
 
     def __post_init__(self):
         check_threads_per_block("MackoConfig", self.threads_per_block)
-        W = self.warps_per_row
-        if not isinstance(W, (int, np.integer)) or isinstance(W, bool) or W not in WARPS_PER_ROW:
-            raise OptionError(problem("MackoConfig.warps_per_row", f"one of {WARPS_PER_ROW}",
-                                      repr(W)))
-        if (self.threads_per_block // WARP) % W:
-            raise OptionError(problem(
-                "MackoConfig.threads_per_block", f"a multiple of {WARP * W} (warps_per_row={W}: "
-                f"the {W} warps of a row share one block)", self.threads_per_block,
-                f"use threads_per_block={max(WARP * W, self.threads_per_block // (WARP * W) * WARP * W)}"))
         if self.prefetch not in (0, 1, 2) or isinstance(self.prefetch, bool):
             raise OptionError(problem("MackoConfig.prefetch", "0, 1 or 2", repr(self.prefetch)))
         if self.spmm_tile not in TILE_COLS:
@@ -217,10 +188,7 @@ class MackoConfig:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class DeviceMacko:
-    """A :class:`MackoMatrix` on the device; ``codes`` are the packed bytes. ``nbytes`` is
-    the encoded matrix's; ``host`` the encoded matrix it was uploaded from, from which the
-    split columns of the several-warps-per-row layout are derived on first use and kept in
-    ``derived`` (W -> device array); :meth:`layout_nbytes` counts them."""
+    """A :class:`MackoMatrix` on the device; ``codes`` are the packed bytes."""
 
     row_ptr: object
     codes: object
@@ -229,36 +197,6 @@ class DeviceMacko:
     dtype: np.dtype
     delta_bits: int
     nbytes: int
-    host: MackoMatrix | None = dataclasses.field(default=None, repr=False)
-    derived: dict = dataclasses.field(default_factory=dict, repr=False)
-
-    def split_columns(self, warps: int):
-        """The split columns for ``warps`` warps per row on the device, int32
-        [rows * (warps - 1)] row-major (a one-entry dummy when empty), made once per W from
-        the encoded matrix (``spmvlab.encoders.macko.split_columns``, the compiled
-        ``reference.macko.split_columns``)."""
-        if warps not in self.derived:
-            if self.host is None:
-                raise OptionError(problem("DeviceMacko.host", "the encoded matrix (to_device "
-                                          "keeps it)", None, "make it with kernels.macko.to_device"))
-            from ..encoders.macko import split_columns
-            a = split_columns(self.host, warps).reshape(-1)
-            self.derived[warps] = to_dev(a if a.size else np.full(1, -1, np.int32))
-        return self.derived[warps]
-
-    def layout_nbytes(self, warps: int = 1) -> int:
-        """Bytes a product with ``warps`` warps per row reads: the matrix plus, for
-        ``warps > 1``, its split columns (4 bytes per row and extra warp)."""
-        return int(self.nbytes) + 4 * int(self.shape[0]) * (int(warps) - 1)
-
-
-def extra_nbytes(D: DeviceMacko, config: MackoConfig = MackoConfig(), kind: str = "spmv") -> int:
-    """Bytes a ``kind`` product with ``config`` reads beyond the encoded matrix (its
-    ``nbytes``): the split columns of ``warps_per_row > 1`` for SpMV, else 0.
-    ``spmvlab.methods.ours.FormatMethod`` adds them to ``format_bytes``."""
-    if kind != "spmv":
-        return 0
-    return D.layout_nbytes(config.warps_per_row) - int(D.nbytes)
 
 
 def to_device(M: MackoMatrix, check: str = "auto") -> DeviceMacko:
@@ -278,8 +216,7 @@ def _upload(M: MackoMatrix) -> DeviceMacko:
         vals = np.zeros(8, vals.dtype)
         codes = np.zeros(M.delta_bits, np.uint8)
     return DeviceMacko(row_ptr=to_dev(M.row_ptr), codes=to_dev(codes), values=to_dev(vals),
-                       shape=M.shape, dtype=M.dtype, delta_bits=M.delta_bits, nbytes=M.nbytes,
-                       host=M)
+                       shape=M.shape, dtype=M.dtype, delta_bits=M.delta_bits, nbytes=M.nbytes)
 
 
 def _words(D: DeviceMacko):
@@ -395,9 +332,8 @@ def _parts(dtype_name: str, delta_bits: int):
 
 @functools.lru_cache(maxsize=None)
 def _row_dot(dtype_name: str, delta_bits: int, prefetch: int):
-    """``row_dot(values, words, x, start, end, last, lane, careful, running)``: this lane's
-    share of the row's [start, end) products, summed over the warp; ``running`` is the
-    column before ``start`` plus 1 (0 at a row's start)."""
+    """``row_dot(values, words, x, start, end, last, lane, careful)``: this lane's share of
+    the row's [start, end) products, summed over the warp."""
     acc = acc_type(dtype_name)
     P = _parts(dtype_name, delta_bits)
     load_values, load_word, chunk_columns = P["load_values"], P["load_word"], P["chunk_columns"]
@@ -415,10 +351,11 @@ def _row_dot(dtype_name: str, delta_bits: int, prefetch: int):
         return s, int32(running + total)
 
     @inline_device
-    def row_dot(values, words, x, start, end, last, lane, careful, running):
+    def row_dot(values, words, x, start, end, last, lane, careful):
         """This lane's share of row [start, end); with ``prefetch`` the next chunk's loads
         are in flight while the current chunk is computed."""
         base = int32(start & -8)
+        running = int32(0)
         s = acc(0)
         p = int32(base + lane * 8)
         pl = min(p, last)
@@ -471,7 +408,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
         last = int32(values.shape[0] - 8)     # last aligned load position (clamp)
         careful = False
         while True:   # one copy of the row loop: a second pass only for non-finite rows
-            s = row_dot(values, words, x, start, end, last, lane, careful, int32(0))
+            s = row_dot(values, words, x, start, end, last, lane, careful)
             if careful or not (math.isinf(s) or math.isnan(s)):   # warp-uniform
                 break
             careful = True                    # redo the row skipping stored zeros
@@ -479,63 +416,6 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
             y[r] = s
 
     return macko_spmv
-
-
-@functools.lru_cache(maxsize=None)
-def _spmv_split_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
-    """SpMV with ``cfg.warps_per_row`` (2 or 4) warps per row (module docstring)."""
-    row_dot = _row_dot(dtype_name, delta_bits, cfg.prefetch)
-    W = cfg.warps_per_row
-    if W not in (2, 4):
-        raise OptionError(problem("warps_per_row of the split kernel", "2 or 4", W))
-    shift = W.bit_length() - 1                # W = 2**shift
-    wpb = cfg.threads_per_block // WARP
-    rpb = wpb // W                            # rows per block
-    accnp = np.dtype(accumulator_dtype(np.dtype(dtype_name)))
-    acc = acc_type(dtype_name)
-    int32 = np.int32
-
-    @cuda.jit(**jit_options(max_registers=cfg.max_registers))
-    def macko_spmv_split(row_ptr, words, values, splits, x, y):
-        """Warps [g W, g W + W) of block b compute y[b * rows_per_block + g]: warp w of the
-        group walks piece w of the row (no early return: every thread reaches the barrier)."""
-        part = cuda.shared.array(wpb, accnp)
-        lane = int32(cuda.threadIdx.x % WARP)
-        warp = int32(cuda.threadIdx.x // WARP)
-        piece = int32(warp & (W - 1))
-        r = cuda.blockIdx.x * rpb + (warp >> shift)
-        s = acc(0)
-        if r < y.shape[0]:
-            start = int32(row_ptr[r])
-            end = int32(row_ptr[r + 1])
-            last = int32(values.shape[0] - 8)
-            base = int32(start & -8)
-            n = int32(0)                      # the row's chunks
-            if end > start:
-                n = int32((end - base + (CHUNK - 1)) // CHUNK)
-            lo = int32(base + CHUNK * ((piece * n) >> shift))
-            hi = int32(base + CHUNK * (((piece + 1) * n) >> shift))
-            lo = min(max(lo, start), end)
-            hi = min(max(hi, start), end)
-            running = int32(0)
-            if piece > 0:
-                running = int32(splits[r * (W - 1) + piece - 1] + 1)
-            careful = False
-            while True:   # a second pass only for a piece whose sum is not finite
-                s = row_dot(values, words, x, lo, hi, last, lane, careful, running)
-                if careful or not (math.isinf(s) or math.isnan(s)):   # warp-uniform
-                    break
-                careful = True
-        if lane == 0:
-            part[warp] = s
-        cuda.syncthreads()
-        if lane == 0 and piece == 0 and r < y.shape[0]:
-            t = part[warp]
-            for i in range(1, W):
-                t += part[warp + i]
-            y[r] = t
-
-    return macko_spmv_split
 
 
 def _row_tile(dtype_name: str, delta_bits: int, T: dict):
@@ -552,7 +432,7 @@ def _row_tile(dtype_name: str, delta_bits: int, T: dict):
     # One stored entry, called with a literal k so that the code's shift and the value are
     # compile-time selections: a loop over k is not unrolled by the compiler once its body
     # holds a whole tile of FMAs, and a tuple indexed by a loop variable becomes a branch
-    # tree per entry (measured: SpMM at N = 4..64 ran at about half its speed).
+    # tree per entry.
     @inline_device
     def full_entry(Xf, w, k, v, col, n, j0, nvalid, accs):
         col = int32(col + word_code(w, k, b) + 1)
@@ -1056,17 +936,9 @@ def device_check(D: DeviceMacko) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 
 def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
-    """y = D @ x. ``D`` a :class:`MackoMatrix` or :class:`DeviceMacko`; ``x`` host or device.
-    With ``config.warps_per_row`` W > 1 the split columns for W are made (once per
-    ``DeviceMacko``) and W warps share each row."""
+    """y = D @ x. ``D`` a :class:`MackoMatrix` or :class:`DeviceMacko`; ``x`` host or device."""
     check_config(config, MackoConfig)
     D = to_device(D)
-    W = config.warps_per_row
-    if W > 1:
-        wpb = config.threads_per_block // WARP
-        return launch_spmv(D, x, out, lambda: _spmv_split_kernel(D.dtype.name, D.delta_bits, config),
-                           (D.row_ptr, _words(D), D.values, D.split_columns(W)),
-                           config.threads_per_block, wpb // W)
     return launch_spmv(D, x, out, lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config),
                        (D.row_ptr, _words(D), D.values), config.threads_per_block,
                        config.threads_per_block // WARP)
@@ -1093,10 +965,8 @@ def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
 
 
 def ptx_targets():
-    """SpMV (with and without prefetch), the several-warps-per-row SpMV (W = 2 for every
-    delta_bits, W = 4 for 4-bit codes) and SpMM for every (dtype, delta_bits), the
-    tensor-core SpMM for float16 (every tile width for 4-bit codes); the check for every
-    delta_bits."""
+    """SpMV (every prefetch depth) and SpMM for every (dtype, delta_bits), the tensor-core
+    SpMM for float16 (every tile width for 4-bit codes); the check for every delta_bits."""
     out = []
     for dt in KERNEL_DTYPES:
         for b in DELTA_BITS:
@@ -1107,13 +977,6 @@ def ptx_targets():
                 out.append(PTXTarget(f"macko.spmv[{dt},b{b},prefetch={pf}]",
                                      functools.partial(_spmv_kernel, dt, b, MackoConfig(prefetch=pf)),
                                      head + f"{array_sig(dt)}, {array_sig(dt)})", wide))
-            for W in (2, 4) if b == 4 else (2,):
-                out.append(PTXTarget(f"macko.spmv_split[{dt},b{b},warps={W}]",
-                                     functools.partial(_spmv_split_kernel, dt, b,
-                                                       MackoConfig(warps_per_row=W)),
-                                     head + f"{array_sig('int32')}, {array_sig(dt)}, "
-                                     f"{array_sig(dt)})",
-                                     wide + (r"bar\.sync|barrier\.sync",)))
             for ct, g in ptx_cases(dt) if b == 4 else [(8, 16 // np.dtype(dt).itemsize)]:
                 out.append(PTXTarget(f"macko.spmm[{dt},b{b},tile{ct},g{g}]",
                                      functools.partial(_spmm_kernel, dt, b, MackoConfig(), ct, g),

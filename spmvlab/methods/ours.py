@@ -3,10 +3,7 @@
 ``FormatMethod``  any registered format, generically through its registry entry: fast
                   encoder (the reference's bytes), ``to_device``, then the kernel module's
                   ``spmv`` or ``spmm`` with the entry's config class. ``format_bytes`` is the
-                  encoded matrix's ``nbytes`` (every stored byte) plus, where the kernel
-                  module has ``extra_nbytes(D, config, kind)``, the bytes of a kernel-side
-                  layout the config adds (MACKO's split columns for ``warps_per_row > 1``;
-                  also in the row as ``layout_bytes``), so effective bandwidth counts them.
+                  encoded matrix's ``nbytes`` (every stored byte).
 ``NumbaDense``    the numba dense GEMV (``dense_gemv.py``), the dense baseline when CuPy is
                   missing.
 """
@@ -58,11 +55,6 @@ class FormatMethod(Method):
         self.format_bytes = int(M.nbytes)
         K = info.kernel_module()
         self._D = K.to_device(M)
-        extra = getattr(K, "extra_nbytes", None)
-        extra = int(extra(self._D, self.config, p.kind)) if extra else 0
-        if extra:
-            self.format_bytes += extra
-            self.row_extra = dict(layout_bytes=extra)
         self._fn = K.spmv if p.kind == "spmv" else K.spmm
         self._X = to_dev(p.X)
         self._Y = cuda.device_array(p.out_shape, dtype=p.dtype)
