@@ -935,3 +935,46 @@ SECTIONS["ec"] = ([r for r in EC if r["label"] not in ("Fig. 7", "Fig. 10", "Tab
                   + _ec_gpu_rows("fig7_ec", [r for r in EC if r["label"] == "Fig. 7"])
                   + _ec_gpu_rows("fig10_ec", [r for r in EC if r["label"] == "Fig. 10"])
                   + [r for r in EC if r["label"] == "Table 3"])
+
+
+# ---------------------------------------------------------------------------------------------
+# the README's summary table: one row per format, read out of the results as the sections are
+# ---------------------------------------------------------------------------------------------
+
+_LAYER = dict(shape=[4096, 11008], sparsity=0.7, dtype="float16")
+_X = dict(fmt=".2f", unit="×")
+
+
+def _speed(results, method, k=None, **where):
+    """Speedup over cuBLAS of ``method`` on the layer (``k``: SpMM columns; None: any row of
+    an SpMV-only results file, whose older runs record no ``k``)."""
+    return dict(results=results, where=dict(_LAYER, method=method, **where,
+                                            **({} if k is None else dict(k=k))),
+                field="speedup_vs_cublas", **_X)
+
+
+def _weight_bytes(results, method, shape=(4096, 11008), **where):
+    return dict(results=results, where=dict(_LAYER, method=method, **where), field="format_bytes",
+                scale=1.0 / (shape[0] * shape[1]), fmt=".2f", unit=" B")
+
+
+#: format -> (paper, bytes per weight, SpMV vs cuBLAS, SpMM N = 8 vs cuBLAS); a text instead of
+#: a rule where nothing is measured
+README_SUMMARY = [
+    dict(format="CSR (csr_vector)", paper="baseline", bytes=_weight_bytes("fig7_ec", "csr_vector", k=1),
+         spmv=_speed("fig7_macko", "csr_vector"), spmm=_speed("fig7_ec", "csr_vector", k=8)),
+    dict(format="MACKO", paper="MACKO", bytes=_weight_bytes("fig7_ec", "macko", k=1),
+         spmv=_speed("fig7_macko", "macko"), spmm=_speed("fig7_ec", "macko", k=8)),
+    dict(format="EC-CSR", paper="EC-SpMV", bytes=_weight_bytes("fig7_ec", "ec_csr", k=1),
+         spmv=_speed("fig7_ec", "ec_csr", k=1), spmm=_speed("fig7_ec", "ec_csr", k=8)),
+    dict(format="CSR-dtANS", paper="dtANS", bytes=_weight_bytes("dtans_llm_speed", "csr_dtans"),
+         spmv=dict(_speed("dtans_llm_speed", "csr_dtans"), fmt=".3f"), spmm="not timed"),
+    dict(format="GeneralSparse (tuned)", paper="GeneralSparse",
+         bytes=dict(_weight_bytes("fig14_gs", "generalsparse_best", shape=(7168, 7168), n=8,
+                                  pruning="random"), where=dict(method="generalsparse_best",
+                                  shape=[7168, 7168], sparsity=0.7, n=8, pruning="random")),
+         spmv="SpMM only",
+         spmm=dict(results="fig14_gs", where=dict(method="generalsparse_best", shape=[7168, 7168],
+                                                  sparsity=0.7, n=8, pruning="random"),
+                   field="speedup_vs_cublas", note="7168×7168", **_X)),
+]

@@ -5,7 +5,8 @@ Inputs: ``experiments/paper_values.py`` (``SECTIONS``: section -> table rows; ``
 -> extraction rule for numbers quoted in the prose), ``experiments/paper_repro_template.md``
 (the prose, with ``{{table:<section>}}`` and ``{{value:<name>}}`` placeholders) and
 ``results/<device>/*.json``. Output: ``paper_repro.md`` (:func:`write`, or ``python -m
-spmvlab.figures --repro``); a test checks the committed file equals :func:`generate`.
+spmvlab.figures --repro``, which also regenerates the README's summary table,
+:func:`readme_table`); tests check both committed files are current.
 
 A table row is a dict: ``label`` (figure/table), ``what``, ``script`` (a path or a list of
 them) with an optional ``script_note``, ``paper`` (a number in the rule's unit, a text, or
@@ -47,7 +48,8 @@ from reference._common import OptionError, problem
 from . import experiment as X
 
 __all__ = ["Got", "devices", "extract", "ours", "ratio", "table", "generate", "write",
-           "TEMPLATE", "OUTPUT"]
+           "readme_table", "readme_text", "experiments_table", "experiments_doc_text",
+           "TEMPLATE", "OUTPUT", "README", "EXPERIMENTS_DOC"]
 
 TEMPLATE = os.path.join(X.EXPERIMENTS, "paper_repro_template.md")
 OUTPUT = os.path.join(X.ROOT, "paper_repro.md")
@@ -254,9 +256,100 @@ def generate(template: str = TEMPLATE) -> str:
     return re.sub(r"\{\{(table|value):([\w-]+)\}\}", fill, text)
 
 
-def write(path: str = OUTPUT) -> str:
-    """Regenerate paper_repro.md; returns its path."""
+README = os.path.join(X.ROOT, "README.md")
+#: the README's generated block lies between these lines
+README_BEGIN, README_END = "<!-- summary table: generated, do not edit -->", "<!-- end of summary table -->"
+
+
+def readme_table() -> str:
+    """The README's table of formats (``paper_values.README_SUMMARY``): bytes per weight and
+    speed against cuBLAS, each cell per device from the results, as the sections are."""
+    pv = X.load_experiment("paper_values")
+    out = ["| format | paper | bytes per weight | SpMV vs cuBLAS | SpMM, N = 8, vs cuBLAS |",
+           "| --- | --- | --- | --- | --- |"]
+    for i, row in enumerate(pv.README_SUMMARY):
+        cells = []
+        for key in ("bytes", "spmv", "spmm"):
+            rule = row[key]
+            if isinstance(rule, dict):
+                got = ours(rule, f"README_SUMMARY[{i}] ({row['format']}, {key})")
+                text = _by_device({d: g.text for d, g in got.items()})
+                cells.append(text + (f" ({rule['note']})" if rule.get("note") else ""))
+            else:
+                cells.append(rule)
+        out.append("| " + " | ".join(_cell(c) for c in (row["format"], row["paper"], *cells)) + " |")
+    return "\n".join(out)
+
+
+def readme_text(text: str) -> str:
+    """``text`` (the README) with its generated block replaced by :func:`readme_table`."""
+    return _replace_block(text, README_BEGIN, README_END, readme_table(), "README.md")
+
+
+EXPERIMENTS_DOC = os.path.join(X.ROOT, "docs", "experiments.md")
+DOC_BEGIN, DOC_END = "<!-- experiments table: generated, do not edit -->", "<!-- end of experiments table -->"
+
+
+def _first_sentence(doc: str | None) -> str:
+    para = " ".join((doc or "").strip().split("\n\n")[0].split())
+    first = re.split(r"(?<=[a-z0-9)])\.\s+(?=[A-Z])", para)[0].rstrip(".")
+    first = re.split(r" \(|: (?=[a-z])", first)[0] if len(first) > 110 else first
+    return first if len(first) <= 110 else first[:109].rstrip() + "…"
+
+
+def experiments_table() -> str:
+    """docs/experiments.md's table: one row per experiment with what it reproduces, where it
+    measures, the saved results per device (date, and how long the measurement took where the
+    run recorded it)."""
+    out = ["| script | what | measures on | saved results (device: date, measuring time) |",
+           "| --- | --- | --- | --- |"]
+    for name, mod in X.experiments().items():
+        saved = []
+        for run in getattr(mod, "RUNS", [{}]):
+            res_name = X.results_name(mod, mod.config(**run))
+            for dev in X.result_devices(res_name):
+                res = X.load_results(res_name, dev)
+                took = res.get("measure_s")
+                date = ((res.get("meta") or {}).get("date_utc") or "?")[:10]
+                saved.append(f"{dev}: {date}" + (f", {took:.0f} s" if took else "")
+                             + (f" ({res_name})" if res_name != name else ""))
+        where = "CPU" if not mod.NEEDS_GPU else (
+            f"any (from {mod.DERIVED_FROM}'s rows)" if hasattr(mod, "derive") else "GPU")
+        out.append("| " + " | ".join(_cell(c) for c in (
+            f"`experiments/{name}.py`", _first_sentence(mod.__doc__), where,
+            "; ".join(saved) or "none yet")) + " |")
+    return "\n".join(out)
+
+
+def _replace_block(text: str, begin: str, end: str, block: str, where: str) -> str:
+    a, b = text.find(begin), text.find(end)
+    if a < 0 or b < a:
+        raise OptionError(problem(where, f"the lines {begin!r} and {end!r} around the "
+                                  "generated table", "neither or one of them",
+                                  "put them back around the table"))
+    return text[:a + len(begin)] + "\n" + block + "\n" + text[b:]
+
+
+def experiments_doc_text(text: str) -> str:
+    """docs/experiments.md's ``text`` with its generated table replaced."""
+    return _replace_block(text, DOC_BEGIN, DOC_END, experiments_table(), "docs/experiments.md")
+
+
+def _update(path: str, edit) -> None:
+    with open(path) as f:
+        old = f.read()
+    new = edit(old)
+    if new != old:
+        with open(path, "w") as f:
+            f.write(new)
+
+
+def write(path: str = OUTPUT, readme: str = README, experiments_doc: str = EXPERIMENTS_DOC) -> str:
+    """Regenerate paper_repro.md, the README's summary table and docs/experiments.md's table;
+    returns paper_repro's path."""
     text = generate()
     with open(path, "w") as f:
         f.write(text)
+    _update(readme, readme_text)
+    _update(experiments_doc, experiments_doc_text)
     return path

@@ -20,6 +20,17 @@ def test_paper_repro_is_current():
         "paper_repro.md is stale: run `python -m spmvlab.figures --repro` and commit it")
 
 
+@pytest.mark.parametrize("path, regenerate", [(repro.README, repro.readme_text),
+                                                (repro.EXPERIMENTS_DOC, repro.experiments_doc_text)],
+                         ids=["README", "docs/experiments.md"])
+def test_generated_tables_are_current(path, regenerate):
+    with open(path) as f:
+        committed = f.read()
+    assert committed == regenerate(committed), (
+        f"{os.path.relpath(path, X.ROOT)}'s generated table is stale: run "
+        "`python -m spmvlab.figures --repro` and commit it")
+
+
 def _rules():
     out = [(f"VALUES[{k!r}]", rule) for k, rule in PV.VALUES.items()]
     for section, rows in PV.SECTIONS.items():
@@ -135,7 +146,15 @@ def test_figures_plot_without_measuring(tmp_path, monkeypatch, capsys):
 
 def test_figures_repro_writes_the_generated_file(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(repro, "OUTPUT", str(tmp_path / "paper_repro.md"))
-    monkeypatch.setattr(repro.write, "__defaults__", (str(tmp_path / "paper_repro.md"),))
+    copies = {}
+    for name, path in (("README", repro.README), ("docs", repro.EXPERIMENTS_DOC)):
+        copies[name] = tmp_path / os.path.basename(path)
+        stale = open(path).read().replace("| MACKO |", "| stale |").replace("| `experiments/", "| `old/")
+        copies[name].write_text(stale)
+    monkeypatch.setattr(repro.write, "__defaults__", (str(tmp_path / "paper_repro.md"),
+                                                      str(copies["README"]), str(copies["docs"])))
     assert figures.main(["--repro"]) == 0
     assert (tmp_path / "paper_repro.md").read_text() == repro.generate()
+    assert copies["README"].read_text() == open(repro.README).read()          # tables refreshed
+    assert copies["docs"].read_text() == open(repro.EXPERIMENTS_DOC).read()
     assert json.dumps(capsys.readouterr().out).count("wrote") == 1
