@@ -27,8 +27,6 @@ from spmvlab import plotting as P
 NAME = "dtans_llm_speed"
 NEEDS_GPU = True
 METHODS = ["cublas", "macko", "csr_dtans", "cusparse"]
-STYLE = {"macko": dict(color="tab:red", marker="o"), "csr_dtans": dict(color="tab:green", marker="^"),
-         "cusparse": dict(color="tab:blue", marker="s"), "cublas": dict(color="black")}
 FULL = dict(shapes=[[4096, 11008], [12288, 12288], [4096, 4096], [11008, 4096]],
             sparsities=[0.5, 0.7, 0.9], dtype="float16", methods=METHODS, weights=None,
             reps=30, warmup=5, seed=0)
@@ -94,21 +92,19 @@ def plot(results: dict, fig_path: str) -> list[str]:
     plt = P.pyplot()
     cfg = results["config"]
     shapes = [tuple(s) for s in cfg["shapes"]]
-    fig, axes = plt.subplots(1, len(shapes), figsize=(4.4 * len(shapes), 3.9), squeeze=False, sharey=True)
+    fig, axes = plt.subplots(1, len(shapes), figsize=(P.PAGE_WIDTH, 2.6), squeeze=False, sharey=True)
     for ax, sh in zip(axes[0], shapes):
         rs = [r for r in results["rows"] if tuple(r["shape"]) == sh and "speedup_vs_cublas" in r]
-        P.method_lines(ax, rs, "speedup_vs_cublas", style=STYLE,
-                       methods=[m for m in cfg["methods"] if m != "cublas"],
-                       label=lambda m: m.replace("_", "-"))
-        ax.axhline(1, color="k", lw=1)
+        P.method_lines(ax, rs, "speedup_vs_cublas", methods=[m for m in cfg["methods"] if m != "cublas"])
         ax.set(title=f"{sh[0]}x{sh[1]}", xlabel="sparsity (%)")
-        ax.set_yscale("log", base=2)
-        ax.grid(alpha=0.3)
+    P.ratio_axis(axes[0][0], [r["speedup_vs_cublas"] for r in results["rows"]
+                              if r.get("speedup_vs_cublas")])          # shared by every panel
+    for ax in axes[0][1:]:
+        ax.axhline(1.0, color="black", lw=0.9, ls="--", zorder=1)
     axes[0][0].set_ylabel(f"speedup over cuBLAS GEMV ({cfg['dtype']})")
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"SpMV with values drawn from pruned mpnet weights, cold L2, {P.device_name(results)}",
-                 fontsize=9)
-    return P.savefig(fig, fig_path)
+    fig.suptitle(f"SpMV with values drawn from pruned mpnet weights, cold L2, {P.device_name(results)}")
+    P.legend_below(fig, axes[0], room=0.1)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):

@@ -33,10 +33,8 @@ def plot(results: dict, fig_path: str) -> list[str]:
     plt = P.pyplot()
     cfg = results["config"]
     rows = [r for r in results["rows"] if "median_us" in r]
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    style = dict(F7.STYLE, cublas=dict(F7.STYLE["cublas"], ls="--"))
-    P.method_lines(ax, rows, "median_us", methods=cfg["methods"], style=style,
-                   label=lambda m: m.replace("_", " ") + (" (dense)" if m == "cublas" else ""))
+    fig, ax = plt.subplots(figsize=(P.COLUMN_WIDTH, 2.9))
+    P.method_lines(ax, rows, "median_us", methods=cfg["methods"], style={"cublas": dict(ls="--")})
     ax.set(xlabel="sparsity (%)", ylabel="SpMV time (us, median, cold L2)",
            title=f"{cfg['shape'][0]}x{cfg['shape'][1]} fp16 on {P.device_name(results)}")
     ax.set_ylim(bottom=0)

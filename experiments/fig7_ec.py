@@ -36,11 +36,6 @@ NAME = "fig7_ec"
 NEEDS_GPU = True
 SPLIT_KEYS = ("shapes", "sparsities")
 BASELINES = ["cublas", "cusparse", "csr_vector", "macko"]
-STYLE = {"ec_csr": dict(color="tab:red"), "macko": dict(color="tab:purple"),
-         "cusparse": dict(color="tab:blue"), "csr_vector": dict(color="tab:green"),
-         "cublas": dict(color="black")}
-LABEL = {"ec_csr": "EC-SpMV (ours)", "macko": "MACKO (ours)", "cusparse": "cuSPARSE",
-         "csr_vector": "CSR-vector (ours)", "cublas": "cuBLAS"}
 FULL = dict(shapes=[[4096, 11008], [11008, 4096], [8192, 8192], [8192, 28672], [12288, 12288]],
             sparsities=[0.7, 0.8, 0.9], spmv_dtypes=["float32", "float16"],
             spmm_dtypes=["float16"], spmm_k=8, baselines=BASELINES, reps=50, warmup=5, seed=0)
@@ -127,6 +122,8 @@ def speedups(results: dict, method: str = "ec_csr") -> list[dict]:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
+    """A panel per (product, dtype) row and sparsity column: per shape a bar per method from
+    the 1x line (cuBLAS in the same run) to its speedup; the panels of a row share their axis."""
     plt = P.pyplot()
     cfg = results["config"]
     rows = [r for r in results["rows"] if r.get("median_us")]
@@ -135,14 +132,16 @@ def plot(results: dict, fig_path: str) -> list[str]:
     sparsities = cfg["sparsities"]
     shapes = [tuple(s) for s in cfg["shapes"]]
     meths = ["ec_csr"] + [b for b in cfg["baselines"] if b != "cublas"]
-    fig, axes = plt.subplots(len(panels), len(sparsities), squeeze=False,
-                             figsize=(max(4.2, 1.1 * len(shapes)) * len(sparsities), 3.3 * len(panels)))
+    fig, axes = plt.subplots(len(panels), len(sparsities), squeeze=False, sharey="row",
+                             figsize=(P.PAGE_WIDTH, 2.1 * len(panels) + 0.6))
     width = 0.8 / len(meths)
     for i, (dt, kind, k) in enumerate(panels):
+        mine = [r for r in rows if r["dtype"] == dt and r["kind"] == kind and r["k"] == k]
+        P.ratio_axis(axes[i][0], [r.get("speedup_vs_cublas") for r in mine],
+                     line_label="cuBLAS (same run)")
         for j, s in enumerate(sparsities):
             ax = axes[i][j]
-            sub = [r for r in rows if r["dtype"] == dt and r["kind"] == kind and r["k"] == k
-                   and r["sparsity"] == s]
+            sub = [r for r in mine if r["sparsity"] == s]
             for m_i, m in enumerate(meths):
                 xs, ys, bad = [], [], []
                 for x, shape in enumerate(shapes):
@@ -151,24 +150,23 @@ def plot(results: dict, fig_path: str) -> list[str]:
                         xs.append(x + (m_i - (len(meths) - 1) / 2) * width)
                         ys.append(r["speedup_vs_cublas"])
                         bad.append(not r.get("check_passed", True))
-                ax.bar(xs, ys, width, label=LABEL.get(m, m), **STYLE.get(m, {}))
+                P.ratio_bars(ax, xs, ys, width, **P.bar_style(m))
                 for x, y, b in zip(xs, ys, bad):
                     if b:
-                        ax.text(x, y, "!", ha="center", va="bottom", color="red", fontsize=8)
-            ax.axhline(1.0, color="black", ls="--", lw=1)
-            ax.set_yscale("log", base=2)
-            ax.set_xticks(range(len(shapes)), [f"{a}x{b}" for a, b in shapes], rotation=30,
-                          fontsize=7, ha="right")
-            what = "SpMV" if kind == "spmv" else f"SpMM N={k}"
-            ax.set_title(f"{what}, {'FP32' if dt == 'float32' else 'FP16'}, {100 * s:.0f} % sparse",
-                         fontsize=9)
-            if j == 0:
-                ax.set_ylabel("speedup over cuBLAS")
-            ax.grid(axis="y", alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"EC-SpMV vs baselines relative to cuBLAS (dashed), cold L2, {P.device_name(results)}"
-                 " ('!': failed check)", fontsize=10)
-    return P.savefig(fig, fig_path)
+                        ax.text(x, y, "!", ha="center", va="bottom" if y >= 1 else "top",
+                                color="red", fontsize=7)
+            if j:
+                ax.axhline(1.0, color="black", lw=0.9, ls="--", zorder=1)
+            ax.set_xticks(range(len(shapes)), [f"{a}x{b}" for a, b in shapes], rotation=35,
+                          ha="right", fontsize=6)
+            what = "SpMV" if kind == "spmv" else f"SpMM N = {k}"
+            ax.set_title(f"{what}, {'fp32' if dt == 'float32' else 'fp16'}, {100 * s:.0f} % sparse")
+            ax.grid(axis="x", visible=False)
+        axes[i][0].set_ylabel("speedup over cuBLAS")
+    fig.suptitle(f"EC-SpMV paper Fig. 7: cold L2, {P.device_name(results)} "
+                 "(!: result outside the error bound)")
+    P.legend_below(fig, axes[0], ncol=len(meths) + 1, room=0.04)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):

@@ -1,37 +1,159 @@
 """Plotting and report helpers shared by ``experiments/*.py`` (they never measure).
 
-* :func:`pyplot` -- matplotlib with the Agg backend and the project's defaults;
-* :func:`savefig` -- ``<path>.png`` and ``<path>.pdf``, the PDF without a creation date so that
-  re-plotting the same results gives byte-identical files;
+One figure style for every experiment:
+
+* :data:`METHODS` gives each method one name, colour and marker in every figure
+  (:func:`label`, :func:`line_style`, :func:`bar_style`), whatever the experiment;
+* :func:`pyplot` sets fonts that stay readable when a figure is printed at paper width
+  (:data:`PAGE_WIDTH` for a figure across the page, :data:`COLUMN_WIDTH` for one column: make
+  figures that wide, in inches, and the text prints at its point size);
+* :func:`ratio_axis` is the one log2 axis for ratios (speedups, relative sizes): ticks at the
+  powers of two as ``0.25×``, ``1×``, ``4×``, the 1× line, limits that show every value;
+  :func:`ratio_bars` draws bars from that 1× line up or down (never from an arbitrary floor);
+* :func:`savefig` -- ``<path>.png`` and ``<path>.pdf``, the PDF without a creation date so
+  that re-plotting the same results gives byte-identical files;
 * :func:`method_lines` / :func:`speedup_axis` -- one line per method over sparsity, and the
-  "speedup over a baseline" axis with its 1x line;
+  "speedup over a baseline" axis;
 * :func:`device_name` -- the GPU (or CPU) a results file was measured on, for titles;
 * :func:`format_table` / :func:`print_table` and :data:`TIMING_COLUMNS` -- plain-text tables.
 """
 from __future__ import annotations
 
+import math
 import os
+import re
 from typing import Callable, Iterable, Mapping
 
 __all__ = ["pyplot", "savefig", "device_name", "method_lines", "speedup_axis", "format_table",
-           "print_table", "TIMING_COLUMNS"]
+           "print_table", "TIMING_COLUMNS", "METHODS", "label", "line_style", "bar_style",
+           "ratio_axis", "ratio_bars", "PAGE_WIDTH", "COLUMN_WIDTH", "legend_below"]
 
-#: (key, header, format) of the per-method timing table most GPU experiments print
-TIMING_COLUMNS = [("sparsity", "sparsity", ".2f"), ("method", "method", ""),
-                  ("median_us", "median us", ".1f"), ("tb_s", "TB/s", ".2f"),
-                  ("speedup_vs_cublas", "x cuBLAS", ".2f"),
-                  ("speedup_vs_cusparse", "x cuSPARSE", ".2f"), ("check_passed", "ok", "")]
+#: inches: a figure across a two-column page, and one column of it
+PAGE_WIDTH, COLUMN_WIDTH = 7.0, 3.3
+
+#: method -> (name, colour, marker), the same in every figure
+METHODS = {
+    "cublas": ("cuBLAS (dense)", "black", "s"),
+    "cublas_sgemv": ("cuBLAS SGEMV (dense)", "dimgray", "s"),
+    "numba_dense": ("dense GEMV (numba)", "gray", "s"),
+    "public_cublas": ("cuBLAS (MACKO authors' run)", "black", "s"),
+    "cusparse": ("cuSPARSE CSR", "tab:blue", "v"),
+    "cusparse_coo": ("cuSPARSE COO", "tab:cyan", "<"),
+    "cusparse_sell": ("cuSPARSE SELL", "steelblue", ">"),
+    "csr_vector": ("CSR (ours)", "tab:green", "^"),
+    "csr_scalar": ("CSR scalar (ours)", "yellowgreen", "^"),
+    "coo": ("COO (ours)", "tab:olive", "x"),
+    "macko": ("MACKO (ours)", "tab:orange", "o"),
+    "public_macko": ("MACKO (authors' kernel)", "saddlebrown", "D"),
+    "ec_csr": ("EC-CSR (ours)", "tab:purple", "P"),
+    "csr_dtans": ("CSR-dtANS (ours)", "tab:brown", "X"),
+    "generalsparse": ("GeneralSparse default (ours)", "lightcoral", "*"),
+    "generalsparse_best": ("GeneralSparse tuned (ours)", "tab:red", "*"),
+}
+
+
+def _base(method: str) -> tuple[str, str]:
+    """(registered method, the ``[settings]`` part) of a method name like ``macko[prefetch=0]``."""
+    m = re.match(r"^([\w]+)(\[.*\])?$", method)
+    return (m.group(1), m.group(2) or "") if m else (method, "")
+
+
+def label(method: str) -> str:
+    """The method's name in figures: :data:`METHODS`'s, with any ``[settings]`` kept."""
+    base, extra = _base(method)
+    name = METHODS.get(base, (base.replace("_", " "), None, None))[0]
+    return f"{name} {extra}" if extra else name
+
+
+def line_style(method: str, **override) -> dict:
+    """``ax.plot`` keywords for ``method``: its colour, marker and label."""
+    base, extra = _base(method)
+    name, color, marker = METHODS.get(base, (None, None, "o"))
+    out = dict(label=label(method), marker=marker, markersize=4.5, linewidth=1.4)
+    if color:
+        out["color"] = color
+    if extra:                                   # a setting of a known method: same colour, dashed
+        out["linestyle"] = "--"
+    out.update(override)
+    return out
+
+
+def bar_style(method: str, **override) -> dict:
+    """``ax.bar`` keywords for ``method``: its colour and label."""
+    base, _ = _base(method)
+    color = METHODS.get(base, (None, None, None))[1]
+    out = dict(label=label(method), **({"color": color} if color else {}))
+    out.update(override)
+    return out
 
 
 def pyplot():
-    """matplotlib.pyplot with the Agg backend and readable defaults."""
+    """matplotlib.pyplot with the Agg backend and fonts readable at paper width (figures
+    :data:`PAGE_WIDTH` or :data:`COLUMN_WIDTH` inches wide)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    plt.rcParams.update({"figure.dpi": 110, "savefig.dpi": 150, "axes.grid": True,
-                         "grid.alpha": 0.3, "font.size": 9, "axes.titlesize": 10,
-                         "legend.fontsize": 7.5})
+    plt.rcParams.update({"figure.dpi": 150, "savefig.dpi": 200, "axes.grid": True,
+                         "grid.alpha": 0.3, "font.size": 8, "axes.titlesize": 8.5,
+                         "axes.labelsize": 8, "xtick.labelsize": 7, "ytick.labelsize": 7,
+                         "legend.fontsize": 7, "legend.framealpha": 0.9,
+                         "figure.titlesize": 9})
     return plt
+
+
+def _ratio_text(t: float) -> str:
+    return f"{t:g}×" if t >= 1 else f"1/{1 / t:g}×" if t < 0.25 else f"{t:g}×"
+
+
+def ratio_axis(ax, values: Iterable[float], *, axis: str = "y", line: bool = True,
+               line_label: str | None = None):
+    """A log2 axis for ratios covering ``values`` (and 1): ticks at every power of two in
+    range (every second one where the range spans more than 8 of them), labelled ``0.25×``,
+    ``1×``, ``4×``; the 1× line (labelled ``line_label``) unless ``line`` is False."""
+    vals = [v for v in values if v and v > 0 and math.isfinite(v)] + [1.0]
+    lo, hi = math.floor(math.log2(min(vals)) - 0.25), math.ceil(math.log2(max(vals)) + 0.25)
+    step = 2 if hi - lo > 8 else 1
+    ticks = [2.0 ** e for e in range(lo, hi + 1) if (e % step) == 0]
+    limits = (2.0 ** (math.log2(min(vals)) - 0.3), 2.0 ** (math.log2(max(vals)) + 0.3))
+    if axis == "y":
+        ax.set_yscale("log", base=2)
+        ax.set_yticks(ticks, [_ratio_text(t) for t in ticks])
+        ax.yaxis.set_minor_locator(_null())
+        ax.set_ylim(*limits)
+        if line:
+            ax.axhline(1.0, color="black", lw=0.9, ls="--", label=line_label, zorder=1)
+    else:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ticks, [_ratio_text(t) for t in ticks])
+        ax.xaxis.set_minor_locator(_null())
+        ax.set_xlim(*limits)
+        if line:
+            ax.axvline(1.0, color="black", lw=0.9, ls="--", label=line_label, zorder=1)
+
+
+def _null():
+    from matplotlib.ticker import NullLocator
+    return NullLocator()
+
+
+def ratio_bars(ax, xs, ratios, width, **kw):
+    """Bars from the 1× line to each ratio (up above 1, down below), on a :func:`ratio_axis`."""
+    return ax.bar(xs, [r - 1.0 for r in ratios], width, bottom=1.0, **kw)
+
+
+def legend_below(fig, axes, ncol: int | None = None, room: float = 0.07):
+    """One legend for the whole figure, under its panels (the labels of every axis, once), so
+    nothing on the plots hides behind it; lays the panels out above it (``room``: the
+    fraction of the height it takes). Save with ``savefig(..., tight=False)``."""
+    seen = {}
+    for ax in axes:
+        for handle, text in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(text, handle)
+    fig.tight_layout(rect=(0, room, 1, 1))
+    if not seen:
+        return None
+    return fig.legend(list(seen.values()), list(seen), loc="lower center",
+                      ncol=ncol or min(len(seen), 4), frameon=False, bbox_to_anchor=(0.5, 0.0))
 
 
 def savefig(fig, path: str, *, tight: bool = True) -> list[str]:
@@ -60,35 +182,35 @@ def device_name(results: Mapping) -> str:
 
 def method_lines(ax, rows: Iterable[Mapping], y: str, *, methods: Iterable[str] | None = None,
                  style: Mapping[str, Mapping] | None = None, x: str = "sparsity",
-                 label: Callable[[str], str] | None = None) -> list[str]:
+                 names: Callable[[str], str] | None = None) -> list[str]:
     """Plot one line per method: ``y`` against ``100 * x`` over the rows of that method that
-    have ``y``. ``methods`` orders them (default: as first seen); ``style[method]`` holds
-    keyword arguments for ``ax.plot`` (default: circles); ``label(method)`` names the line
-    (default: the method with spaces). Returns the methods drawn."""
+    have ``y``, in the method's :func:`line_style`. ``methods`` orders them (default: as
+    first seen); ``style[method]`` overrides keywords of ``ax.plot``; ``names(method)`` names
+    the line (default: :func:`label`). Returns the methods drawn."""
     rows = [r for r in rows if r.get(y) is not None]
     drawn = []
     for m in methods if methods is not None else dict.fromkeys(r["method"] for r in rows):
         pts = sorted((r[x], r[y]) for r in rows if r["method"] == m)
         if not pts:
             continue
-        kw = dict((style or {}).get(m, {"marker": "o"}))
-        ax.plot([100 * a for a, _ in pts], [b for _, b in pts],
-                label=label(m) if label else m.replace("_", " "), **kw)
+        kw = line_style(m, **(style or {}).get(m, {}))
+        if names is not None:
+            kw["label"] = names(m)
+        ax.plot([100 * a for a, _ in pts], [b for _, b in pts], **kw)
         drawn.append(m)
     return drawn
 
 
 def speedup_axis(ax, *, title: str, ylabel: str, base_label: str | None = None,
                  log2: bool = False, legend: bool = True, legend_size=None):
-    """The 1x line (labelled ``base_label``), axis labels over sparsity, optionally a log2 axis
-    with ``Nx`` ticks, and the legend."""
-    ax.axhline(1.0, color="black", lw=1, ls="--", label=base_label)
+    """Axis labels over sparsity and the 1x line (labelled ``base_label``); ``log2``: a
+    :func:`ratio_axis` over the values plotted; then the legend."""
     ax.set(xlabel="sparsity (%)", ylabel=ylabel, title=title)
     if log2:
-        ax.set_yscale("log", base=2)
-        lo, hi = ax.get_ylim()
-        ticks = [t for t in (0.125, 0.25, 0.5, 1, 2, 4, 8) if lo <= t <= hi]
-        ax.set_yticks(ticks, [f"{t:g}x" for t in ticks])
+        ys = [y for line in ax.get_lines() for y in line.get_ydata()]
+        ratio_axis(ax, ys, line_label=base_label)
+    else:
+        ax.axhline(1.0, color="black", lw=0.9, ls="--", label=base_label)
     if legend:
         ax.legend(fontsize=legend_size)
 
