@@ -3,19 +3,34 @@
 The expensive part of EC-CSR preprocessing is the extraction (``reference.block_extraction``,
 Algorithm 1), whose every round runs the greedy row matching (``reference.row_matching``,
 Algorithm 2) on the similarity ``P @ P.T`` of the rows left. Here each level holds its rows
-(``A_E``) and what is left of them (``A_R``) as bitsets over the columns that hold any
-entry (``ceil(used columns / 64)`` uint64 words per row, so a wide, very sparse matrix costs
-no more than its entries; the gap rule reads the true column numbers), and compiled code does:
+(``A_E``) and what is left of them (``A_R``) as sorted lists of columns in one array (a start
+and a current length per row), the columns numbered among those that hold any entry (so a
+wide, very sparse matrix costs no more than its entries; the gap rule reads the true column
+numbers through ``colmap``): memory proportional to the entries and the rows. Compiled code
+does, round after round:
 
-1. **similarity** (:func:`similarity_chunk`, parallel over tiles of rows j): for a chunk of
-   rows i, the shared-column counts ``popcount(R[i] & R[j])`` (over the words both rows
-   use) against every row j > i still in the pool (all the greedy matching reads: rows
-   before i have left the pool when i is taken);
-2. **matching** (:func:`match_rows`): the reference's order and ties (rows by increasing
-   index, the first maximum, no pair where the best count is 0), chunk after chunk;
-3. **extraction** (:func:`_count_blocks`, :func:`_take_blocks`): each pair's shared columns
-   cut into runs at gaps above ``max_gap``, each run's first multiple of ``unit`` taken as a
-   block (bitset row of the next level) and cleared from both rows.
+1. **matching** (:func:`match_round`): the reference's order and ties (rows by increasing
+   index, the first maximum, no pair where the best count is 0). The shared-column counts
+   it reads are found one of two ways, whichever the round's pattern makes cheaper
+   (:func:`use_bitsets`, a cost model on counts of the pattern, so the choice is the same on
+   every run); both give the same counts, hence the same pairs:
+
+   * **sparse** (:func:`match_sparse`): for each row i in turn, its columns are walked and,
+     through a column -> rows index of the rows still in the pool, the shared columns are
+     counted only for the rows that share one with i. The work is about half the sum over
+     columns of (rows holding the column)^2: small for graphs and meshes, however many rows;
+   * **dense** (:func:`match_rows`): the rows as bitsets over the columns the round's rows
+     hold (``ceil(columns / 64)`` uint64 words per row), ``popcount(R[i] & R[j])`` over the
+     words both rows use for every pair of rows still in the pool, a chunk of rows at a time
+     (the parallel :func:`similarity_chunk`), then the greedy pass :func:`_pick_partners`.
+     The work is rows^2 / 2 times the words: it wins where rows hold a large share of the
+     columns (pruned weight matrices), and it runs only where its arrays take no more memory
+     than the entries were allowed (:data:`DENSE_BYTES_PER_ENTRY`);
+
+2. **extraction** (:func:`_count_blocks`, :func:`_take_blocks`): each pair's shared columns
+   (a merge of the two sorted lists) cut into runs at gaps above ``max_gap``, each run's
+   first multiple of ``unit`` taken as a block (a row of the next level) and removed from
+   both rows.
 
 The rest of the pipeline (gap padding, long/short split, clipping, reordering) is the
 reference's own code (``reference.block_extraction.assemble_sets``); the storage
@@ -30,7 +45,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
@@ -45,7 +59,7 @@ from reference.ec_csr import ECCSRMatrix
 from ..codec import njit as _codec_njit
 
 __all__ = ["encode", "encode_stages", "extract_leftovers", "used_columns", "to_bitsets", "match_rows",
-           "similarity_chunk", "CHUNK", "TILE"]
+           "match_sparse", "match_round", "use_bitsets", "similarity_chunk", "CHUNK", "TILE"]
 
 # the shared codec steps (reference.codec), compiled where _fill_arrays first compiles
 _slot = _codec_njit(interleaved_slot)
@@ -56,6 +70,27 @@ _BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
 #: rows whose similarities are computed together (one parallel pass) before they are matched
 CHUNK = 256
 
+#: bytes the extraction may hold per entry of the matrix (the budget :func:`extract_leftovers`
+#: checks against the memory limit): the level's column lists (``A_E``, ``A_R``), the column
+#: -> rows index, the blocks of the next level and the leftovers (about 8 bytes each), with
+#: room for ``DENSE_BYTES_PER_ENTRY`` of the dense path's arrays on top
+ENTRY_BYTES = 80
+#: the most bytes per entry of a round that the dense path's bitsets and chunk of similarities
+#: may take (:func:`use_bitsets`): memory that grows with the entries, not with rows x columns
+DENSE_BYTES_PER_ENTRY = 16
+#: bytes per row (start, length and matrix rows of each row, the pool, the partners, the
+#: per-pair counts) and per column in use (the column numbers, the column -> rows index)
+ROW_BYTES, COLUMN_BYTES = 96, 40
+
+#: the cost model of :func:`use_bitsets`, in units of one uint64 word of the (vectorised,
+#: parallel) popcount loop: each pair the dense path compares costs ``DENSE_PAIR`` (the pool
+#: and span checks, the similarity written and read back) plus the words it reads; each
+#: (row, row, shared column) step of the sparse path, a read-modify-write at a scattered
+#: address on one thread, costs ``SPARSE_STEP``. Rough relative costs: a wrong choice near
+#: the break-even point costs little, the model only has to keep each path off the inputs
+#: where it is many times slower (bitsets on large sparse graphs, column lists on weights)
+DENSE_PAIR, SPARSE_STEP = 32.0, 16.0
+
 
 @intrinsic
 def _popcount(typingctx, x):
@@ -63,16 +98,6 @@ def _popcount(typingctx, x):
     if x == types.uint64:
         def codegen(context, builder, sig, args):
             return builder.ctpop(args[0])
-        return types.uint64(types.uint64), codegen
-    return None
-
-
-@intrinsic
-def _trailing_zeros(typingctx, x):
-    """Index of the lowest set bit of a nonzero uint64 (LLVM cttz)."""
-    if x == types.uint64:
-        def codegen(context, builder, sig, args):
-            return builder.cttz(args[0], ir.Constant(ir.IntType(1), 1))
         return types.uint64(types.uint64), codegen
     return None
 
@@ -104,6 +129,11 @@ def to_bitsets(indptr, indices, n_cols: int) -> np.ndarray:
     bits = np.zeros((indptr.size - 1, -(-int(n_cols) // 64)), dtype=np.uint64)
     _fill_bitsets(indptr, indices, bits)
     return bits
+
+
+# ---------------------------------------------------------------------------------------------
+# matching, dense: bitsets and popcounts over every pair of rows
+# ---------------------------------------------------------------------------------------------
 
 
 @njit(cache=True, nogil=True)
@@ -199,55 +229,244 @@ def _pick_partners(sim, cnt, pool, start, stop, pairs, n_pairs):
     return n_pairs
 
 
+# ---------------------------------------------------------------------------------------------
+# matching, sparse: shared columns counted through a column -> rows index
+# ---------------------------------------------------------------------------------------------
+
+
 @njit(cache=True, nogil=True)
-def _shared_columns(bits, i, j, buf):
-    """Columns held by both rows i and j, increasing, into ``buf``; returns their count."""
+def _column_index(start, length, cols, n_cols):
+    """Which rows hold each column: (int64 ``col_ptr`` [n_cols + 1], int64 ``col_rows``), the
+    rows holding column c (increasing) at ``col_rows[col_ptr[c]:col_ptr[c + 1]]``; row r holds
+    ``cols[start[r]:start[r] + length[r]]``."""
+    col_ptr = np.zeros(n_cols + 1, dtype=np.int64)
+    for r in range(length.size):
+        for k in range(start[r], start[r] + length[r]):
+            col_ptr[cols[k] + 1] += 1
+    for c in range(n_cols):
+        col_ptr[c + 1] += col_ptr[c]
+    col_rows = np.empty(col_ptr[n_cols], dtype=np.int64)
+    fill = col_ptr[:n_cols].copy()
+    for r in range(length.size):
+        for k in range(start[r], start[r] + length[r]):
+            c = cols[k]
+            col_rows[fill[c]] = r
+            fill[c] += 1
+    return col_ptr, col_rows
+
+
+@njit(cache=True, nogil=True)
+def match_sparse(start, length, cols, n_cols):
+    """Greedy matching of the rows ``cols[start[r]:start[r] + length[r]]`` (sorted columns in
+    ``[0, n_cols)``): int64 [pairs, 2], as ``reference.row_matching.match_rows`` on the same
+    pattern (order, ties, no-overlap rule).
+
+    Row i (in increasing order, if still in the pool) leaves the pool; for each of its
+    columns, the rows of the pool that hold the column each get one more shared column in
+    ``shared`` (the rows met for the first time noted in ``met``); the partner is the row of
+    ``met`` with the most, the lowest index among equals: the first maximum of the
+    reference's dense row, which is 0 for every row not met. The column -> rows index drops
+    the rows it finds out of the pool as it is walked (every row before i has left it), so a
+    column's list only shrinks."""
+    n = length.size
+    col_ptr, col_rows = _column_index(start, length, cols, n_cols)
+    col_len = col_ptr[1:] - col_ptr[:-1]
+    pool = np.ones(n, dtype=np.bool_)
+    shared = np.zeros(n, dtype=np.int32)      # a row's columns fit int32 (so do the dense path's)
+    met = np.empty(n, dtype=np.int64)         # distinct rows other than i: fewer than n
+    pairs = np.empty((n // 2, 2), dtype=np.int64)
+    n_pairs = 0
+    for i in range(n):
+        if not pool[i]:
+            continue                          # matched by an earlier row
+        pool[i] = False
+        n_met = 0
+        for k in range(start[i], start[i] + length[i]):
+            c = cols[k]
+            s = col_ptr[c]
+            w = s
+            for q in range(s, s + col_len[c]):
+                j = col_rows[q]
+                if pool[j]:
+                    col_rows[w] = j           # keep it (in order) for the rows after i
+                    w += 1
+                    met[n_met] = j            # noted for good only if met for the first
+                    n_met += shared[j] == 0   # time (no branch: which it is is hard to guess)
+                    shared[j] += 1
+            col_len[c] = w - s
+        best, partner = 0, -1
+        for t in range(n_met):
+            j = met[t]
+            if shared[j] > best or (shared[j] == best and j < partner):
+                best, partner = shared[j], j
+            shared[j] = 0
+        if partner >= 0:
+            pairs[n_pairs, 0], pairs[n_pairs, 1] = i, partner
+            n_pairs += 1
+            pool[partner] = False
+    return pairs[:n_pairs]
+
+
+# ---------------------------------------------------------------------------------------------
+# one round's matching: the cheaper of the two
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _round_counts(start, length, cols, n_cols, position):
+    """What :func:`use_bitsets` weighs, in one pass over the round's rows: (columns the rows
+    hold, non-empty rows, total words spanned by the non-empty rows' bitsets, sum over
+    columns of h * (h - 1) / 2 for the h rows holding the column: the sparse path's steps).
+    ``position[c]`` is set to column c's place among the columns the rows hold (-1: none)."""
+    held = np.zeros(n_cols, dtype=np.int64)
+    for r in range(length.size):
+        for k in range(start[r], start[r] + length[r]):
+            held[cols[k]] += 1
+    n_held, steps = 0, 0
+    for c in range(n_cols):
+        if held[c]:
+            position[c] = n_held
+            n_held += 1
+            steps += held[c] * (held[c] - 1) // 2
+        else:
+            position[c] = -1
+    rows, words = 0, 0
+    for r in range(length.size):
+        if length[r]:
+            rows += 1
+            words += ((position[cols[start[r] + length[r] - 1]] >> 6)
+                      - (position[cols[start[r]]] >> 6) + 1)
+    return n_held, rows, words, steps
+
+
+def use_bitsets(n_rows: int, n_entries: int, n_held: int, rows: int, words: int,
+                steps: int) -> bool:
+    """Whether the dense path (:func:`match_rows`) should match a round of ``n_rows`` rows
+    holding ``n_entries`` entries in ``n_held`` columns (``rows``, ``words``, ``steps``:
+    :func:`_round_counts`): where its estimated work, every pair of non-empty rows at
+    :data:`DENSE_PAIR` plus the mean words a row spans, is below the sparse path's
+    (``steps`` at :data:`SPARSE_STEP`, plus a pass over entries and rows), and where its
+    bitsets and chunk of similarities take at most :data:`DENSE_BYTES_PER_ENTRY` bytes per
+    entry. A function of the pattern only, so every run takes the same path."""
+    if rows < 2:
+        return False
+    dense_bytes = n_rows * (8 * -(-n_held // 64) + 4 * min(CHUNK, n_rows))
+    if dense_bytes > DENSE_BYTES_PER_ENTRY * n_entries:
+        return False
+    dense = rows * (rows - 1) / 2 * (DENSE_PAIR + words / rows)
+    sparse = SPARSE_STEP * steps + n_entries + n_rows
+    return dense < sparse
+
+
+@njit(cache=True, nogil=True)
+def _fill_round_bitsets(start, length, cols, position, bits):
+    for r in range(length.size):
+        for k in range(start[r], start[r] + length[r]):
+            c = position[cols[k]]
+            bits[r, c >> 6] |= np.uint64(1) << np.uint64(c & 63)
+
+
+def match_round(start, length, cols, n_cols: int, force: str | None = None) -> np.ndarray:
+    """Greedy matching of the rows ``cols[start[r]:start[r] + length[r]]`` (sorted columns in
+    ``[0, n_cols)``): int64 [pairs, 2], as ``reference.row_matching.match_rows``, by the
+    sparse path (:func:`match_sparse`) or the dense one (:func:`match_rows` on bitsets over
+    the columns the rows hold), as :func:`use_bitsets` says; ``force`` ("sparse", "dense")
+    overrides it (tests and timing)."""
+    n = length.size
+    position = np.empty(n_cols, dtype=np.int64)
+    n_held, rows, words, steps = _round_counts(start, length, cols, n_cols, position)
+    dense = (use_bitsets(n, int(length.sum()), n_held, rows, words, steps) if force is None
+             else force == "dense")
+    if not dense:
+        return match_sparse(start, length, cols, n_cols)
+    bits = np.zeros((n, -(-n_held // 64)), dtype=np.uint64)
+    _fill_round_bitsets(start, length, cols, position, bits)
+    cnt = np.empty(n, dtype=np.int64)
+    lo, hi = np.empty_like(cnt), np.empty_like(cnt)
+    _counts(bits, cnt, lo, hi)
+    return match_rows(bits, cnt, lo, hi, CHUNK)
+
+
+# ---------------------------------------------------------------------------------------------
+# extraction: blocks from each pair's shared columns
+# ---------------------------------------------------------------------------------------------
+
+
+@njit(cache=True, nogil=True)
+def _shared_columns(start, length, cols, i, j, buf):
+    """Columns held by both rows i and j, increasing (a merge of the two sorted lists), into
+    ``buf``; returns their count."""
+    x, x1 = start[i], start[i] + length[i]
+    y, y1 = start[j], start[j] + length[j]
     m = 0
-    for w in range(bits.shape[1]):
-        word = bits[i, w] & bits[j, w]
-        while word:
-            buf[m] = w * 64 + np.int64(_trailing_zeros(word))
+    while x < x1 and y < y1:
+        a, b = cols[x], cols[y]
+        if a < b:
+            x += 1
+        elif b < a:
+            y += 1
+        else:
+            buf[m] = a
             m += 1
-            word &= word - np.uint64(1)
+            x += 1
+            y += 1
     return m
 
 
 @njit(cache=True, nogil=True)
-def _count_blocks(bits, colmap, pairs, unit, max_gap, buf):
-    """Blocks each pair gives (runs of shared columns with steps <= ``max_gap``, at least
-    ``unit`` long; ``max_gap`` < 0: no cut): int64 [pairs]."""
-    out = np.zeros(pairs.shape[0], dtype=np.int64)
+def _count_blocks(start, length, cols, colmap, pairs, unit, max_gap, buf):
+    """(blocks, columns taken) each pair gives: int64 [pairs] each. A block is a run of
+    shared columns with steps <= ``max_gap`` (``max_gap`` < 0: no cut) at least ``unit``
+    long; it takes the run's first multiple of ``unit`` columns."""
+    n_blocks = np.zeros(pairs.shape[0], dtype=np.int64)
+    n_taken = np.zeros(pairs.shape[0], dtype=np.int64)
     for p in range(pairs.shape[0]):
-        m = _shared_columns(bits, pairs[p, 0], pairs[p, 1], buf)
+        m = _shared_columns(start, length, cols, pairs[p, 0], pairs[p, 1], buf)
         a = 0
         for k in range(1, m + 1):
             if k == m or (max_gap >= 0 and colmap[buf[k]] - colmap[buf[k - 1]] > max_gap):
                 if k - a >= unit:
-                    out[p] += 1
+                    n_blocks[p] += 1
+                    n_taken[p] += (k - a) // unit * unit
                 a = k
-    return out
+    return n_blocks, n_taken
 
 
 @njit(cache=True, nogil=True)
-def _take_blocks(bits, colmap, rows, pairs, first, unit, max_gap, buf, out_bits, out_rows):
-    """Write the blocks counted by :func:`_count_blocks` (pair p's from ``first[p]``): their
-    columns as bitset rows of ``out_bits``, their 2g matrix rows (merged, increasing) into
-    ``out_rows``; clear the columns taken from both rows of ``bits``."""
+def _remove_columns(start, length, cols, r, gone, g0, g1):
+    """Drop the columns ``gone[g0:g1]`` (increasing, all held by row r) from row r, keeping
+    the rest in order."""
+    w, q = start[r], g0
+    for k in range(start[r], start[r] + length[r]):
+        if q < g1 and cols[k] == gone[q]:
+            q += 1
+        else:
+            cols[w] = cols[k]
+            w += 1
+    length[r] = w - start[r]
+
+
+@njit(cache=True, nogil=True)
+def _take_blocks(start, length, cols, colmap, rows, pairs, first, unit, max_gap, buf,
+                 out_ptr, out_cols, out_rows):
+    """Write the blocks counted by :func:`_count_blocks` (pair p's from ``first[p]``): block
+    b's columns at ``out_cols[out_ptr[b]:out_ptr[b + 1]]`` (``out_ptr[0]`` set by the caller),
+    its 2g matrix rows (merged, increasing) in ``out_rows[b]``; remove the columns taken from
+    both rows of each pair."""
     g = rows.shape[1]
     for p in range(pairs.shape[0]):
         i, j = pairs[p, 0], pairs[p, 1]
-        m = _shared_columns(bits, i, j, buf)
+        m = _shared_columns(start, length, cols, i, j, buf)
         b = first[p]
+        taken0 = pos = out_ptr[b]
         a = 0
         for k in range(1, m + 1):
             if k == m or (max_gap >= 0 and colmap[buf[k]] - colmap[buf[k - 1]] > max_gap):
                 if k - a >= unit:
                     for q in range(a, a + (k - a) // unit * unit):
-                        c = buf[q]
-                        mask = np.uint64(1) << np.uint64(c & 63)
-                        out_bits[b, c >> 6] |= mask
-                        bits[i, c >> 6] &= ~mask
-                        bits[j, c >> 6] &= ~mask
+                        out_cols[pos] = buf[q]
+                        pos += 1
+                    out_ptr[b + 1] = pos
                     x = y = 0                            # merge the two sorted row lists
                     for q in range(2 * g):
                         if y >= g or (x < g and rows[i, x] < rows[j, y]):
@@ -258,27 +477,24 @@ def _take_blocks(bits, colmap, rows, pairs, first, unit, max_gap, buf, out_bits,
                             y += 1
                     b += 1
                 a = k
+        if pos > taken0:                     # the runs are in column order: gone is sorted
+            _remove_columns(start, length, cols, i, out_cols, taken0, pos)
+            _remove_columns(start, length, cols, j, out_cols, taken0, pos)
 
 
 @njit(cache=True, nogil=True)
-def _bits_to_columns(bits, keep):
-    """Columns of rows ``keep`` of ``bits``: (int64 indptr [len(keep) + 1], int64 columns)."""
-    total = 0
-    for k in range(keep.size):
-        for w in range(bits.shape[1]):
-            total += _popcount(bits[keep[k], w])
+def _gather_rows(start, length, cols, keep):
+    """The columns of rows ``keep``, one after the other: (int64 ptr [len(keep) + 1], int64
+    columns)."""
     ptr = np.zeros(keep.size + 1, dtype=np.int64)
-    cols = np.empty(total, dtype=np.int64)
-    m = 0
     for k in range(keep.size):
-        for w in range(bits.shape[1]):
-            word = bits[keep[k], w]
-            while word:
-                cols[m] = w * 64 + np.int64(_trailing_zeros(word))
-                m += 1
-                word &= word - np.uint64(1)
-        ptr[k + 1] = m
-    return ptr, cols
+        ptr[k + 1] = ptr[k] + length[keep[k]]
+    out = np.empty(ptr[keep.size], dtype=np.int64)
+    for k in range(keep.size):
+        s = start[keep[k]]
+        for q in range(length[keep[k]]):
+            out[ptr[k] + q] = cols[s + q]
+    return ptr, out
 
 
 @njit(cache=True, nogil=True)
@@ -365,64 +581,72 @@ def store_sets(csr, sets: list, opts: dict, dt) -> ECCSRMatrix:
 
 
 def extract_leftovers(indptr, indices, n_cols: int, unit: int = 1, max_gap: int | None = None,
-                      max_granularity: int | None = None, times: dict | None = None) -> list:
+                      max_granularity: int | None = None, times: dict | None = None,
+                      force: str | None = None) -> list:
     """Algorithm 1 on the pattern of canonical CSR arrays: ``(granularity, raw blocks)`` per
     level, level 0 first, the blocks in ``A_R`` row order: the ``leftover`` of each
     ``reference.block_extraction.extract`` level, equal block for block. ``times`` (a dict)
-    collects seconds under "bitsets", "matching" (similarity included), "extraction" and
-    "leftovers"."""
+    collects seconds under "bitsets" (setting up the rows: the columns in use and the level-0
+    lists; the key keeps the name the tools read), "matching" (similarity included),
+    "extraction" and "leftovers". ``force`` picks the matching path of every round
+    (:func:`match_round`).
+
+    The memory limit is checked once, for the first level: every later level has at most
+    half the entries of the one before (a block of ``n`` columns takes ``n`` from each of two
+    rows) and no more rows than entries."""
     times = {} if times is None else times
     for k in ("bitsets", "matching", "extraction", "leftovers"):
         times.setdefault(k, 0.0)
     gap = -1 if max_gap is None else int(max_gap)
     t0 = time.perf_counter()
     indices = np.asarray(indices)
-    colmap, compact = used_columns(indices, n_cols)     # bit u of a row: column colmap[u]
-    n_rows = np.asarray(indptr).size - 1
-    check_size(n_rows * -(-colmap.size // 64) * 8, "A",
-               f"row bitsets of the fast EC-CSR encoder ({n_rows:,} rows x {colmap.size:,} "
-               "columns that hold an entry, one bit each)",
-               "encode with the reference encoder (fast=False), whose memory grows with the "
-               "entries")
-    E = to_bitsets(np.asarray(indptr), compact, colmap.size)
-    rows = np.arange(E.shape[0], dtype=np.int64).reshape(-1, 1)
-    buf = np.empty(max(colmap.size, 1), dtype=np.int64)
+    colmap, cols = used_columns(indices, n_cols)        # column k of a list: colmap[k]
+    n_rows, nnz = np.asarray(indptr).size - 1, int(indices.size)
+    check_size(ENTRY_BYTES * nnz + ROW_BYTES * n_rows + COLUMN_BYTES * colmap.size, "A",
+               f"the working arrays of the fast EC-CSR encoder ({nnz:,} entries in {n_rows:,} "
+               f"rows and {colmap.size:,} columns that hold an entry)",
+               "encode a matrix with fewer entries")
+    start = np.asarray(indptr, dtype=np.int64)[:-1].copy()
+    size = np.diff(np.asarray(indptr, dtype=np.int64))  # the A_E rows: cols[start:start + size]
+    rows = np.arange(n_rows, dtype=np.int64).reshape(-1, 1)
     times["bitsets"] += time.perf_counter() - t0
     out, g = [], 1
     while True:
-        R = E.copy()
-        cnt = np.empty(R.shape[0], dtype=np.int64)
-        lo, hi = np.empty_like(cnt), np.empty_like(cnt)
-        got_bits, got_rows = [], []
+        left, length = cols.copy(), size.copy()         # A_R = A_E
+        buf = np.empty(max(int(size.max(initial=0)), 1), dtype=np.int64)
+        got_cols, got_len, got_rows = [], [], []
         if max_granularity is None or 2 * g <= max_granularity:
             while True:
                 t0 = time.perf_counter()
-                _counts(R, cnt, lo, hi)
-                pairs = match_rows(R, cnt, lo, hi, CHUNK)
+                pairs = match_round(start, length, left, colmap.size, force)
                 t1 = time.perf_counter()
-                per_pair = _count_blocks(R, colmap, pairs, unit, gap, buf)
-                first = np.concatenate(([0], np.cumsum(per_pair)))
+                n_blk, n_taken = _count_blocks(start, length, left, colmap, pairs, unit, gap, buf)
+                first = np.concatenate(([0], np.cumsum(n_blk)))
                 n_blocks = int(first[-1])
                 if n_blocks:
-                    nb = np.zeros((n_blocks, R.shape[1]), dtype=np.uint64)
-                    nr = np.empty((n_blocks, 2 * g), dtype=np.int64)
-                    _take_blocks(R, colmap, rows, pairs, first, unit, gap, buf, nb, nr)
-                    got_bits.append(nb)
-                    got_rows.append(nr)
+                    out_ptr = np.zeros(n_blocks + 1, dtype=np.int64)
+                    out_cols = np.empty(int(n_taken.sum()), dtype=np.int64)
+                    out_rows = np.empty((n_blocks, 2 * g), dtype=np.int64)
+                    _take_blocks(start, length, left, colmap, rows, pairs, first, unit, gap, buf,
+                                 out_ptr, out_cols, out_rows)
+                    got_cols.append(out_cols)
+                    got_len.append(np.diff(out_ptr))
+                    got_rows.append(out_rows)
                 times["matching"] += t1 - t0
                 times["extraction"] += time.perf_counter() - t1
                 if not n_blocks:
                     break
         t0 = time.perf_counter()
-        _counts(R, cnt, lo, hi)
-        keep = np.flatnonzero(cnt)
-        ptr, cols = _bits_to_columns(R, keep)
-        cols = colmap[cols]
-        out.append((g, [Block.of(rows[k], cols[ptr[n]:ptr[n + 1]]) for n, k in enumerate(keep)]))
+        keep = np.flatnonzero(length)
+        ptr, kept = _gather_rows(start, length, left, keep)
+        kept = colmap[kept]
+        out.append((g, [Block.of(rows[k], kept[ptr[n]:ptr[n + 1]]) for n, k in enumerate(keep)]))
         times["leftovers"] += time.perf_counter() - t0
-        if not got_bits:
+        if not got_cols:
             return out
-        E = np.concatenate(got_bits)
+        cols = np.concatenate(got_cols)                 # A_E of the next level: the blocks
+        size = np.concatenate(got_len)
+        start = np.concatenate(([0], np.cumsum(size)[:-1])).astype(np.int64)
         rows = np.concatenate(got_rows)
         g *= 2
 
