@@ -80,14 +80,16 @@ def plot(results: dict, fig_path: str) -> list[str]:
     plt = P.pyplot()
     rows = [r for r in results["rows"] if "median_us" in r]
     shapes = sorted({tuple(r["shape"]) for r in rows})
-    fig, axes = plt.subplots(1, len(shapes), figsize=(6 * len(shapes), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(shapes), figsize=(P.PAGE_WIDTH, 3.2), squeeze=False,
+                             sharey=True)
     for ax, shape in zip(axes[0], shapes):
         sub = [r for r in rows if tuple(r["shape"]) == shape]
         P.method_lines(ax, sub, "speedup_vs_cublas", methods=sorted({r["method"] for r in sub}),
-                       label=str)
+                       names=str)          # the sweep's settings, as the results name them
         P.speedup_axis(ax, title=f"{shape[0]}x{shape[1]} fp16, cold L2",
-                       ylabel="speedup over cuBLAS GEMV", legend_size=7)
-    return P.savefig(fig, fig_path)
+                       ylabel="speedup over cuBLAS GEMV", log2=True, legend=False)
+    P.legend_below(fig, axes[0], ncol=4, room=0.22)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):

@@ -23,19 +23,16 @@ matrix disturbed by other load: each row records the load average before and aft
 """
 import argparse
 import os
-import sys
 import time
 
 import numba
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, ROOT)
 
-from reference import ec_csr as R  # noqa: E402
-from reference._common import LossyConversionError, canonical_csr  # noqa: E402
-from spmvlab import datasets, experiment as X  # noqa: E402
-from spmvlab.encoders import ec_csr as E  # noqa: E402
+from reference import ec_csr as R
+from reference._common import LossyConversionError, canonical_csr
+from spmvlab import datasets, experiment as X
+from spmvlab.encoders import ec_csr as E
 
 p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
 p.add_argument("--shape", type=int, nargs=2, default=[8192, 28672])
