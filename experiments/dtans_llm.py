@@ -34,13 +34,14 @@ from spmvlab import plotting as P
 NAME = "dtans_llm"
 NEEDS_GPU = False
 FORMATS = ("csr", "macko", "csr_dtans", "entropy_tables", "entropy")
-STYLE = {"csr": dict(color="tab:blue", marker="s"), "macko": dict(color="tab:red", marker="o"),
-         "csr_dtans": dict(color="tab:green", marker="^"),
-         "entropy_tables": dict(color="tab:olive", marker="v", ls="--"),
-         "entropy": dict(color="k", marker=".", ls=":")}
-LABEL = {"csr": "CSR (int32)", "macko": "MACKO (4-bit deltas)", "csr_dtans": "CSR-dtANS",
-         "entropy_tables": "bound with dtANS tables (K 4096, M 256)",
-         "entropy": "order-0 entropy of (delta, value)"}
+#: the formats as every figure draws them (plotting.METHODS), and the two bounds
+STYLE = {"csr": P.line_style("csr_vector", label="CSR (int32 indices)"),
+         "macko": P.line_style("macko", label="MACKO (4-bit deltas)"),
+         "csr_dtans": P.line_style("csr_dtans"),
+         "entropy_tables": dict(color="tab:olive", marker="v", markerfacecolor="none", ls="--",
+                                markersize=8, linewidth=3, alpha=0.6,
+                                label="bound with dtANS tables (K 4096, M 256)"),
+         "entropy": dict(color="black", marker=".", ls=":", label="order-0 entropy of (delta, value)")}
 FULL = dict(weights=None, sparsities=[0.5, 0.7, 0.9], dtypes=["float16", "float32"],
             prune="magnitude, per row", delta_bits=4, params="paper", seed=0)
 QUICK = dict(weights=["mpnet_L00_attn_q"], sparsities=[0.5, 0.9])
@@ -120,21 +121,21 @@ def plot(results: dict, fig_path: str) -> list[str]:
     plt = P.pyplot()
     tab = table(results)
     dtypes = results["config"]["dtypes"]
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(5.6 * len(dtypes), 4.3), squeeze=False)
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(P.PAGE_WIDTH, 3.0), squeeze=False)
     for ax, d in zip(axes[0], dtypes):
         rs = sorted((r for r in tab if r["dtype"] == d), key=lambda r: r["sparsity"])
         x = [100 * r["sparsity"] for r in rs]
-        for f in FORMATS:
-            ax.plot(x, [r[f"{f}_bpw"] for r in rs], label=LABEL[f], **STYLE[f])
+        for f in ("csr", "macko", "entropy_tables", "csr_dtans", "entropy"):   # the bound under
+            ax.plot(x, [r[f"{f}_bpw"] for r in rs], **STYLE[f])                   # CSR-dtANS, wider
         if rs:
             ax.axhline(rs[0]["dense_bpw"], color="gray", lw=1, label=f"dense {d}")
         ax.set(xlabel="sparsity (%), per-row magnitude pruning", ylabel="bytes per weight",
                title=f"{d} values", ylim=(0, None))
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7)
     names = ", ".join(results.get("weights_found") or [])
-    fig.suptitle(f"Pruned mpnet weights ({names}): bytes per weight", fontsize=9)
-    return P.savefig(fig, fig_path)
+    fig.suptitle(f"Pruned mpnet weights ({names}): bytes per weight")
+    P.legend_below(fig, axes[0], ncol=3, room=0.16)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):
