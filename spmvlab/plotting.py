@@ -115,20 +115,13 @@ def ratio_axis(ax, values: Iterable[float], *, axis: str = "y", line: bool = Tru
     step = 2 if hi - lo > 8 else 1
     ticks = [2.0 ** e for e in range(lo, hi + 1) if (e % step) == 0]
     limits = (2.0 ** (math.log2(min(vals)) - 0.3), 2.0 ** (math.log2(max(vals)) + 0.3))
-    if axis == "y":
-        ax.set_yscale("log", base=2)
-        ax.set_yticks(ticks, [_ratio_text(t) for t in ticks])
-        ax.yaxis.set_minor_locator(_null())
-        ax.set_ylim(*limits)
-        if line:
-            ax.axhline(1.0, color="black", lw=0.9, ls="--", label=line_label, zorder=1)
-    else:
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(ticks, [_ratio_text(t) for t in ticks])
-        ax.xaxis.set_minor_locator(_null())
-        ax.set_xlim(*limits)
-        if line:
-            ax.axvline(1.0, color="black", lw=0.9, ls="--", label=line_label, zorder=1)
+    getattr(ax, f"set_{axis}scale")("log", base=2)
+    getattr(ax, f"set_{axis}ticks")(ticks, [_ratio_text(t) for t in ticks])
+    getattr(ax, f"{axis}axis").set_minor_locator(_null())
+    getattr(ax, f"set_{axis}lim")(*limits)
+    if line:
+        (ax.axhline if axis == "y" else ax.axvline)(1.0, color="black", lw=0.9, ls="--",
+                                                    label=line_label, zorder=1)
 
 
 def _null():
