@@ -349,7 +349,8 @@ def pairs(rows: list[dict], cache: str, ours: str = "csr_dtans", baselines=BASEL
 
 def scatter(ax, prs: list[dict], title: str, l2_bytes=None):
     """Fig. 7/8 panel: relative runtime against relative size, coloured by nonzeros per row;
-    matrices whose fastest baseline does not fit in L2 drawn with a black edge."""
+    matrices whose fastest baseline does not fit in L2 drawn larger with a black edge. The
+    ratio axes and the legend are the caller's (:func:`plot_speed`)."""
     import matplotlib.colors as mcolors
     norm = mcolors.LogNorm(vmin=1, vmax=64)
     sc = None
@@ -360,19 +361,14 @@ def scatter(ax, prs: list[dict], title: str, l2_bytes=None):
         big = [bool(l2_bytes) and r["baseline_bytes"] > l2_bytes for r in ss]
         sc = ax.scatter([r["size_ratio"] for r in ss], [1 / r["speedup"] for r in ss],
                         c=[max(r["nnz_per_row"], 1) for r in ss], cmap="plasma", norm=norm,
-                        marker=marker, s=[46 if b else 26 for b in big],
-                        edgecolors=["k" if b else "none" for b in big], linewidths=0.9,
-                        label=f"{source} ({len(ss)})")
-    ax.axhline(1, color="k", lw=1)
-    ax.axvline(1, color="k", lw=0.6, ls=":")
+                        marker=marker, s=[30 if b else 14 for b in big], zorder=3,
+                        edgecolors=["k" if b else "none" for b in big], linewidths=0.6)
     xs = np.geomspace(0.05, 3, 10)
-    ax.plot(xs, xs, "k:", lw=0.8, label="time ratio = size ratio")
-    ax.set(xscale="log", yscale="log", xlabel="CSR-dtANS bytes / fastest cuSPARSE format's bytes",
-           ylabel="CSR-dtANS time / fastest cuSPARSE time", title=title)
-    ax.grid(alpha=0.3)
+    ax.plot(xs, xs, "k:", lw=0.8, zorder=2)
+    ax.set(xlabel="CSR-dtANS bytes / fastest\ncuSPARSE format's bytes", title=title)
     n_fast = sum(r["faster"] for r in prs)
-    ax.text(0.02, 0.02, f"{n_fast} of {len(prs)} faster", transform=ax.transAxes, fontsize=8)
-    ax.legend(fontsize=7, loc="upper left")
+    ax.text(0.03, 0.97, f"{n_fast} of {len(prs)} faster", transform=ax.transAxes, fontsize=7,
+            va="top")
     return sc
 
 
@@ -616,22 +612,44 @@ def speed_summary(rows: list[dict], cache: str, dtypes) -> list[dict]:
 
 
 def plot_speed(results: dict, fig_path: str, cache: str, figure: str) -> list[str]:
-    """Fig. 7 (warm) / Fig. 8 (cold): one panel per dtype."""
+    """Fig. 7 (warm) / Fig. 8 (cold): one panel per dtype, both on the same ratio axes."""
+    from matplotlib.lines import Line2D
+
     from spmvlab import plotting as P
     plt = P.pyplot()
     dtypes = results["config"]["dtypes"]
     prs = pairs(results["rows"], cache)
     l2 = results.get("l2_bytes")
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.0 * len(dtypes), 5.0), squeeze=False)
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(P.PAGE_WIDTH, 3.5), squeeze=False,
+                             sharex=True, sharey=True)
     sc = None
     for ax, dt in zip(axes[0], dtypes):
         sc = scatter(ax, [p for p in prs if p["dtype"] == dt], f"{dt}, {cache} L2", l2) or sc
-    if sc is not None:
-        fig.colorbar(sc, ax=list(axes[0]), label="average nonzeros per row")
-    edge = f"; black edge: fastest format's bytes > L2 ({l2 / 2**20:.0f} MiB)" if l2 else ""
+    P.ratio_axis(axes[0][0], [p["size_ratio"] for p in prs], axis="x")
+    P.ratio_axis(axes[0][0], [1 / p["speedup"] for p in prs])
+    for ax in axes[0][1:]:
+        ax.axhline(1.0, color="black", lw=0.9, ls="--", zorder=1)
+        ax.axvline(1.0, color="black", lw=0.9, ls="--", zorder=1)
+    axes[0][0].set_ylabel("CSR-dtANS time / fastest cuSPARSE time")
+    n = {src: len({p["matrix"] for p in prs if p["source"] == src}) for src in ("suitesparse", "synthetic")}
+    handles = [Line2D([], [], ls="none", marker="o", mfc="0.6", mec="none", ms=4,
+                      label=f"SuiteSparse ({n['suitesparse']})"),
+               Line2D([], [], ls="none", marker="^", mfc="0.6", mec="none", ms=4,
+                      label=f"synthetic ({n['synthetic']})"),
+               Line2D([], [], color="k", ls=":", lw=0.8, label="time ratio = size ratio")]
+    if l2:
+        handles.append(Line2D([], [], ls="none", marker="o", mfc="0.6", mec="k", mew=0.6, ms=5.5,
+                              label=f"fastest format's bytes > L2 ({l2 / 2**20:.0f} MiB)"))
     fig.suptitle(f"dtANS paper {figure}: SpMV, CSR-dtANS vs the fastest of cuSPARSE "
-                 f"{baselines_text(results['rows'])}, {P.device_name(results)}\nbelow 1: faster{edge}",
-                 fontsize=9)
+                 f"{baselines_text(results['rows'])},\n{P.device_name(results)}; below 1x: faster")
+    fig.tight_layout(rect=(0, 0.09, 0.9, 1))
+    if sc is not None:
+        bar = fig.colorbar(sc, cax=fig.add_axes((0.91, 0.25, 0.015, 0.6)),
+                           label="average nonzeros per row")
+        bar.set_ticks([1, 2, 4, 8, 16, 32, 64], labels=["1", "2", "4", "8", "16", "32", "64"])
+        bar.ax.minorticks_off()
+    fig.legend(handles=handles, loc="lower center", ncol=len(handles), frameon=False,
+               bbox_to_anchor=(0.45, 0.0))
     return P.savefig(fig, fig_path, tight=False)
 
 
@@ -641,7 +659,9 @@ def plot_cells(results: dict, fig_path: str, title: str) -> list[str]:
     plt = P.pyplot()
     rows = results["rows"]
     dtypes = results["config"]["dtypes"]
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.2 * len(dtypes), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(P.PAGE_WIDTH, 2.2), squeeze=False,
+                             gridspec_kw=dict(left=0.005, right=0.995, top=0.68, bottom=0.02,
+                                              wspace=0.04))
     for ax, dt in zip(axes[0], dtypes):
         ax.axis("off")
         cs = [r for r in rows if r["dtype"] == dt]
@@ -650,14 +670,17 @@ def plot_cells(results: dict, fig_path: str, title: str) -> list[str]:
                            for c in cs if c["source"] == s and c["nnz_per_row"] == pr and c["nnz"] == col)
                  for col in cols] for pr in ("<= 10", "> 10")]
         if cols:
-            t = ax.table(cellText=body, rowLabels=["nnz/row <= 10", "nnz/row > 10"],
-                         colLabels=[f"nnz {c}" for c in cols], loc="center", cellLoc="center")
+            t = ax.table(cellText=body, rowLabels=["nnz/row\n<= 10", "nnz/row\n> 10"],
+                         colLabels=[f"nnz {c}" for c in cols], cellLoc="center",
+                         bbox=[0.13, 0.0, 0.87, 1.0])
             t.auto_set_font_size(False)
-            t.set_fontsize(8)
-            t.scale(1.0, 3.4)
-        ax.set_title(dt, fontsize=10)
-    fig.suptitle(f"{title} ({P.device_name(results)}): successes/matrices", fontsize=10)
-    return P.savefig(fig, fig_path)
+            t.set_fontsize(6.5)
+            for (r_, _), cell in t.get_celld().items():
+                cell.set_height(0.4 if r_ == 0 else 1.0)     # relative: the header one line
+        ax.set_title(dt)
+    fig.suptitle(f"{title}\n({P.device_name(results)}): successes/matrices, all, "
+                 "SuiteSparse (suite) and synthetic (synth)")
+    return P.savefig(fig, fig_path, tight=False)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ FULL = dict(shape=[2048, 2048],
             sparsities=[0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.98],
             delta_bits=[1, 2, 4, 8], seed=0, value_dtype="float16")
 QUICK = dict(shape=[512, 512], sparsities=[0.1, 0.3, 0.5, 0.7, 0.9])
-COLORS = ("tab:orange", "tab:green", "tab:red", "tab:blue")
+COLORS = ("#fdae61", "#d7191c", "#2c7bb6", "#1a1a6e")   # delta widths (not methods): light to dark
 
 
 def config(quick: bool = False, **overrides) -> dict:
@@ -48,16 +48,16 @@ def plot(results: dict, fig_path: str) -> list[str]:
     from spmvlab.analysis.density import macko_expected
     plt = P.pyplot()
     s = np.linspace(0.0, 0.99, 300)
-    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    fig, ax = plt.subplots(figsize=(P.COLUMN_WIDTH, 2.7))
     for b, color in zip(results["config"]["delta_bits"], COLORS):
-        ax.plot(100 * s, macko_expected(1 - s, b, 16), color=color, label=f"{b}-bit deltas (expected)")
+        ax.plot(100 * s, macko_expected(1 - s, b, 16), color=color, lw=1.2, label=f"{b}-bit deltas")
         pts = [r for r in results["rows"] if r["delta_bits"] == b]
         ax.plot([100 * r["sparsity"] for r in pts], [r["measured"] for r in pts], "o", color=color,
-                mfc="none", ms=5)
-    ax.axhline(1.0, color="black", lw=1, label="dense")
+                mfc="none", ms=3.5, mew=0.9)
+    ax.axhline(1.0, color="black", lw=0.9, ls="--", label="dense")
     ax.set(xlabel="sparsity (%)", ylabel="effective density (16-bit values)", ylim=(0, 1.6),
-           title="MACKO delta width: formula (lines) vs encodings (circles)")
-    ax.legend()
+           title="MACKO: eq. 10 (lines) vs encodings (circles)")
+    ax.legend(loc="upper right", ncol=2, fontsize=6.5)
     return P.savefig(fig, fig_path)
 
 

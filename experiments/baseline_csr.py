@@ -42,21 +42,10 @@ FULL = dict(
 QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.5, 0.9], dtypes=["float32"], reps=20, warmup=5)
 
 CSR_METHODS = ["csr_scalar", "csr_vector", "csr_vector1", "cusparse"]
-METHOD_LABELS = {
-    "csr_scalar": "numba CSR scalar (thread/row)",
-    "csr_vector": "numba CSR vector, vec=4",
-    "csr_vector1": "numba CSR vector, vec=1",
-    "cusparse": "cuSPARSE CSR",
-    "cublas": "cuBLAS dense (GemmEx n=1)",
-    "cublas_sgemv": "cuBLAS dense (Sgemv)",
-    "numba_dense": "numba dense GEMV",
-}
-COLORS = {
-    "csr_scalar": "tab:gray", "csr_vector": "tab:blue", "csr_vector1": "tab:cyan",
-    "cusparse": "tab:red", "cublas": "black", "cublas_sgemv": "tab:brown",
-    "numba_dense": "tab:green",
-}
-DTYPE_STYLE = {"float16": dict(ls="-", marker="o"), "float32": dict(ls="--", marker="s")}
+#: the methods timed, in this order (names, colours and markers: ``plotting.METHODS``)
+TIMED = ["csr_scalar", "csr_vector", "csr_vector1", "cusparse", "cublas", "cublas_sgemv", "numba_dense"]
+#: float16 solid with filled markers, float32 dashed with hollow ones
+DTYPE_STYLE = {"float16": dict(ls="-"), "float32": dict(ls="--", mfc="none")}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,7 +87,7 @@ def measure(cfg: dict) -> dict:
         A = datasets.uniform(shape, sparsity, dtype=np.dtype(dt), seed=cfg["seed"])
         p = methods.Problem.make(A, dt, seed=cfg["seed"] + 1, dist="uniform")
         skip_csr = cfg["csr_max_nnz"] is not None and A.nnz > cfg["csr_max_nnz"]
-        names = [m for m in METHOD_LABELS if not (skip_csr and m in CSR_METHODS)
+        names = [m for m in TIMED if not (skip_csr and m in CSR_METHODS)
                  and not (m == "cublas_sgemv" and dt != "float32")]
         if skip_csr:
             skipped.append(dict(shape=list(shape), sparsity=sparsity, dtype=dt, methods=CSR_METHODS,
@@ -144,15 +133,22 @@ def _shape(r) -> str:
     return "x".join(str(v) for v in r["shape"])
 
 
+#: the dense methods take the same time: larger markers first, so each shows around the next
+_SIZE = {"cublas": 6.0, "cublas_sgemv": 4.8}
+
+
 def plot(results: dict, fig_path: str):
+    """Per shape a column: time per product (top) and speedup over cuBLAS of the same dtype
+    (bottom, one ratio axis for the row); colour and marker the method, line the dtype."""
     plt = P.pyplot()
     from matplotlib.lines import Line2D
     rows = [r for r in results["rows"] if r.get("median_us")]
     shapes = list(dict.fromkeys(_shape(r) for r in results["rows"]))
-    methods = [m for m in METHOD_LABELS if any(r["method"] == m for r in rows)]
+    methods = [m for m in TIMED if any(r["method"] == m for r in rows)]
     dtypes = [d for d in ("float16", "float32") if any(r["dtype"] == d for r in rows)]
     ncol = max(1, len(shapes))
-    fig, axes = plt.subplots(2, ncol, figsize=(max(3.6 * ncol + 1.0, 7.5), 6.8), squeeze=False)
+    fig, axes = plt.subplots(2, ncol, figsize=(P.PAGE_WIDTH, 5.0), squeeze=False, sharey="row",
+                             sharex=True)
     failed = []
     for j, shape in enumerate(shapes):
         ax_t, ax_s = axes[0, j], axes[1, j]
@@ -163,42 +159,42 @@ def plot(results: dict, fig_path: str):
                 if not pts:
                     continue
                 xs = [100 * p[0] for p in pts]
-                st = DTYPE_STYLE[d]
-                ax_t.plot(xs, [p[1] for p in pts], color=COLORS[m], ms=4, lw=1.3, **st)
+                st = P.line_style(m, **DTYPE_STYLE[d], linewidth=1.1, markersize=_SIZE.get(m, 3.5))
+                ax_t.plot(xs, [p[1] for p in pts], **st)
                 sp_pts = [(x_, p[2]) for x_, p in zip(xs, pts) if p[2] is not None]
-                if sp_pts:
-                    ax_s.plot([a for a, _ in sp_pts], [b for _, b in sp_pts], color=COLORS[m], ms=4, lw=1.3, **st)
+                if sp_pts and m != "cublas":                  # cuBLAS is the 1x line
+                    ax_s.plot([a for a, _ in sp_pts], [b for _, b in sp_pts], **st)
                 for x_, p in zip(xs, pts):
                     if p[3] is False:
                         failed.append(f"{shape} {m} {d} {x_:.0f}%")
-                        ax_t.plot([x_], [p[1]], "x", color="red", ms=9, mew=2)
+                        ax_t.plot([x_], [p[1]], "x", color="red", ms=7, mew=1.5, zorder=5)
         rows_, cols_ = shape.split("x")
         ax_t.set_title(f"W {rows_} × {cols_}")
         ax_t.set_yscale("log")
-        ax_t.set_xlabel("sparsity (%)")
-        if j == 0:
-            ax_t.set_ylabel("time per product (µs, log)")
-        ax_s.axhline(1.0, color="black", lw=0.8, alpha=0.6)
         ax_s.set_xlabel("sparsity (%)")
-        if j == 0:
-            ax_s.set_ylabel("speedup over cuBLAS GEMV\nof the same dtype (×)")
-        for ax in (ax_t, ax_s):
-            sps = sorted({100 * r["sparsity"] for r in results["rows"] if _shape(r) == shape})
-            ax.set_xticks(sps)
-            ax.grid(True, which="both", alpha=0.3)
+        if j:
+            ax_s.axhline(1.0, color="black", lw=0.9, ls="--", zorder=1)
+        sps = sorted({100 * r["sparsity"] for r in results["rows"] if _shape(r) == shape})
+        ax_s.set_xticks(sps, [f"{v:g}" for v in sps])
+    P.ratio_axis(axes[1, 0], [l_.get_ydata()[i] for ax in axes[1] for l_ in ax.get_lines()
+                              for i in range(len(l_.get_ydata()))])
+    axes[0, 0].set_ylabel("time per product (µs)")
+    axes[1, 0].set_ylabel("speedup over cuBLAS\n(same dtype)")
     dev = P.device_name(results)
     date = results.get("meta", {}).get("date_utc", "")[:10]
     cb = results.get("copy_bandwidth") or {}
     extra = f"; D2D copy {cb['tb_s']:.2f} TB/s" if cb.get("tb_s") else ""
-    fig.suptitle(f"CSR SpMV baselines, uniform random sparsity, {dev} ({date}), "
-                 f"median of {results.get('config', {}).get('reps', '?')}, L2 flushed{extra}", fontsize=10)
-    handles = [Line2D([], [], color=COLORS[m], lw=2, label=METHOD_LABELS[m]) for m in methods]
-    handles += [Line2D([], [], color="0.3", label=d, ms=4, **DTYPE_STYLE[d]) for d in dtypes]
+    fig.suptitle(f"CSR SpMV baselines, uniform random sparsity, {dev} ({date}),\n"
+                 f"median of {results.get('config', {}).get('reps', '?')}, L2 flushed{extra}; "
+                 "cuBLAS: GemmEx with n = 1")
+    handles = [Line2D([], [], **P.line_style(m, markersize=_SIZE.get(m, 3.5))) for m in methods]
+    handles += [Line2D([], [], color="0.3", marker="o", ms=3.5, label=d, **DTYPE_STYLE[d]) for d in dtypes]
     if failed:
-        handles.append(Line2D([], [], ls="", marker="x", color="red", ms=8, mew=2, label="correctness check failed"))
+        handles.append(Line2D([], [], ls="", marker="x", color="red", ms=6, mew=1.5,
+                              label="correctness check failed"))
+    fig.tight_layout(rect=(0, 0.1, 1, 1))
     fig.legend(handles=handles, loc="lower center", ncol=min(5, len(handles)), frameon=False,
-               bbox_to_anchor=(0.5, -0.02))
-    fig.tight_layout(rect=(0, 0.08, 1, 0.95))
+               bbox_to_anchor=(0.5, 0.0))
     return P.savefig(fig, fig_path, tight=False)
 
 
@@ -209,7 +205,7 @@ def report(results: dict):
     table = []
     for shape in dict.fromkeys(_shape(r) for r in rows):
         for d in dict.fromkeys(r["dtype"] for r in rows):
-            for m in METHOD_LABELS:
+            for m in TIMED:
                 sel = {r["sparsity"]: r for r in rows if _shape(r) == shape and r["dtype"] == d and r["method"] == m}
                 if not sel:
                     continue

@@ -82,6 +82,8 @@ def measure(cfg: dict) -> dict:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
+    """A panel per layout (row) and sparsity (column): per matrix and mask a bar of the share
+    of nonzeros in blocks of 1, 2, 4, ... rows; the panels of a row share their matrices."""
     plt = P.pyplot()
     rows = [r for r in results["rows"] if r["delta_bits"] == 8]
     layouts = [tuple(v) for v in results["config"]["layouts"]]
@@ -89,26 +91,41 @@ def plot(results: dict, fig_path: str) -> list[str]:
     grans = sorted({int(g) for r in rows for g in r["share"]})
     cmap = plt.get_cmap("viridis")
     colors = {g: cmap(i / max(len(grans) - 1, 1)) for i, g in enumerate(grans)}
-    fig, axes = plt.subplots(len(layouts), len(sparsities), figsize=(5.2 * len(sparsities), 5.0 * len(layouts)),
-                             squeeze=False)
+    keys = [[k for k in dict.fromkeys((r["matrix"], r["mask"]) for r in rows
+                                      if (r["warp_size"], r["vector_size"]) == lay)] for lay in layouts]
+    heights = [max(len(k), 1) for k in keys]
+    fig, axes = plt.subplots(len(layouts), len(sparsities), squeeze=False, sharex=True, sharey="row",
+                             gridspec_kw=dict(height_ratios=heights),
+                             figsize=(P.PAGE_WIDTH, 0.16 * sum(heights) + 0.55 * len(layouts) + 0.9))
     for (i, (ws, vs)), (j, s) in [(a, b) for a in enumerate(layouts) for b in enumerate(sparsities)]:
         ax = axes[i][j]
-        sub = [r for r in rows if r["sparsity"] == s and (r["warp_size"], r["vector_size"]) == (ws, vs)]
-        labels = [f"{r['matrix']} ({r['shape'][0]}x{r['shape'][1]})\n{r['mask']}" if r["real"]
-                  else f"{r['matrix']}\nuniform" for r in sub]
-        left = np.zeros(len(sub))
-        y = np.arange(len(sub))
+        sub = {(r["matrix"], r["mask"]): r for r in rows
+               if r["sparsity"] == s and (r["warp_size"], r["vector_size"]) == (ws, vs)}
+        y = np.arange(len(keys[i]))
+        left = np.zeros(len(y))
         for g in grans:
-            w = np.array([r["share"].get(str(g), 0.0) for r in sub])
-            ax.barh(y, w, left=left, color=colors[g], label=f"{g}-row blocks" if (i, j) == (0, 0) else None)
+            w = np.array([sub[k]["share"].get(str(g), 0.0) if k in sub else 0.0 for k in keys[i]])
+            ax.barh(y, w, 0.8, left=left, color=colors[g], label=f"{g}-row blocks")
             left += w
-        ax.set_yticks(y, labels, fontsize=6)
-        ax.invert_yaxis()
-        ax.set(xlim=(0, 1), xlabel="share of nonzeros",
-               title=f"{100 * s:.0f} % sparse, EC-CSR-8, warp_size {ws} x vector_size {vs}", )
-        ax.title.set_fontsize(9)
-    fig.legend(loc="lower center", ncol=len(grans), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+        if j == 0:
+            first = {k: next(r for r in rows if (r["matrix"], r["mask"]) == k) for k in keys[i]}
+            ax.set_yticks(y, [f"{m.removeprefix('mpnet_')} {first[(m, k)]['shape'][0]}x"
+                              f"{first[(m, k)]['shape'][1]}, {k}" if first[(m, k)]["real"]
+                              else f"{m}, uniform" for m, k in keys[i]], fontsize=6)
+            ax.invert_yaxis()
+        ax.set(xlim=(0, 1), title=f"{100 * s:.0f} % sparse" if i == 0 else None)
+        if j == 0:
+            ax.set_ylabel(f"warp_size {ws} x vector_size {vs}")
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "", "0.5", "", "1"])
+        ax.grid(axis="y", visible=False)
+        ax.tick_params(axis="y", length=0)
+        if i == len(layouts) - 1:
+            ax.set_xlabel("share of nonzeros")
+    fig.suptitle("EC-CSR-8 row blocks: share of the nonzeros in blocks of 1, 2, 4 rows\n"
+                 "(mpnet layers under three masks; uniform random matrices)")
+    fig.tight_layout(rect=(0, 0.045, 1, 1), w_pad=1.5)
+    fig.legend(*axes[0][0].get_legend_handles_labels(), loc="lower center", ncol=len(grans),
+               frameon=False, bbox_to_anchor=(0.5, 0.0))
     return P.savefig(fig, fig_path, tight=False)
 
 

@@ -35,11 +35,11 @@ NAME = "fig10_ec"
 NEEDS_GPU = True
 SPLIT_KEYS = ("shapes", "sparsities")
 VARIANTS = list(EC.ABLATION)
-LABEL = {"ec_index_only": "index compression only", "ec_extraction": "+ block extraction",
-         "ec_balanced": "+ load balancing", "csr_vector": "CSR-vector (int32 indices)",
-         "cusparse": "cuSPARSE", "cublas": "cuBLAS"}
-COLOR = {"ec_index_only": "#f4a582", "ec_extraction": "#d6604d", "ec_balanced": "#b2182b",
-         "csr_vector": "tab:green", "cusparse": "tab:blue", "cublas": "black"}
+#: the ablation steps are settings of EC-CSR: its colour, lighter the fewer steps (the last one
+#: is ``ec_csr`` itself); the baselines are drawn as ``plotting.METHODS``
+STEPS = {"ec_index_only": ("EC-CSR, index compression only", "#d9c3e8"),
+         "ec_extraction": ("EC-CSR + block extraction", "#b48bd1"),
+         "ec_balanced": ("EC-CSR + load balancing (default)", P.METHODS["ec_csr"][1])}
 FULL = dict(shapes=[[4096, 11008], [11008, 4096], [8192, 8192], [8192, 28672]],
             sparsities=[0.7, 0.8, 0.9], dtypes=["float32", "float16"],
             baselines=["cublas", "cusparse", "csr_vector"], reps=50, warmup=5, seed=0)
@@ -108,14 +108,15 @@ def gains(results: dict) -> list[dict]:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
+    """A panel per dtype (row) and sparsity (column): per shape a bar per variant and baseline
+    from the 1x line (cuBLAS in the same run) to its speedup; every panel on one ratio axis."""
     plt = P.pyplot()
     cfg = results["config"]
     rows = [r for r in results["rows"] if r.get("median_us")]
     shapes = [tuple(s) for s in cfg["shapes"]]
     meths = VARIANTS + [b for b in cfg["baselines"] if b != "cublas"]
-    fig, axes = plt.subplots(len(cfg["dtypes"]), len(cfg["sparsities"]), squeeze=False,
-                             figsize=(max(4.2, 1.2 * len(shapes)) * len(cfg["sparsities"]),
-                                      3.4 * len(cfg["dtypes"])))
+    fig, axes = plt.subplots(len(cfg["dtypes"]), len(cfg["sparsities"]), squeeze=False, sharey=True,
+                             figsize=(P.PAGE_WIDTH, 2.0 * len(cfg["dtypes"]) + 0.9))
     width = 0.8 / len(meths)
     for i, dt in enumerate(cfg["dtypes"]):
         for j, s in enumerate(cfg["sparsities"]):
@@ -124,19 +125,23 @@ def plot(results: dict, fig_path: str) -> list[str]:
                 pts = [(x, r["speedup_vs_cublas"]) for x, shape in enumerate(shapes)
                        for r in rows if r["method"] == m and r["dtype"] == dt and r["sparsity"] == s
                        and tuple(r["shape"]) == shape and r.get("speedup_vs_cublas")]
-                ax.bar([x + (m_i - (len(meths) - 1) / 2) * width for x, _ in pts],
-                       [y for _, y in pts], width, color=COLOR.get(m), label=LABEL.get(m, m))
-            ax.axhline(1.0, color="black", ls="--", lw=1)
+                style = dict(label=STEPS[m][0], color=STEPS[m][1]) if m in STEPS else P.bar_style(m)
+                style.update(edgecolor=style["color"], linewidth=0.6)   # a bar at ~1x still shows
+                P.ratio_bars(ax, [x + (m_i - (len(meths) - 1) / 2) * width for x, _ in pts],
+                             [y for _, y in pts], width, **style)
+            if (i, j) != (0, 0):
+                ax.axhline(1.0, color="black", lw=0.9, ls="--", zorder=1)
             ax.set_xticks(range(len(shapes)), [f"{a}x{b}" for a, b in shapes], rotation=30,
-                          fontsize=7, ha="right")
-            ax.set_title(f"SpMV {'FP32' if dt == 'float32' else 'FP16'}, {100 * s:.0f} % sparse",
-                         fontsize=9)
+                          fontsize=6.5, ha="right")
+            ax.set_title(f"SpMV {'FP32' if dt == 'float32' else 'FP16'}, {100 * s:.0f} % sparse")
+            ax.grid(axis="x", visible=False)
             if j == 0:
                 ax.set_ylabel("speedup over cuBLAS")
-            ax.grid(axis="y", alpha=0.3)
-    axes[0][0].legend(fontsize=7)
-    fig.suptitle(f"EC-SpMV ablation, cold L2, {P.device_name(results)}", fontsize=10)
-    return P.savefig(fig, fig_path)
+    P.ratio_axis(axes[0][0], [r["speedup_vs_cublas"] for r in rows if r["method"] in meths
+                              and r.get("speedup_vs_cublas")], line_label="cuBLAS (same run)")
+    fig.suptitle(f"EC-SpMV ablation, cold L2, {P.device_name(results)}")
+    P.legend_below(fig, axes[0][:1], ncol=3, room=0.1)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):

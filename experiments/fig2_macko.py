@@ -87,40 +87,41 @@ def plot(results: dict, fig_path: str):
     rows = results["rows"]
     b_delta = results["config"]["delta_bits"]
     d = np.linspace(0.005, 1.0, 400)
-    fig, axes = plt.subplots(1, len(VALUE_BITS), figsize=(5.2 * len(VALUE_BITS), 4.6), sharey=True)
+    # MACKO and CSR (32-bit indices, as in CSR (ours)) in their plotting.METHODS colours and
+    # markers; the other formats are no method of ours: colours no method has
+    mk, ms = P.METHODS["macko"][1:], P.METHODS["csr_vector"][1:]
+    fig, axes = plt.subplots(1, len(VALUE_BITS), figsize=(P.PAGE_WIDTH, 3.4), sharey=True)
     for ax, b in zip(axes, VALUE_BITS):
         ax.plot(d, F.dense(d, b), "k-", lw=1, label="dense")
         for q, ls in ((8, (0, (6, 3))), (4, (0, (2, 2)))):     # dense quantized to q bits
             if q < b:
-                ax.plot(d, F.dense(d, q) * q / b, color="gray", ls=ls, lw=1.2,
+                ax.plot(d, F.dense(d, q) * q / b, color="gray", ls=ls, lw=1.1,
                         label=f"dense, {q}-bit values (Q{q})")
-        ax.plot(d, F.csr32(d, b), color="tab:blue", label="CSR32")
+        ax.plot(d, F.csr32(d, b), color=ms[0], lw=1.2, label="CSR32")
         # CSR16 and Tiled-CSL differ by Tiled-CSL's per-tile offsets only (< 0.001 here):
         # CSR16 as a wide pale band, Tiled-CSL dashed on top of it
-        ax.plot(d, F.csr16(d, b), color="tab:cyan", lw=5, alpha=0.45, zorder=1.5,
+        ax.plot(d, F.csr16(d, b), color="gold", lw=4, alpha=0.6, zorder=1.5,
                 label="CSR16 (wide)")
-        ax.plot(d, F.tiled_csl(d, b), color="tab:purple", ls="--", lw=1.2, zorder=2.5,
+        ax.plot(d, F.tiled_csl(d, b), color="tab:pink", ls="--", lw=1.1, zorder=2.5,
                 label="Tiled-CSL (on CSR16)")
-        ax.plot(d, F.bitmask(d, b), color="tab:green", label="bitmask")
-        ax.plot(d, F.macko_expected(d, b_delta, b), color="tab:red",
+        ax.plot(d, F.bitmask(d, b), color="teal", lw=1.2, label="bitmask")
+        ax.plot(d, F.macko_expected(d, b_delta, b), color=mk[0], lw=1.2,
                 label=f"MACKO expected ({b_delta}-bit deltas)")
         ax.fill_between(d, F.macko_best(d, b_delta, b), F.macko_worst(d, b_delta, b),
-                        color="tab:red", alpha=0.12, label="MACKO best..worst")
+                        color=mk[0], alpha=0.15, lw=0, label="MACKO best..worst")
         uni = [r for r in rows if r["value_bits"] == b and r["source"] == "uniform"]
         real = [r for r in rows if r["value_bits"] == b and r["source"] != "uniform"]
-        ax.plot([r["density"] for r in uni], [r["macko"] for r in uni], "o", color="tab:red",
-                mfc="none", label="MACKO measured (uniform)")
-        ax.plot([r["density"] for r in real], [r["macko"] for r in real], "x", color="darkred",
-                label="MACKO measured (real weights)")
-        ax.plot([r["density"] for r in uni], [r["csr32"] for r in uni], "s", color="tab:blue",
-                mfc="none", ms=4, label="CSR32 measured (uniform)")
+        ax.plot([r["density"] for r in uni], [r["macko"] for r in uni], mk[1], color=mk[0],
+                mfc="none", ms=4.5, mew=0.9, label="MACKO measured (uniform)")
+        ax.plot([r["density"] for r in real], [r["macko"] for r in real], "x", color="#8c3d00",
+                ms=3.5, mew=0.9, label="MACKO measured (real weights)")
+        ax.plot([r["density"] for r in uni], [r["csr32"] for r in uni], ms[1], color=ms[0],
+                mfc="none", ms=3.5, mew=0.9, label="CSR32 measured (uniform)")
         ax.set(xlabel="density d = nnz / (rows x cols)", title=f"{b}-bit values", xlim=(0, 1),
                ylim=(0, 2.0))
-        ax.grid(alpha=0.3)
+        ax.set_xticks([0, 0.25, 0.5, 0.75, 1], ["0", "0.25", "0.5", "0.75", "1"])
     axes[0].set_ylabel("effective density (size / dense size)")
-    handles, labels = axes[0].get_legend_handles_labels()      # the first panel has every line
-    fig.legend(handles, labels, loc="lower center", ncol=6, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.10, 1, 1))                     # room for the legend below
+    P.legend_below(fig, axes[:1], ncol=4, room=0.18)          # the first panel has every line
     return P.savefig(fig, fig_path, tight=False)
 
 

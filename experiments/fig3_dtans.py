@@ -76,8 +76,9 @@ def plot(results: dict, fig_path: str) -> list[str]:
     slots = [r for r in rows if r["kind"] == "slot"]
     enc = [r for r in rows if r["kind"] == "encode"]
     dec = [r for r in rows if r["kind"] == "decode"]
-    fig = plt.figure(figsize=(11.5, 4.9))
-    gs = fig.add_gridspec(2, 3, width_ratios=[1.0, 1.45, 1.65], height_ratios=[1, 0.2])
+    fig = plt.figure(figsize=(P.PAGE_WIDTH, 3.0))
+    gs = fig.add_gridspec(2, 3, width_ratios=[4, 5, 6], height_ratios=[1, 0.22], wspace=0.12,
+                          left=0.01, right=0.99, top=0.86, bottom=0.01, hspace=0.05)
     panels = [
         (gs[0, 0], "coding tables (K = %d)" % len(slots), ["slot", "symbol", "digit", "base"], slots),
         (gs[0, 1], "encoding, right to left", ["step", "symbol", "state_before", "bits", "state_after"], enc),
@@ -88,26 +89,26 @@ def plot(results: dict, fig_path: str) -> list[str]:
     for spec, title, keys, rs in panels:
         ax = fig.add_subplot(spec)
         ax.axis("off")
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
         if rs:
             t = ax.table(cellText=_cells(rs, keys), colLabels=[heads.get(k, k) for k in keys],
                          loc="upper center", cellLoc="center")
             t.auto_set_font_size(False)
-            t.set_fontsize(9)
-            t.scale(1.0, 1.25)
+            t.set_fontsize(7)
+            t.scale(0.95, 1.0)
     ax = fig.add_subplot(gs[1, :])
     ax.axis("off")
     cfg = results["config"]
     q = results["multiplicities"]
     text = (f"message u = {cfg['message']} (n = {len(cfg['message'])}), counts "
-            f"{results['counts']}, L = {cfg['L']};  slots {results['slots']} "
-            f"(multiplicities {q})\n"
+            f"{results['counts']}, L = {cfg['L']}\n"
+            f"slots {results['slots']} (multiplicities {q});  "
+            f"final state {results['final_state']}, {results['n_bits']} bits: "
+            f"{results['bits']};  decodes back: {results['round_trip']}\n"
             f"H(P) = {results['entropy']:.3f} bits,  H(P, P') = {results['cross_entropy']:.3f} "
             f"bits,  H(P, P'') = {results['cross_entropy_suboptimal']:.3f} bits for P'' = "
-            f"{cfg['suboptimal']} / {cfg['K']}\n"
-            f"final state {results['final_state']}, {results['n_bits']} bits: "
-            f"{results['bits']};  decodes back: {results['round_trip']}")
-    ax.text(0.0, 0.9, text, fontsize=9.5, va="top", family="monospace")
+            f"{cfg['suboptimal']} / {cfg['K']}")
+    ax.text(0.0, 1.0, text, fontsize=6.5, va="top", family="monospace", linespacing=1.4)
     fig.suptitle("dtANS paper Fig. 3: tANS worked example (computed by reference/tans.py)")
     return P.savefig(fig, fig_path, tight=False)
 

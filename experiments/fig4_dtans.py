@@ -92,25 +92,26 @@ def plot(results: dict, fig_path: str) -> list[str]:
     med = medians(results)
     cfg = results["config"]
     models = cfg["models"]
-    fig, axes = plt.subplots(1, len(models), figsize=(4.6 * len(models), 3.9), sharey=True,
+    fig, axes = plt.subplots(1, len(models), figsize=(P.PAGE_WIDTH, 2.6), sharey=True,
                              squeeze=False)
-    colors = ("tab:blue", "tab:orange", "tab:green", "tab:red")
+    colors = ("#9ecae1", "#4292c6", "#08519c", "#08306b")    # degrees (no method): light to dark
     for ax, m in zip(axes[0], models):
         for d, c in zip(cfg["degrees"], colors):
             pts = sorted((r["n"], r["ratio"]) for r in med if r["model"] == m and r["degree"] == d)
             if pts:
-                ax.plot(*zip(*pts), "o-", color=c, ms=4, label=f"average degree {d}")
+                ax.plot(*zip(*pts), "o-", color=c, ms=3, lw=1.2, label=f"average degree {d}")
         ax.set_xscale("log", base=2)
-        ax.axhline(1.0, color="k", lw=0.8, ls=":")
+        ax.axhline(1.0, color="k", lw=0.9, ls="--")
+        ax.set_xticks([2.0 ** e for e in range(8, 19, 2)])
         ax.set(title=LABEL.get(m, m), xlabel="nodes n")
         ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("H(delta-coded columns) / H(columns)")
+    axes[0][0].set_ylabel("H(delta-coded columns)\n/ H(columns)")
     axes[0][0].set_ylim(0, 1.05)
-    axes[0][-1].legend(fontsize=8, loc="lower left")
     fig.suptitle(f"Entropy reduction by delta coding (median of {len(cfg['seeds'])} seeds"
                  + (f"; Watts–Strogatz rewiring p = {cfg['rewire']}" if "watts_strogatz" in models else "")
-                 + ")", fontsize=10)
-    return P.savefig(fig, fig_path)
+                 + ")")
+    P.legend_below(fig, axes[0][:1], room=0.1)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):

@@ -90,16 +90,24 @@ def plot(results: dict, fig_path: str) -> list[str]:
     title = f"{len(labels)} LLM layer shapes, fp16, cold L2, {P.device_name(results)}"
     if len(cfg["sparsities"]) > 4:
         return _heatmap(plt, rows, cfg, labels, title, fig_path)
-    fig, ax = plt.subplots(figsize=(13, 4.5))
-    width = 0.8 / max(1, len(cfg["sparsities"]))
+    fig, ax = plt.subplots(figsize=(P.PAGE_WIDTH, 2.9))
+    n = len(cfg["sparsities"])
+    width = 0.8 / max(1, n)
+    shades = plt.get_cmap("Oranges")                # one sparsity: MACKO's colour; more: shades
     for i, s in enumerate(cfg["sparsities"]):
         by = {tuple(r["shape"]): r["speedup_vs_cublas"] for r in rows if r["sparsity"] == s}
-        ys = [by.get(tuple(sh), float("nan")) for sh in cfg["shapes"]]
-        ax.bar([k + i * width for k in range(len(labels))], ys, width, label=f"{100 * s:.0f} %")
-    ax.axhline(1.0, color="black", lw=1, ls="--")
-    ax.set_xticks([k + 0.4 - width / 2 for k in range(len(labels))], labels, rotation=70, fontsize=7)
-    ax.set(ylabel="MACKO speedup over cuBLAS GEMV", title=title)
-    ax.legend(title="sparsity")
+        ks = [k for k, sh in enumerate(cfg["shapes"]) if tuple(sh) in by]
+        color = P.METHODS["macko"][1] if n == 1 else shades(0.35 + 0.6 * i / (n - 1))
+        P.ratio_bars(ax, [k + (i - (n - 1) / 2) * width for k in ks],
+                     [by[tuple(cfg["shapes"][k])] for k in ks], width, color=color,
+                     label=f"MACKO, {100 * s:.0f} % sparse")
+    P.ratio_axis(ax, [r["speedup_vs_cublas"] for r in rows], line_label="cuBLAS GEMV")
+    P.ratio_ticks(ax)
+    ax.set_xticks(range(len(labels)), labels, rotation=90, fontsize=6)
+    ax.set_xlim(-0.6, len(labels) - 0.4)
+    ax.grid(axis="x", visible=False)
+    ax.set(ylabel="speedup over cuBLAS GEMV", title=title)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)   # beside: hides nothing
     return P.savefig(fig, fig_path)
 
 
@@ -112,7 +120,7 @@ def _heatmap(plt, rows, cfg, labels, title, fig_path):
     for r in rows:
         if tuple(r["shape"]) in index and r["sparsity"] in sp:
             grid[index[tuple(r["shape"])], sp.index(r["sparsity"])] = r["speedup_vs_cublas"]
-    fig, ax = plt.subplots(figsize=(1.0 + 0.75 * len(sp), 1.5 + 0.27 * len(labels)))
+    fig, ax = plt.subplots(figsize=(P.PAGE_WIDTH, 1.0 + 0.15 * len(labels)))
     logs = np.log2(grid)
     bound = max(0.5, float(np.nanmax(np.abs(logs)))) if np.isfinite(logs).any() else 1.0
     im = ax.imshow(logs, cmap="RdBu", norm=TwoSlopeNorm(0.0, -bound, bound), aspect="auto")
@@ -121,12 +129,13 @@ def _heatmap(plt, rows, cfg, labels, title, fig_path):
             ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6.5,
                     color="white" if abs(np.log2(v)) > 0.6 * bound else "black")
     ax.set_xticks(range(len(sp)), [f"{100 * s:g}" for s in sp])
-    ax.set_yticks(range(len(labels)), labels, fontsize=7)
+    ax.set_yticks(range(len(labels)), labels, fontsize=6.5)
     ax.set(xlabel="sparsity (%)", title=title)
     ax.grid(False)
-    bar = fig.colorbar(im, ax=ax, fraction=0.04)
+    bar = fig.colorbar(im, ax=ax, fraction=0.03, pad=0.02)
     ticks = [t for t in (-3, -2, -1, 0, 1, 2, 3) if -bound <= t <= bound]
-    bar.set_ticks(ticks, labels=[f"{2.0 ** t:g}x" for t in ticks])
+    bar.set_ticks(ticks, labels=[f"{2.0 ** t:g}×" for t in ticks])
+    bar.ax.minorticks_off()
     bar.set_label("MACKO speedup over cuBLAS GEMV (blank: not measured)")
     return P.savefig(fig, fig_path)
 

@@ -92,37 +92,40 @@ def plot(results: dict, fig_path: str) -> list[str]:
     rows = results["rows"]
     sparsities = sorted({r["sparsity"] for r in rows})
     groups = list(dict.fromkeys(r["group"] for r in rows))
-    fig, axes = plt.subplots(1, len(sparsities), figsize=(4.6 * len(sparsities), 3.8),
+    fig, axes = plt.subplots(1, len(sparsities), figsize=(P.PAGE_WIDTH, 2.7),
                              sharey=True, squeeze=False)
-    style = {"Llama2-7B": "-", "Llama2-13B": "--", "Llama2-70B": ":", "mpnet": "-"}
+    # matrix groups (no method): the uniform curves coincide, so wide to thin, pale to dark,
+    # each on the one before; the real weights hollow markers on top
+    style = {"Llama2-7B": dict(ls="-", lw=4.0, color="#c6dbef"),
+             "Llama2-13B": dict(ls="--", lw=1.8, color="#4292c6"),
+             "Llama2-70B": dict(ls=":", lw=1.2, color="#08306b")}
     for ax, s in zip(axes[0], sparsities):
         for g in groups:
             r = next((r for r in rows if r["group"] == g and r["sparsity"] == s), None)
             if r is None:
                 continue
             x = np.arange(1, len(r["cdf"]) + 1)
-            real = g == "mpnet"          # drawn last, thin with markers: the curves coincide
-            ax.plot(x, r["cdf"], ls=style.get(g, "-"), lw=1.0 if real else 2.6,
-                    color="tab:red" if real else None, marker="o" if real else None, ms=3,
-                    markevery=0.08, zorder=3 if real else 2,
-                    label=g + (" (real, per-row magnitude)" if real else " shapes (uniform)"))
+            if g in style:
+                ax.plot(x, r["cdf"], zorder=2, label=g + " shapes (uniform)", **style[g])
+            else:
+                ax.plot(x, r["cdf"], ls="none", color="tab:pink", marker="o", mfc="none", ms=3.5,
+                        mew=0.9, markevery=0.08, zorder=3,
+                        label=g + (" (real, per-row magnitude)" if g == "mpnet" else ""))
         t = PAPER_THRESHOLD.get(round(s, 2))
         if t:
-            ax.axvline(t, color="gray", ls="--", lw=1)
-            ax.text(t, 0.02, f" paper: most < {t}", fontsize=7, color="gray", rotation=90,
-                    va="bottom")
-        for t, name in ((15, "EC-CSR-4 max"), (255, "EC-CSR-8 max")):
-            ax.axvline(t, color="black", lw=0.6, alpha=0.4)
+            ax.axvline(t, color="gray", ls="--", lw=0.9, label="the paper's \"most deltas below\"")
+            ax.text(t * 1.1, 0.03, f"{t}", fontsize=6.5, color="dimgray", va="bottom")
+        for t in (15, 255):
+            ax.axvline(t, color="black", lw=0.6, alpha=0.5,
+                       label="largest 4-/8-bit delta (15, 255)")
         ax.set_xscale("log", base=2)
-        ax.set(xlabel="delta index (column step within a row)", title=f"{100 * s:.0f} % sparse",
+        ax.set_xticks([2.0 ** e for e in range(0, 10, 2)])
+        ax.set(xlabel="delta index (column step in a row)", title=f"{100 * s:.0f} % sparse",
                ylim=(0, 1.01))
-        ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("cumulative fraction of deltas")
-    axes[0][0].legend(fontsize=7, loc="center right")
-    fig.suptitle("Delta indices of pruned weights (the curves coincide; thin black lines: largest "
-                 "4-/8-bit delta, 15 and 255)",
-                 fontsize=10)
-    return P.savefig(fig, fig_path)
+    fig.suptitle("Delta indices of pruned weights (the curves coincide)")
+    P.legend_below(fig, axes[0][:1], ncol=3, room=0.17)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):

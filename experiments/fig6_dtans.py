@@ -109,38 +109,56 @@ def plot(results: dict, fig_path: str) -> list[str]:
     plt = P.pyplot()
     rows = results["rows"]
     dtypes = results["config"]["dtypes"]
-    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.0 * len(dtypes), 5.0), squeeze=False)
+    from matplotlib.lines import Line2D
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(P.PAGE_WIDTH, 3.5), squeeze=False,
+                             sharex=True, sharey=True)
     norm = mcolors.LogNorm(vmin=1, vmax=64)
+    lo = min([r["baseline_bytes"] for r in rows] + [1e3]) / 2
+    hi = max([r["baseline_bytes"] for r in rows] + [1e4]) * 2
+    xs = np.geomspace(lo, hi, 10)
+    sc = None
     for ax, dt in zip(axes[0], dtypes):
         rs = [r for r in rows if r["dtype"] == dt]
-        lo = min([r["baseline_bytes"] for r in rs] + [1e3]) / 2
-        hi = max([r["baseline_bytes"] for r in rs] + [1e4]) * 2
-        xs = np.geomspace(lo, hi, 10)
-        ax.plot(xs, xs, "k-", lw=1, label="equal size")
-        ax.plot(xs, xs / 10, "k:", lw=1, label="10x smaller / 2x larger")
-        ax.plot(xs, xs * 2, "k:", lw=1)
-        pt = rs[0]["paper_table_bytes"] if rs else 0
-        ax.axhline(pt, color="gray", ls="--", lw=0.8,
-                   label=f"paper's K-slot tables ({pt // 1024} KiB)")
-        sc = None
+        ax.plot(xs, xs, "k-", lw=0.9)
+        ax.plot(xs, xs / 10, "k:", lw=0.9)
+        ax.plot(xs, xs * 2, "k:", lw=0.9)
+        ax.axhline(_pt(rows, dt), color="gray", ls="--", lw=0.8)
         for source, marker in (("suitesparse", "o"), ("synthetic", "^")):
             ss = [r for r in rs if r["source"] == source]
             if ss:
                 sc = ax.scatter([r["baseline_bytes"] for r in ss], [r["dtans_bytes"] for r in ss],
                                 c=[max(r["nnz_per_row"], 1) for r in ss], cmap="plasma", norm=norm,
-                                marker=marker, s=22 if source == "synthetic" else 34,
-                                edgecolors="k" if source == "suitesparse" else "none", linewidths=0.5,
-                                label=f"{source} ({len(ss)})")
+                                marker=marker, s=12 if source == "synthetic" else 18,
+                                edgecolors="k" if source == "suitesparse" else "none",
+                                linewidths=0.4, zorder=3 if source == "suitesparse" else 2)
         ax.set(xscale="log", yscale="log", xlabel="smallest of CSR / COO / SELL (bytes)",
-               ylabel="CSR-dtANS (bytes)", title=f"{dt}: {sum(r['compressed'] for r in rs)} of "
-                                                  f"{len(rs)} smaller")
+               title=f"{dt}: {sum(r['compressed'] for r in rs)} of {len(rs)} smaller")
         ax.grid(alpha=0.3, which="major")
-        ax.legend(fontsize=7, loc="upper left")
-        if sc is not None:
-            fig.colorbar(sc, ax=ax, label="average nonzeros per row")
+    axes[0][0].set_ylabel("CSR-dtANS (bytes)")
+    n = {src: len({r["matrix"] for r in rows if r["source"] == src}) for src in ("suitesparse", "synthetic")}
+    handles = [Line2D([], [], color="k", lw=0.9, label="equal size"),
+               Line2D([], [], color="k", ls=":", lw=0.9, label="10x smaller / 2x larger"),
+               Line2D([], [], color="gray", ls="--", lw=0.8, label="paper's K-slot tables ("
+                      + " / ".join(f"{dt}: {_pt(rows, dt) // 1024} KiB" for dt in dtypes) + ")"),
+               Line2D([], [], ls="none", marker="o", mfc="0.6", mec="k", mew=0.4, ms=4.5,
+                      label=f"SuiteSparse ({n['suitesparse']})"),
+               Line2D([], [], ls="none", marker="^", mfc="0.6", mec="none", ms=4.5,
+                      label=f"synthetic ({n['synthetic']})")]
     fig.suptitle("CSR-dtANS size vs the smallest cuSPARSE format (paper Fig. 6); "
-                 "below the solid line: compressed", fontsize=10)
-    return P.savefig(fig, fig_path)
+                 "below the solid line: compressed")
+    fig.tight_layout(rect=(0, 0.1, 0.9, 1))
+    if sc is not None:
+        cax = fig.add_axes((0.91, 0.2, 0.015, 0.65))
+        bar = fig.colorbar(sc, cax=cax, label="average nonzeros per row")
+        bar.set_ticks([1, 2, 4, 8, 16, 32, 64], labels=["1", "2", "4", "8", "16", "32", "64"])
+        bar.ax.minorticks_off()
+    fig.legend(handles=handles, loc="lower center", ncol=3, frameon=False, bbox_to_anchor=(0.45, 0.0))
+    return P.savefig(fig, fig_path, tight=False)
+
+
+def _pt(rows, dt) -> int:
+    """The paper's expanded table bytes for value type ``dt`` (0 without rows)."""
+    return next((r["paper_table_bytes"] for r in rows if r["dtype"] == dt), 0)
 
 
 def best_compression(results: dict) -> list[dict]:

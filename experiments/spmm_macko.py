@@ -33,14 +33,16 @@ METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=F
 #: float32 rows (the same matrices' values in float32): CSR SpMM at ``fp32_ks`` beside its own
 #: SpMV and cuBLAS, for the CSR goal of issue 8 (SpMM at N = 8 within 1.5x of SpMV)
 FP32_METHODS = ["cublas", "csr_vector"]
-STYLE = {"macko": dict(color="tab:red", marker="o"), "csr_vector": dict(color="tab:green", marker="^"),
-         "macko[spmm_smem=False]": dict(color="tab:orange", marker="v", ls=":"),
-         "macko[spmm_smem_threads=512]": dict(color="tab:purple", marker="x", ls="--"),
-         "macko[spmm_mma=True]": dict(color="tab:brown", marker="D"),
-         "macko[spmm_mma=True,spmm_mma_window=512]": dict(color="tab:pink", marker="d", ls="--"),
-         "macko[spmm_mma=True,spmm_mma_double=True,spmm_mma_window=512]":
-             dict(color="tab:olive", marker="P", ls="-."),
-         "cusparse": dict(color="tab:blue", marker="s")}
+#: MACKO's SpMM settings (no methods of their own): shades of MACKO's colour, orange for the
+#: shared-memory kernels, browns for the tensor-core ones; the methods as ``plotting.METHODS``
+VARIANTS = {"macko[spmm_smem_threads=512]": ("MACKO, 512 threads", "#fdae6b", "x", "--"),
+            "macko[spmm_smem=False]": ("MACKO, X from global memory", "#f16913", "v", ":"),
+            "macko[spmm_mma=True]": ("MACKO MMA, window 1024", "#a63603", "D", "-"),
+            "macko[spmm_mma=True,spmm_mma_window=512]": ("MACKO MMA, window 512", "#d94801", "d", "--"),
+            "macko[spmm_mma=True,spmm_mma_double=True,spmm_mma_window=512]":
+                ("MACKO MMA, window 512, 2 stages", "#5a1e02", "P", "-.")}
+#: drawn hollow and larger: it coincides with the two-stage kernel drawn over it
+HOLLOW = {"macko[spmm_mma=True,spmm_mma_window=512]"}
 FULL = dict(shapes=[[4096, 11008], [12288, 12288]], sparsities=[0.5, 0.7, 0.9],
             ks=[1, 2, 4, 8, 16, 32, 64], dtype="float16", methods=METHODS, cusparse_k=[8],
             reps=50, warmup=5, seed=0, fp32_methods=FP32_METHODS, fp32_ks=[8])
@@ -115,8 +117,9 @@ def plot(results: dict, fig_path: str) -> list[str]:
     rows = [r for r in results["rows"] if "median_us" in r and r["kind"] == "spmm"
             and r["dtype"] == cfg["dtype"]]
     shapes = [tuple(s) for s in cfg["shapes"]]
-    fig, axes = plt.subplots(len(shapes), len(cfg["sparsities"]),
-                             figsize=(4.2 * len(cfg["sparsities"]), 3.4 * len(shapes)), squeeze=False)
+    fig, axes = plt.subplots(len(shapes), len(cfg["sparsities"]), sharex=True, sharey=True,
+                             figsize=(P.PAGE_WIDTH, 2.0 * len(shapes) + 1.3), squeeze=False)
+    ratios = []
     for i, shape in enumerate(shapes):
         for j, sparsity in enumerate(cfg["sparsities"]):
             ax = axes[i][j]
@@ -125,22 +128,32 @@ def plot(results: dict, fig_path: str) -> list[str]:
             for m in [m for m in cfg["methods"] + ["cusparse"] if m != "cublas"]:
                 pts = sorted((r["k"], base[r["k"]] / r["median_us"]) for r in sub
                              if r["method"] == m and r["k"] in base)
-                if pts:
-                    ax.plot([a for a, _ in pts], [b for _, b in pts], label=m.replace("_", " "),
-                            **STYLE.get(m, {"marker": "o"}))
-            ax.axhline(1.0, color="black", lw=1, ls="--", label="cuBLAS GEMM")
+                if not pts:
+                    continue
+                if m in VARIANTS:
+                    name, color, marker, ls = VARIANTS[m]
+                    kw = P.line_style(m, label=name, color=color, marker=marker, linestyle=ls,
+                                      markersize=3.5, linewidth=1.1)
+                    if m in HOLLOW:
+                        kw.update(markerfacecolor="none", markersize=5.5)
+                else:
+                    kw = P.line_style(m, markersize=4, linewidth=1.3, zorder=3)
+                ax.plot([a for a, _ in pts], [b for _, b in pts], **kw)
+                ratios += [b for _, b in pts]
+            if (i, j) != (0, 0):
+                ax.axhline(1.0, color="black", lw=0.9, ls="--", zorder=1)
             ax.set_xscale("log", base=2)
-            ax.set_yscale("log", base=2)
-            ax.set(title=f"{shape[0]}x{shape[1]}, {100 * sparsity:.0f} % sparse",
-                   xlabel="right-hand sides N", ylabel="speedup over cuBLAS GEMM (fp16)")
+            ax.set_title(f"{shape[0]}x{shape[1]}, {100 * sparsity:.0f} % sparse")
+            if i == len(shapes) - 1:
+                ax.set_xlabel("right-hand sides N")
+            if j == 0:
+                ax.set_ylabel("speedup over cuBLAS GEMM")
             ks = sorted(base)
             ax.set_xticks(ks, [str(k) for k in ks])
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    ncol = min(4, len(labels))
-    fig.suptitle(f"SpMM fp16, cold L2, {P.device_name(results)}", fontsize=10)
-    # one legend for all panels, below them (inside a panel it hid the curves)
-    fig.tight_layout(rect=(0, 0.03 + 0.025 * -(-len(labels) // ncol), 1, 1))
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=7, frameon=False)
+            ax.xaxis.set_minor_locator(P._null())
+    P.ratio_axis(axes[0][0], ratios, line_label="cuBLAS GEMM (fp16)")
+    fig.suptitle(f"SpMM fp16, cold L2, {P.device_name(results)}")
+    P.legend_below(fig, axes.flat, ncol=3, room=0.13)   # one legend for all panels, under them
     return P.savefig(fig, fig_path, tight=False)
 
 

@@ -96,41 +96,33 @@ def plot(results: dict, fig_path: str) -> list[str]:
     sp = [100 * r["sparsity"] for r in rows]
     paper = [r for r in rows if r["paper_dense_tok_s"] is not None]
     pp = [100 * r["sparsity"] for r in paper]
-    ours_kw = dict(color="tab:red")
-    paper_kw = dict(color="tab:gray", alpha=0.8)
-    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(15, 4.4))
-    a1.plot(sp, [r["dense_gb"] for r in rows], "k--", label="dense (ours: linear layers only)")
-    a1.plot(sp, [r["macko_gb"] for r in rows], "o-", **ours_kw, label="MACKO (ours: linear layers only)")
-    a1.plot(pp, [r["paper_dense_gb"] for r in paper], "--", **paper_kw,
-            label="dense (paper: whole model)")
-    a1.plot(pp, [r["paper_macko_gb"] for r in paper], "x:", **paper_kw,
-            label="MACKO (paper: whole model)")
-    a1.set(xlabel="sparsity (%)", ylabel="size (GB)", title="Llama2-7B, fp16: size", ylim=(0, None))
-    a2.plot(sp, [r["dense_tok_s"] for r in rows], "k--",
-            label="dense cuBLAS (ours: linear layers only)")
-    a2.plot(sp, [r["macko_tok_s"] for r in rows], "o-", **ours_kw,
-            label="MACKO (ours: linear layers only)")
-    a2.plot(pp, [r["paper_dense_tok_s"] for r in paper], "--", **paper_kw,
-            label="dense (paper, RTX 4090: end to end)")
-    a2.plot(pp, [r["paper_macko_tok_s"] for r in paper], "x:", **paper_kw,
-            label="MACKO (paper, RTX 4090: end to end)")
-    top = max(max(r["macko_tok_s"], r["dense_tok_s"]) for r in rows)
-    top = max([top] + [r["paper_macko_tok_s"] for r in paper])
-    a2.set(xlabel="sparsity (%)", ylabel="decode tokens/s", ylim=(0, 1.45 * top),  # legend room
-           title="decode speed (two different measurements)")
-    a3.axhline(1.0, color="black", lw=1, label="dense")
-    a3.plot(sp, [r["speedup"] for r in rows], "o-", **ours_kw,
-            label="ours (linear layers only)")
-    a3.plot(pp, [r["paper_macko_tok_s"] / r["paper_dense_tok_s"] for r in paper], "x:",
-            **paper_kw, label="paper (RTX 4090, end to end)")
-    a3.set(xlabel="sparsity (%)", ylabel="MACKO tokens/s / dense tokens/s",
-           title="decode speedup over dense")
+    ours = P.line_style("macko", label="MACKO (ours: linear layers only)")
+    dense = P.line_style("cublas", label="dense, cuBLAS (ours: linear layers only)", linestyle="--")
+    paper_kw = dict(color="gray", lw=1.1, ms=4.5)
+    p_dense = dict(paper_kw, ls="--", label="dense (paper, RTX 4090: whole model, end to end)")
+    p_macko = dict(paper_kw, ls=":", marker="x", label="MACKO (paper, RTX 4090: whole model, end to end)")
+    fig, (a1, a2, a3) = plt.subplots(1, 3, figsize=(P.PAGE_WIDTH, 2.9))
+    a1.plot(sp, [r["dense_gb"] for r in rows], **dict(dense, marker=None))
+    a1.plot(sp, [r["macko_gb"] for r in rows], **ours)
+    a1.plot(pp, [r["paper_dense_gb"] for r in paper], **p_dense)
+    a1.plot(pp, [r["paper_macko_gb"] for r in paper], **p_macko)
+    a1.set(xlabel="sparsity (%)", ylabel="size (GB)", title="Llama2-7B fp16: size", ylim=(0, None))
+    a2.plot(sp, [r["dense_tok_s"] for r in rows], **dict(dense, marker=None))
+    a2.plot(sp, [r["macko_tok_s"] for r in rows], **ours)
+    a2.plot(pp, [r["paper_dense_tok_s"] for r in paper], **p_dense)
+    a2.plot(pp, [r["paper_macko_tok_s"] for r in paper], **p_macko)
+    a2.set(xlabel="sparsity (%)", ylabel="decode tokens/s", ylim=(0, None),
+           title="decode speed")
+    a3.plot(sp, [r["speedup"] for r in rows], **ours)
+    a3.plot(pp, [r["paper_macko_tok_s"] / r["paper_dense_tok_s"] for r in paper], **p_macko)
+    P.ratio_axis(a3, [r["speedup"] for r in rows]
+                 + [r["paper_macko_tok_s"] / r["paper_dense_tok_s"] for r in paper])
+    P.ratio_ticks(a3)
+    a3.set(xlabel="sparsity (%)", ylabel="MACKO over dense (tokens/s)", title="decode speedup")
     fig.suptitle(f"ours: {gpu}, isolated cold-L2 times of the 7 linear layers x 32 blocks, sizes "
-                 "of those layers; paper: RTX 4090, whole model, end to end", fontsize=10)
-    for ax in (a1, a2, a3):
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8, loc="upper left" if ax is not a1 else "lower left")
-    return P.savefig(fig, fig_path)
+                 "of those layers;\npaper: RTX 4090, whole model, end to end")
+    P.legend_below(fig, (a1,), ncol=2, room=0.16)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):

@@ -10,6 +10,7 @@ One figure style for every experiment:
 * :func:`ratio_axis` is the one log2 axis for ratios (speedups, relative sizes): ticks at the
   powers of two as ``0.25×``, ``1×``, ``4×``, the 1× line, limits that show every value;
   :func:`ratio_bars` draws bars from that 1× line up or down (never from an arbitrary floor);
+  :func:`ratio_ticks` adds ticks at 1.5× (1.25×, ...) the powers of two where the range is narrow;
 * :func:`savefig` -- ``<path>.png`` and ``<path>.pdf``, the PDF without a creation date so
   that re-plotting the same results gives byte-identical files;
 * :func:`method_lines` / :func:`speedup_axis` -- one line per method over sparsity, and the
@@ -26,7 +27,7 @@ from typing import Callable, Iterable, Mapping
 
 __all__ = ["pyplot", "savefig", "device_name", "method_lines", "speedup_axis", "format_table",
            "print_table", "TIMING_COLUMNS", "METHODS", "label", "line_style", "bar_style",
-           "ratio_axis", "ratio_bars", "PAGE_WIDTH", "COLUMN_WIDTH", "legend_below"]
+           "ratio_axis", "ratio_bars", "ratio_ticks", "PAGE_WIDTH", "COLUMN_WIDTH", "legend_below"]
 
 #: inches: a figure across a two-column page, and one column of it
 PAGE_WIDTH, COLUMN_WIDTH = 7.0, 3.3
@@ -42,6 +43,7 @@ METHODS = {
     "cusparse_sell": ("cuSPARSE SELL", "steelblue", ">"),
     "csr_vector": ("CSR (ours)", "tab:green", "^"),
     "csr_scalar": ("CSR scalar (ours)", "yellowgreen", "^"),
+    "csr_vector1": ("CSR vec=1 (ours)", "mediumseagreen", "d"),
     "coo": ("COO (ours)", "tab:olive", "x"),
     "macko": ("MACKO (ours)", "tab:orange", "o"),
     "public_macko": ("MACKO (authors' kernel)", "saddlebrown", "D"),
@@ -122,6 +124,24 @@ def ratio_axis(ax, values: Iterable[float], *, axis: str = "y", line: bool = Tru
     if line:
         (ax.axhline if axis == "y" else ax.axvline)(1.0, color="black", lw=0.9, ls="--",
                                                     label=line_label, zorder=1)
+
+
+def ratio_ticks(ax, *, axis: str = "y", least: int = 3):
+    """On a :func:`ratio_axis` whose limits hold fewer than ``least`` of its ticks (a narrow
+    range, e.g. 0.8x to 1.7x): ticks also at 1.5x the powers of two from 1 up and at 0.75x,
+    then at 1.25x and 1.75x them and 0.6x, 0.8x, 0.9x -- the fewest of these steps that give
+    ``least`` ticks in range -- labelled as there; the limits stay."""
+    lo, hi = getattr(ax, f"get_{axis}lim")()
+    powers = [2.0 ** e for e in range(math.floor(math.log2(lo)), math.ceil(math.log2(hi)) + 1)]
+    above = [p for p in powers if p >= 1]
+    ticks = []
+    for extra in ([], [1.5 * p for p in above] + [0.75],
+                  [m * p for p in above for m in (1.25, 1.5, 1.75)] + [0.6, 0.75, 0.8, 0.9]):
+        ticks = sorted(t for t in set(powers + extra) if lo <= t <= hi)
+        if len(ticks) >= least:
+            break
+    getattr(ax, f"set_{axis}ticks")(ticks, [_ratio_text(t) for t in ticks])
+    getattr(ax, f"set_{axis}lim")(lo, hi)
 
 
 def _null():
@@ -206,6 +226,13 @@ def speedup_axis(ax, *, title: str, ylabel: str, base_label: str | None = None,
         ax.axhline(1.0, color="black", lw=0.9, ls="--", label=base_label)
     if legend:
         ax.legend(fontsize=legend_size)
+
+
+#: the columns of a timing table (``print_table(rows, TIMING_COLUMNS)``)
+TIMING_COLUMNS = [("sparsity", "sparsity", ".2f"), ("method", "method", ""),
+                  ("median_us", "median us", ".1f"), ("tb_s", "TB/s", ".2f"),
+                  ("speedup_vs_cublas", "x cuBLAS", ".2f"),
+                  ("speedup_vs_cusparse", "x cuSPARSE", ".2f"), ("check_passed", "ok", "")]
 
 
 def format_table(rows: list[Mapping], columns: list[tuple[str, str, str]]) -> str:
