@@ -71,7 +71,8 @@ def _matrices(cfg):
 
 
 def measure(cfg: dict) -> dict:
-    from spmvlab import methods, tune
+    from spmvlab import methods
+    from spmvlab.generalsparse import tune
     rows = []
     jobs = len(cfg["weights"]) + len(cfg["suitesparse"])
     for label, dtype, A in X.progress(_matrices(cfg), total=jobs, desc=NAME):

@@ -545,7 +545,7 @@ GENERALSPARSE = [
              "space's better strategies too low. The code optimizer (-opt: every offset loaded) "
              "changes the time by 0-30 %"),
     dict(label="§4.6", what="cost-model accuracy on held-out matrices (1 - median |pred/meas - 1|)",
-         script=["experiments/search_gs.py", "spmvlab/tune/fit.py"], paper=0.9,
+         script=["experiments/search_gs.py", "spmvlab/generalsparse/fit.py"], paper=0.9,
          paper_note="\"approximately 90 %\", A100",
          ours=dict(results="search_gs", view="search_gs:summary", field="median_accuracy", fmt=".2f"),
          why="per-strategy ridge regression on log time, 14 features (the ridge term by 4-fold "
@@ -553,7 +553,7 @@ GENERALSPARSE = [
              "with the nearly unregularised fit first used"),
     dict(label="§4.6", what="share of held-out (matrix, N) whose best of the model's top 4 is within "
                             "10 % of the exhaustive best",
-         script=["experiments/search_gs.py", "spmvlab/tune/fit.py"], paper=None,
+         script=["experiments/search_gs.py", "spmvlab/generalsparse/fit.py"], paper=None,
          ours=dict(results="search_gs", view="search_gs:summary", field="top_within_10pct", scale=100,
                    fmt=".0f", unit=" %"),
          why="issue goal: >= 80 % (23 of 24 cases at 3e06c79; the one miss, SNAP/ego-Facebook at "
@@ -561,12 +561,12 @@ GENERALSPARSE = [
              "matrices are the mpnet weights, where every case is met; at 0a59827, before the cyclic "
              "thread division and its anchors, 19 of 24)"),
     dict(label="§4.6", what="search iterations to reach 90 % of the exhaustive best (median)",
-         script=["experiments/search_gs.py", "spmvlab/tune/fit.py"], paper="30–50",
+         script=["experiments/search_gs.py", "spmvlab/generalsparse/fit.py"], paper="30–50",
          ours=dict(results="search_gs", view="search_gs:summary", field="median_iterations_to_90",
                    fmt=".0f"),
          why="in the model's order"),
     dict(label="§4.6", what="search seconds to reach 90 % of the exhaustive best (median)",
-         script=["experiments/search_gs.py", "spmvlab/tune/fit.py"], paper="10–30 s",
+         script=["experiments/search_gs.py", "spmvlab/generalsparse/fit.py"], paper="10–30 s",
          ours=dict(results="search_gs", view="search_gs:summary", field="median_seconds_to_90",
                    fmt=".1f", unit=" s"),
          why="each try: plan + upload + check + timing as measured, plus one kernel's compile "

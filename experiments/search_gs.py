@@ -2,7 +2,7 @@
 accuracy on held-out matrices and the search analysis.
 
 For every matrix and N, the strategies of ``strategies(A, N)`` that the code generator
-supports (``spmvlab.tune.candidates``: 298-1082 per matrix and N with the cyclic thread
+supports (``spmvlab.generalsparse.tune.candidates``: 298-1082 per matrix and N with the cyclic thread
 division, in the committed run at 3e06c79) whose key is in a fixed sample of ``key_fraction``
 of the keys (:func:`key_sampled`, by hash), and with ``anchors`` the guarded search's anchors
 (``tune.anchors``: 4-6 per N, 3-5 of them outside that sample, so that ``tune.fit`` can score
@@ -14,10 +14,10 @@ serves every matrix). "Exhaustive" in the evaluation means every strategy of tha
 per try (``method="gs"``: matrix, n, key, family, us, build_s, check_s, time_s, first = the
 kernel's first use in this run) and one ``method="features"`` row per (matrix, N).
 
-Then, on any machine: ``python -m spmvlab.tune.fit results/h200/search_gs.json`` prints the
+Then, on any machine: ``python -m spmvlab.generalsparse.fit results/h200/search_gs.json`` prints the
 held-out evaluation (the model fitted on the training matrices; every
 ``holdout_every``-th matrix held out) and ``--write`` fits on all and writes
-``spmvlab/tune/cost_model.json``. ``plot``/``report`` show the same evaluation.
+``spmvlab/generalsparse/cost_model.json``. ``plot``/``report`` show the same evaluation.
 
 Matrices (``matrices``, specs): ``w:<layer>:<pruning>:<sparsity>[:<bh>x<bw>]`` a real weight
 of ../shared/data/weights pruned over the whole matrix (fp16), ``ss:<Group/Name>`` a
@@ -27,10 +27,10 @@ SuiteSparse matrix (fp32).
 
 Before timing, every distinct kernel is compiled once in parallel worker processes
 (``SPMVLAB_COMPILE_WORKERS``, default min(16, cores); numba takes about a second per
-kernel) into the kernel cache of ``spmvlab.codegen`` (``SPMVLAB_KERNEL_CACHE``, default a
+kernel) into the kernel cache of ``spmvlab.generalsparse.codegen`` (``SPMVLAB_KERNEL_CACHE``, default a
 folder in the temporary directory), from which the timing process loads them; the results
 record the counts (``compile``: kernels, compiled, loaded from the cache, failed) and the
-seconds; ``spmvlab.tune.fit`` charges each try of its search analysis one kernel's compile
+seconds; ``spmvlab.generalsparse.fit`` charges each try of its search analysis one kernel's compile
 (seconds x workers / compiled, from a part that loaded none). Measure in parts, e.g. ``--set weights`` /
 ``--set suitesparse`` times ``--ns 8``, ``32``, ``64``, each with ``--merge``; the results
 are saved every 20 s, so a part stopped by a time limit keeps what it timed.
@@ -97,10 +97,10 @@ def key_sampled(key: str, fraction: float) -> bool:
 def _warm(spec: str, n: int, strategies: list) -> dict:
     """Compile the bare-strategy kernels of ``strategies`` (one launch each on the matrix of
     ``spec`` with N = ``n``), so that their compiled code lands in the kernel cache
-    (``spmvlab.codegen``, ``SPMVLAB_KERNEL_CACHE``). Runs in a worker process."""
+    (``spmvlab.generalsparse.codegen``, ``SPMVLAB_KERNEL_CACHE``). Runs in a worker process."""
     from spmvlab import methods
     from spmvlab._cuda import cuda
-    from spmvlab.methods.generalsparse import GeneralSparse
+    from spmvlab.generalsparse.method import GeneralSparse
     A, dtype = load(spec)
     p = methods.Problem.make(A, dtype, k=n, seed=1, lossy=True)
     out = dict(compiled=0, loaded=0, failed=0)
@@ -157,9 +157,10 @@ def warm_kernels(work: list, workers: int) -> dict:
 
 def measure(cfg: dict) -> dict:
     import numpy as np
-    from spmvlab import codegen, methods, tune
+    from spmvlab import methods
+    from spmvlab.generalsparse import codegen, tune
     from spmvlab._cuda import SIMULATOR
-    from spmvlab.methods.generalsparse import GeneralSparse
+    from spmvlab.generalsparse.method import GeneralSparse
     work, loaded = [], {}
     for spec in cfg["matrices"]:
         A, dtype = loaded[spec] = load(spec)
@@ -230,7 +231,7 @@ def plot(results: dict, fig_path: str) -> list[str]:
     """Held-out matrices: predicted vs measured time of every strategy (model fitted on the
     training matrices), and the quality of the model's pick and of its best of ``top``."""
     import numpy as np
-    from spmvlab.tune import fit
+    from spmvlab.generalsparse import fit
     plt = P.pyplot()
     ev = fit.evaluate(results)
     cfg = results["config"]
@@ -269,12 +270,12 @@ def plot(results: dict, fig_path: str) -> list[str]:
 
 def summary(results: dict) -> list:
     """The held-out evaluation's summary as one row (paper_values' view)."""
-    from spmvlab.tune import fit
+    from spmvlab.generalsparse import fit
     return [fit.evaluate(results)["summary"]]
 
 
 def report(results: dict):
-    from spmvlab.tune import fit
+    from spmvlab.generalsparse import fit
     ev = fit.evaluate(results)
     for k, v in ev["summary"].items():
         print(f"{k:>26}: {v}")

@@ -36,7 +36,7 @@ def _pretend_device(cc=CC):
 
 
 #: kernel modules that are not formats (baselines)
-EXTRA_MODULES = ("spmvlab.methods.dense_gemv", "spmvlab.codegen")
+EXTRA_MODULES = ("spmvlab.methods.dense_gemv", "spmvlab.generalsparse.codegen")
 
 
 def kernel_modules():

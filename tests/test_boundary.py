@@ -34,8 +34,9 @@ from reference._common import (
     DTypeError, FormatError, InputError, LayoutError, OptionError, ShapeError,
     SizeLimitError, SizeWarning, SpmvlabError, check_input, memory_limit,
 )
-from spmvlab import cli, codegen, datasets, formats, io, methods
-from spmvlab.encoders import generalsparse as FGS
+from spmvlab import cli, datasets, formats, io, methods
+from spmvlab.generalsparse import codegen
+from spmvlab.generalsparse import planner as FGS
 from spmvlab.errors import DatasetError
 from strategies import gs_wide_matrix, malformed_inputs, with_malformed_kinds
 

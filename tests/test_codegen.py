@@ -1,5 +1,6 @@
-"""spmvlab/codegen: every generated kernel against the reference (reference.generalsparse.spmm)
-and the exact product, on small matrices in the simulator (or the GPU).
+"""spmvlab/generalsparse/codegen: every generated kernel against the reference
+(reference.generalsparse.spmm) and the exact product, on small matrices in the simulator (or
+the GPU).
 
 The sample: for fixed-seed matrices with forced edge cases (an empty row, one row longer than
 a warp, sizes not multiples of 32) and N = 1 and N = 3 (not a multiple of the thread
@@ -18,8 +19,8 @@ import scipy.sparse as sp
 import reference.generalsparse as GS
 from parity import assert_close, garbage_like
 from reference._common import DTypeError, OptionError, canonical_csr
-from spmvlab import codegen
-from spmvlab.codegen import UnsupportedStrategy
+from spmvlab.generalsparse import codegen
+from spmvlab.generalsparse.codegen import UnsupportedStrategy
 
 D = GS.Division
 
@@ -211,7 +212,7 @@ def test_unsupported_parts_raise_a_typed_error():
     assert codegen.shared_bytes(big, np.float32) > codegen.SHARED_LIMIT
     with pytest.raises(UnsupportedStrategy, match=r"reduction\.block.*shared"):
         codegen.generate(big, np.float32)
-    from spmvlab import tune
+    from spmvlab.generalsparse import tune
     assert not tune.supported(big)
     A = MATRICES["13x37"]()
     with pytest.raises(UnsupportedStrategy, match="dtype"):
@@ -243,7 +244,7 @@ def test_ptx_targets_listed():
     assert any("WARP_SEGMENT" in s for s in labels) and any("atomic" in s for s in labels)
     for alg in ("BLOCK_TOTAL", "BLOCK_BITMAP", "BLOCK_SEGMENT"):
         assert any(alg in s for s in labels), alg
-    assert "spmvlab.codegen" in __import__("spmvlab.ptxcheck", fromlist=["x"]).EXTRA_MODULES
+    assert "spmvlab.generalsparse.codegen" in __import__("spmvlab.ptxcheck", fromlist=["x"]).EXTRA_MODULES
 
 
 # --------------------------------------------------------------------------------------
@@ -257,7 +258,7 @@ def _compact_sample():
     """(N, strategy) cases on 13x37: one compact strategy of ``strategies`` per (reductions,
     atomic, sort, interleave, vector loads of A, vector loads of B) and N, plus the compact
     strategies of the default shortlist."""
-    from spmvlab import tune
+    from spmvlab.generalsparse import tune
     A = MATRICES["13x37"]()
     cases, seen = [], set()
     for N, dt in COMPACT_DTYPES.items():
@@ -326,8 +327,8 @@ def test_unmasked_vector_path_and_clamped_columns(N, dtype, name):
     takes the path without masks, no gather of B sits behind a branch, and lanes whose
     columns lie beyond N (N = 12 with 8 columns per thread, N = 3 with 4) re-read valid
     columns of B but write nothing: the product equals scipy's and the reference's."""
-    from spmvlab.tune import search
-    s = search._compact_variant(N, np.dtype(dtype).name, name)
+    from spmvlab.generalsparse import shortlist
+    s = shortlist._compact_variant(N, np.dtype(dtype).name, name)
     A = _long_rows()
     p, B, C = _run(A, s, dtype, N)
     src = codegen.generate(p).source
@@ -353,8 +354,8 @@ def test_code_options_equal_the_plain_kernel(N, dtype, name, opts):
     its products. On rows of 0 to 600 entries (groups with no slot, one partial load, several
     full ones and a ragged end): the same sums as the kernel with neither (bit for bit: the
     products are formed in the same order), and equal to scipy's."""
-    from spmvlab.tune import search
-    s = search._compact_variant(N, np.dtype(dtype).name, name)
+    from spmvlab.generalsparse import shortlist
+    s = shortlist._compact_variant(N, np.dtype(dtype).name, name)
     A = _long_rows()
     p = GS.plan(A, s, dtype=dtype, lossy=True)
     B = np.random.default_rng(5).standard_normal((A.shape[1], N)).astype(dtype)
@@ -376,10 +377,10 @@ def test_code_options_equal_the_plain_kernel(N, dtype, name, opts):
 def test_batch_is_the_default():
     """batch=True (the default) batches the gathers of both dtypes (measured faster for
     float16 and float32); the plain kernel stays one keyword away."""
-    from spmvlab.tune import search
+    from spmvlab.generalsparse import shortlist
     A = _long_rows()
     for dt in (np.float16, np.float32):
-        s = search._compact_variant(8, np.dtype(dt).name, "row/warp cv cyc")
+        s = shortlist._compact_variant(8, np.dtype(dt).name, "row/warp cv cyc")
         assert s.b_vector > 1
         p = GS.plan(A, s, dtype=dt, lossy=True)
         assert codegen.generate(p).spec.batch is True
@@ -404,8 +405,8 @@ def test_batched_gathers_with_a_column_base(N, dtype, name):
     plain kernel's sums bit for bit and scipy's within the tolerance. (The batch once
     multiplied only the base by the row length: wrong rows of B, and on the GPU a misaligned
     vector load, fig14_gs at 041ff09.)"""
-    from spmvlab.tune import search
-    s = search._compact_variant(N, np.dtype(dtype).name, name)
+    from spmvlab.generalsparse import shortlist
+    s = shortlist._compact_variant(N, np.dtype(dtype).name, name)
     for A, plan_mode in ((_long_rows(), "u16"), (_long_wide(), "u16base")):
         p = GS.plan(A, s, dtype=dtype, lossy=True)
         B = np.random.default_rng(7).standard_normal((A.shape[1], N)).astype(dtype)
@@ -427,8 +428,8 @@ def test_prefetch_reads_no_load_past_the_group():
     """A row of 512 entries under a row-per-warp strategy (32 lanes x 8 x 2 steps) fills its
     warp-group's slots to the end of the value array: a prefetch one load too far would read
     past it (the simulator's vector load checks its bounds)."""
-    from spmvlab.tune import search
-    s = search._compact_variant(8, "float16", "row/warp cv cyc")
+    from spmvlab.generalsparse import shortlist
+    s = shortlist._compact_variant(8, "float16", "row/warp cv cyc")
     rng = np.random.default_rng(2)
     A = sp.csr_matrix((rng.standard_normal(512), (np.zeros(512, int), np.arange(512))), shape=(1, 520))
     p = GS.plan(A, s, dtype=np.float16, lossy=True)
@@ -604,7 +605,7 @@ def test_block_reduction_compact_and_strategy_only():
 
 
 def test_block_reductions_are_candidates():
-    from spmvlab import tune
+    from spmvlab.generalsparse import tune
     A = MATRICES["13x37"]()
     algs = {GS.plan(A, s, dtype=np.float32).reduction.block for s in tune.candidates(A, 4)
             if s.groups_per_block > 1}

@@ -1,4 +1,4 @@
-"""reference/generalsparse.py: the memory access space and the reduction space of GeneralSparse.
+"""reference/generalsparse/: the memory access space and the reduction space of GeneralSparse.
 
 Invariants on every drawn input (Hypothesis) and every strategy ``strategies(A, N)`` lists:
 every nonzero is owned by exactly one thread-group and every (thread-group, column of C) by

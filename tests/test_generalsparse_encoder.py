@@ -1,4 +1,4 @@
-"""spmvlab/encoders/generalsparse.py: the fast planner gives the reference's Plan array for
+"""spmvlab/generalsparse/planner.py: the fast planner gives the reference's Plan array for
 array (equal values and dtypes, same fields) for every listed strategy of drawn and fixed
 matrices, for strategies outside the pruned list, and raises the reference's errors."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import reference.generalsparse as G
 from reference._common import OptionError
-from spmvlab import tune
-from spmvlab.encoders import generalsparse as fast
+from spmvlab.generalsparse import planner as fast
+from spmvlab.generalsparse import tune
 from strategies import build_case, gs_matrices, gs_wide_matrix
 
 ACCEPT_LOSS = pytest.mark.filterwarnings("ignore::reference._common.LossyConversionWarning",

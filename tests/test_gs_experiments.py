@@ -8,7 +8,7 @@ import pytest
 import scipy.sparse as sp
 
 from spmvlab import experiment as X
-from spmvlab import tune
+from spmvlab.generalsparse import tune
 
 _gs = X.load_experiment("_gs")
 
@@ -41,7 +41,7 @@ def test_search_campaign_loop(monkeypatch):
     monkeypatch.setenv("SPMVLAB_COMPILE_WORKERS", "1")     # on a GPU: no worker processes (fake load)
     A = sp.random(24, 20, density=0.3, format="csr", random_state=np.random.default_rng(1))
     monkeypatch.setattr(exp, "load", lambda spec: (A, "float32"))
-    from spmvlab.methods.generalsparse import GeneralSparse
+    from spmvlab.generalsparse.method import GeneralSparse
     monkeypatch.setattr(GeneralSparse, "time", lambda self, **kw: _fake_timing(float(self.format_bytes)))
     cfg = exp.config(quick=True, matrices=["ss:a", "ss:b"], ns=[3], max_strategies=3, anchors=False)
     rows = exp.measure(cfg)["rows"]
@@ -61,7 +61,7 @@ def test_compile_tasks_name_each_kernel_once():
     import dataclasses
     exp = X.load_experiment("search_gs")
     A = sp.random(24, 20, density=0.3, format="csr", random_state=np.random.default_rng(1))
-    from spmvlab import tune
+    from spmvlab.generalsparse import tune
     c = tune.candidates(A, 8, dtype="float32")
     wide = [s for s in c if s.compact][:2]
     assert wide and len(c) > 9
@@ -105,7 +105,7 @@ def _fabricated_search(n_mat=8, seed=0, slow_anchors=False):
 
 def test_evaluate_scores_the_guarded_search():
     """search_within_10pct: the best of the model's top and the anchors the results timed."""
-    from spmvlab.tune import fit
+    from spmvlab.generalsparse import fit
     res = _fabricated_search(slow_anchors=True)
     s0 = fit.evaluate(res, top=1)["summary"]
     assert s0["cases_with_anchors"] == 0 and s0["search_within_10pct"] == s0["top_within_10pct"]
@@ -124,7 +124,7 @@ def test_evaluate_scores_the_guarded_search():
 
 
 def test_evaluate_recovers_a_known_law(capsys, tmp_path):
-    from spmvlab.tune import fit
+    from spmvlab.generalsparse import fit
     res = _fabricated_search()
     ev = fit.evaluate(res)
     s = ev["summary"]
@@ -269,11 +269,13 @@ def test_weights_loop_builds_once_and_matches_the_per_n_loop(monkeypatch, tmp_pa
     """measure_weights: one matrix build, one dense copy, one encoding per format and one
     GeneralSparse plan per layout for each matrix (the N share them), and the same rows
     in the same order as methods.measure per N, timings aside."""
-    from spmvlab import tune
+    from spmvlab.generalsparse import method as gs_method
+    from spmvlab.generalsparse import planner
+    from spmvlab.generalsparse import search as gs_search
     from spmvlab.methods import base
     _fake_gpu(monkeypatch)
     # no cost model: the search times the shortlist, whose picks share a layout across N here
-    monkeypatch.setattr(tune.search, "load_model", lambda *a, **kw: None)
+    monkeypatch.setattr(gs_search, "load_model", lambda *a, **kw: None)
     cfg = _tiny_weights_cfg(tmp_path)
     blocks = [tuple(b) for b in cfg["blocks"]]
     old = _gs.measure_weights_per_n(cfg, blocks)
@@ -303,7 +305,7 @@ def test_weights_loop_builds_once_and_matches_the_per_n_loop(monkeypatch, tmp_pa
     monkeypatch.setattr(base.Problem, "encoded", encoded)
     def plan(A, s, dtype, lossy=True):
         if not searching:
-            plans.append((tune.search._fingerprint(A, np.dtype(dtype)), tune.sparse_signature(s)))
+            plans.append((planner._fingerprint(A, np.dtype(dtype)), planner.sparse_signature(s)))
         return real_plan(A, s, dtype, lossy)
 
     def search(*a, **kw):
@@ -313,9 +315,9 @@ def test_weights_loop_builds_once_and_matches_the_per_n_loop(monkeypatch, tmp_pa
         finally:
             searching.pop()
 
-    real_plan, real_search = tune.plan_cached, tune.best_strategy
-    monkeypatch.setattr(tune, "plan_cached", plan)
-    monkeypatch.setattr(tune, "best_strategy", search)
+    real_plan, real_search = planner.plan_cached, gs_method.best_strategy
+    monkeypatch.setattr(planner, "plan_cached", plan)
+    monkeypatch.setattr(gs_method, "best_strategy", search)
     new = _gs.measure_weights(cfg, "t", blocks=blocks, workers=0)
     assert counts["build"] == counts["make"] == counts["dense"] == 2
     assert counts["search make"] == 2            # the search's sample: one problem per matrix

@@ -1,6 +1,6 @@
-"""spmvlab.tune: features, the per-strategy linear regression (fit on synthetic features with a
-known law, recovered), ranking, JSON round trip, the search's choice logic and analysis,
-plan reuse; the GeneralSparse method on the simulator."""
+"""spmvlab.generalsparse.tune: features, the per-strategy linear regression (fit on synthetic
+features with a known law, recovered), ranking, JSON round trip, the search's choice logic and
+analysis, plan reuse; the GeneralSparse method on the simulator."""
 import dataclasses
 import json
 
@@ -10,8 +10,8 @@ import scipy.sparse as sp
 
 import reference.generalsparse as GS
 from reference._common import OptionError
-from spmvlab import tune
-from spmvlab.tune import features as F
+from spmvlab.generalsparse import features as F
+from spmvlab.generalsparse import tune
 
 
 def test_features_by_hand():
@@ -262,7 +262,7 @@ def test_plan_cached_shares_arrays_across_column_widths():
 def test_generalsparse_method_checks_on_the_device():
     from spmvlab import methods
     from spmvlab.methods.base import Problem
-    from spmvlab.methods.generalsparse import GeneralSparse
+    from spmvlab.generalsparse.method import GeneralSparse
     A = sp.random(24, 20, density=0.25, format="csr", random_state=np.random.default_rng(7))
     p = Problem.make(A, "float32", k=3)
     for s in (tune.default_shortlist(3)[0], tune.default_shortlist(3)[-1]):

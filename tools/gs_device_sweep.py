@@ -9,7 +9,7 @@ path, with and without the code optimizer.
 
 Part ``big`` (first): random-pruned float16 weights (seeded, uniform mask) of 7168x7168 and
 28672x7168 at 70 and 90 % sparsity, N = 8, 32, 64 (``--big-ns``): the compact shortlist
-strategies with four warps per block (``spmvlab.tune.default_shortlist(N, "float16")``:
+strategies with four warps per block (``spmvlab.generalsparse.tune.default_shortlist(N, "float16")``:
 "row/wg x4 cv", and "row/wg x4 cv16" for N > 16), each checked on the GPU and timed (cold L2,
 median of 20), with cuBLAS GEMM fp16 (method "cublas", k = N) and cuSPARSE SpMM; prints the
 bytes per nonzero (and per weight) each kernel reads and its speedup over both. About 2-3 min
@@ -25,7 +25,7 @@ as skipped), so that the whole run stays near the budget.
 
 Matrices: a 300x260 random matrix with an empty row and one long row, the mpnet attention
 weight pruned 90 % by magnitude (fp16 only), bcsstk13 (fp32 only); dtypes float16 and
-float32. For each (matrix, dtype, N): ``--per-case`` candidates (``spmvlab.tune.candidates``,
+float32. For each (matrix, dtype, N): ``--per-case`` candidates (``spmvlab.generalsparse.tune.candidates``,
 evenly spaced; all with 0) plus the default shortlist, built with the code
 optimizer on (offsets compressed) and off (offsets loaded, one kernel per strategy), each
 checked against the float64 product on the GPU. ``--time`` strategies per case (evenly
@@ -82,8 +82,9 @@ def _random_pruned(shape, sparsity: float, seed: int = 0):
 def big_part(ns, rows: list, t_start: float) -> int:
     """The compact strategies on the weight shapes beside cuBLAS and cuSPARSE; returns the
     number of failed GeneralSparse builds/checks."""
-    from spmvlab import methods, tune
-    from spmvlab.methods.generalsparse import GeneralSparse
+    from spmvlab import methods
+    from spmvlab.generalsparse import planner, tune
+    from spmvlab.generalsparse.method import GeneralSparse
     n_bad = 0
     print("part big: float16, random pruning; GS = compact + vector-load strategies (row/wg x4 cv[16])",
           flush=True)
@@ -135,7 +136,7 @@ def big_part(ns, rows: list, t_start: float) -> int:
                 print("\n".join(line) + f"  [{time.perf_counter() - t_start:.0f}s]", flush=True)
                 del prob
             del A
-            tune.search._PLANS.clear()
+            planner._PLANS.clear()
             gc.collect()
     return n_bad
 
@@ -161,8 +162,9 @@ def _block_extras(all_cands: list, cands: list) -> list:
 
 def main(argv=None) -> int:
     import numpy as np
-    from spmvlab import experiment, methods, runinfo, tune
-    from spmvlab.methods.generalsparse import GeneralSparse
+    from spmvlab import experiment, methods, runinfo
+    from spmvlab.generalsparse import tune
+    from spmvlab.generalsparse.method import GeneralSparse
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--ns", type=lambda t: [int(v) for v in t.split(",")], default=[1, 3, 8, 32, 64])
     p.add_argument("--per-case", type=int, default=8, help="strategies per case (0: all)")

@@ -19,8 +19,8 @@ import argparse
 from experiments import _gs
 from spmvlab import methods
 from spmvlab._cuda import cuda
-from spmvlab.methods.generalsparse import GeneralSparse
-from spmvlab.tune import search
+from spmvlab.generalsparse import shortlist
+from spmvlab.generalsparse.method import GeneralSparse
 
 p = argparse.ArgumentParser()
 p.add_argument("rows", type=int, nargs="?", default=4096)
@@ -45,7 +45,7 @@ def build(kind):
     if kind == "csr":
         return methods.build(methods.resolve("csr_vector"), prob)
     name, opts = GENERATED[kind]
-    return GeneralSparse(prob, search._compact_variant(a.n, "float16", name), optimize=True, **opts)
+    return GeneralSparse(prob, shortlist._compact_variant(a.n, "float16", name), optimize=True, **opts)
 
 
 ms = [build(w) for w in which]

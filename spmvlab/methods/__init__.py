@@ -9,8 +9,8 @@ Names (``resolve(name) -> MethodSpec``):
 ``cusparse_sell``   cuSPARSE sliced ELL (slices of 32) SpMV through ctypes (float16/32/64)
 ``numba_dense``     spmvlab's numba dense GEMV
 ``generalsparse``   GeneralSparse's generated SpMM kernel, one fixed strategy (the first of
-                    ``spmvlab.tune.default_shortlist(N)``)
-``generalsparse_best``  GeneralSparse with the search (``spmvlab.tune.best_strategy``)
+                    ``spmvlab.generalsparse.shortlist.default_shortlist(N)``)
+``generalsparse_best``  GeneralSparse with the search (``spmvlab.generalsparse.search.best_strategy``)
 ``<format>``        a registered format's kernel with its default config
 ``<method>``        a named setting of a format's registry entry (``FormatInfo.methods``,
                     e.g. ``csr_vector``, ``csr_scalar``)
@@ -81,10 +81,11 @@ def generalsparse_method(strategy="default", name: str | None = None, optimize: 
                          search: Mapping | None = None) -> MethodSpec:
     """GeneralSparse's generated kernel for ``strategy`` (a ``reference.generalsparse.Strategy``,
     "default" or "best"), named ``name``; ``optimize=False`` loads every offset (code
-    optimizer off); ``search``: keyword arguments of ``spmvlab.tune.best_strategy``."""
+    optimizer off); ``search``: keyword arguments of
+    ``spmvlab.generalsparse.search.best_strategy``."""
 
     def build_gs(p):
-        from .generalsparse import GeneralSparse
+        from ..generalsparse.method import GeneralSparse
         return GeneralSparse(p, strategy, optimize=optimize, search=dict(search or {}))
 
     label = strategy if isinstance(strategy, str) else strategy.label

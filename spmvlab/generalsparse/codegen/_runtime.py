@@ -3,7 +3,7 @@ or atomic additions), round a float32 sum buffer into a float16 C at the end. De
 compiles nothing; the first launch does."""
 from __future__ import annotations
 
-from .._cuda import cuda
+from ..._cuda import cuda
 
 TILE = 16   # threads per block along each dimension
 

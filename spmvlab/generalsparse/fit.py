@@ -1,13 +1,13 @@
 """Fit the cost model from the exhaustive timings of ``experiments/search_gs.py`` and judge it
 on held-out matrices.
 
-    python -m spmvlab.tune.fit [results/h200/search_gs.json] [--write] [--top 4]
+    python -m spmvlab.generalsparse.fit [results/h200/search_gs.json] [--write] [--top 4]
 
 Without ``--write`` it only prints the held-out evaluation (the model fitted on the training
 matrices, judged on the held-out ones: the config's ``holdout_every``-th matrices). The
 ridge term of the regressions is chosen by 4-fold cross-validation over the training
 matrices alone (:func:`choose_ridge`; the held-out ones never take part in the choice). With
-``--write`` it then fits on every matrix and writes ``spmvlab/tune/cost_model.json`` (the
+``--write`` it then fits on every matrix and writes ``spmvlab/generalsparse/cost_model.json`` (the
 only writer of that file), recording the results file's device, date and git hash.
 
 The evaluation (:func:`evaluate`), per held-out (matrix, N):
@@ -19,7 +19,7 @@ The evaluation (:func:`evaluate`), per held-out (matrix, N):
 * ``top_rel``             the same for the best of the model's first ``top`` (what
                           ``best_strategy(guard=False)`` keeps);
 * ``search_rel``          the same for the best of those and the anchors
-                          (``search.anchors``) the results timed: what the guarded
+                          (``shortlist.anchors``) the results timed: what the guarded
                           ``best_strategy`` keeps; ``anchors`` counts the anchors timed
                           (search_gs times them all with ``anchors=True``);
 * the search analysis     iterations and seconds (each try: its measured plan and timing
@@ -34,8 +34,9 @@ import sys
 
 import numpy as np
 
-from .model import MODEL_PATH, CostModel
+from .model import MODEL_PATH, CostModel, strategy_key
 from .search import search_analysis
+from .shortlist import anchors
 
 __all__ = ["timing_records", "split_matrices", "choose_ridge", "evaluate", "fit_all", "main", "RIDGES"]
 
@@ -124,11 +125,9 @@ def _judge(model: CostModel, recs: list, matrices: list, top: int, per_compile: 
 
 
 def _anchor_keys(n: int, dtype) -> set:
-    """The strategy keys of ``search.anchors(n, dtype)`` (none without a dtype)."""
+    """The strategy keys of ``shortlist.anchors(n, dtype)`` (none without a dtype)."""
     if not dtype:
         return set()
-    from .model import strategy_key
-    from .search import anchors
     return {strategy_key(s) for s in anchors(int(n), dtype)}
 
 
@@ -215,7 +214,7 @@ def fit_all(results: dict, top: int = 4) -> CostModel:
 
 def main(argv=None) -> int:
     from .. import experiment as X
-    p = argparse.ArgumentParser(prog="python -m spmvlab.tune.fit", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m spmvlab.generalsparse.fit", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", nargs="?", default=None, help="search_gs results (default: the h200 ones)")
     p.add_argument("--write", action="store_true", help=f"write {MODEL_PATH}")

@@ -1,5 +1,6 @@
 """Fast GeneralSparse planner (numba, CPU): the same :class:`~reference.generalsparse.Plan`
-as ``reference.generalsparse.plan``, array for array (equal values, equal dtypes), quicker.
+as ``reference.generalsparse.plan``, array for array (equal values, equal dtypes), quicker;
+and the plan cache the search and the method share (:func:`plan_cached`).
 
 The reference builds the padded slot stream with several passes of NumPy temporaries the
 size of the matrix (the layout's slot rows and sources, the logical slot stream, the storage
@@ -9,17 +10,25 @@ divisions, the slot padding, the reduction selection), and one compiled pass
 (``_fill_slots``) walks every thread-group's padded range once and writes each slot's
 storage position, row, row start, source, column, value bits and padding flag straight into
 the stored arrays, plus ``row_ptr`` for compact plans. Compact plans whose columns need
-per-block bases (K > 65536) take the reference's ``_compact_arrays`` on the logical arrays.
+per-block bases (K > 65536) take the reference's ``column_bases`` on the logical arrays.
+
+A plan does not depend on the columns of B a thread, warp or block computes
+(:func:`sparse_signature`), so :func:`plan_cached` keeps the last plans made and serves
+every N of a matrix from one of them.
 """
 from __future__ import annotations
 
+import dataclasses
+import zlib
+
 import numpy as np
+import scipy.sparse as sp
 from numba import njit, prange
 
 import reference.generalsparse as GS
 from reference._common import OptionError, canonical_csr, index_dtype_for, problem, resolve_dtype
 
-__all__ = ["plan"]
+__all__ = ["plan", "sparse_signature", "plan_cached"]
 
 #: the reference's cyclic thread division, compiled for scalars
 _cyclic_entry = njit(cache=True, nogil=True)(GS.cyclic_entry)
@@ -160,3 +169,41 @@ def _compact(s, length, offsets, block_offset, rows, cols, pad, storage, row_ptr
     offset = np.zeros(n, dtype=np.uint16)
     offset[storage] = np.where(real, logical_cols - base[block], 0).astype(np.uint16)
     return dict(out, col_bits=16, col_base=base.astype(np.int32), col_offset=offset)
+
+
+# --------------------------------------------------------------------------------------
+# plans, reused across N
+# --------------------------------------------------------------------------------------
+
+
+def sparse_signature(s: GS.Strategy) -> GS.Strategy:
+    """The strategy with what ``plan`` does not depend on (columns per thread, warp and
+    block) set to canonical values: equal signatures give the same plan arrays."""
+    return dataclasses.replace(s, thread_cols=1, warp_cols=s.group_lanes,
+                               block_cols=s.group_lanes * s.group_warps, b_vector=1)
+
+
+_PLANS: dict = {}
+_PLAN_SLOTS = 2
+
+
+def _fingerprint(A: sp.csr_matrix, dtype) -> tuple:
+    def crc(a):
+        return zlib.crc32(np.ascontiguousarray(a).view(np.uint8))
+    return (A.shape, np.dtype(dtype).name, A.nnz, crc(A.indptr), crc(A.indices), crc(A.data))
+
+
+def plan_cached(A, s: GS.Strategy, dtype, lossy: bool = True) -> GS.Plan:
+    """``plan(A, s)`` (:func:`plan`, equal to the reference's), reusing the last plans made
+    for the same matrix (by content) and the same :func:`sparse_signature` (the arrays are
+    shared, only the strategy differs)."""
+    dt = resolve_dtype(A, dtype)
+    csr = canonical_csr(A, dt, lossy)
+    key = (_fingerprint(csr, dt), sparse_signature(s))
+    held = _PLANS.get(key)
+    if held is None:
+        held = plan(csr, s, dtype=dt, lossy=lossy)
+        while len(_PLANS) >= _PLAN_SLOTS:
+            _PLANS.pop(next(iter(_PLANS)))
+        _PLANS[key] = held
+    return held if held.strategy == s else dataclasses.replace(held, strategy=s)

@@ -108,6 +108,7 @@ from reference._common import (
 )
 from reference.offsets import compress
 
+from ..shortlist import default_shortlist
 from . import _emit, _runtime
 from ._emit import Offset, Spec
 
@@ -141,7 +142,7 @@ class Generated:
         self.spec = spec
         self.source = source
         self.args = tuple(_emit.kernel_args(spec))
-        self.filename = f"<spmvlab.codegen #{next(_counter)}: {spec.label} [{spec.dtype}]>"
+        self.filename = f"<spmvlab.generalsparse.codegen #{next(_counter)}: {spec.label} [{spec.dtype}]>"
         self._kernel = None
         self._lock = threading.Lock()
 
@@ -149,13 +150,13 @@ class Generated:
     def kernel(self):
         with self._lock:
             if self._kernel is None:
-                from .._cuda import SIMULATOR, cuda
+                from ..._cuda import SIMULATOR, cuda
                 cached = None if SIMULATOR else source_file(self.source)
                 filename = cached or self.filename
                 code = compile(self.source, filename, "exec")
                 # tracebacks and numba's error messages show the generated lines
                 linecache.cache[filename] = (len(self.source), None, self.source.splitlines(True), filename)
-                namespace = {"__name__": "spmvlab.codegen.generated", "cuda": cuda, "np": np}
+                namespace = {"__name__": "spmvlab.generalsparse.codegen.generated", "cuda": cuda, "np": np}
                 exec(code, namespace)
                 self._kernel = namespace["spmm_kernel"]
                 if cached:          # numba keeps the compiled code beside the file (__pycache__)
@@ -330,23 +331,23 @@ _UPLOADS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _host_arrays(p: GS.Plan, g: Generated) -> list:
-    sp = g.spec
+    spec = g.spec
     arrays = p.device_arrays()
-    if sp.compact:                # a strategy-only kernel: the columns the way it reads them
-        if sp.col_mode == "i32":
+    if spec.compact:                # a strategy-only kernel: the columns the way it reads them
+        if spec.col_mode == "i32":
             arrays["cols"] = np.asarray(p.cols, dtype=np.int32)
-        elif sp.col_mode == "u16base" and "col_base" not in arrays:
+        elif spec.col_mode == "u16base" and "col_base" not in arrays:
             arrays["col_base"] = np.zeros(p.n_blocks, dtype=np.int32)
-    out = [arrays[name] for name in _emit.sparse_args(sp)]
+    out = [arrays[name] for name in _emit.sparse_args(spec)]
     tables = {}
-    for off, arr in ((sp.thread_offset, p.thread_offset), (sp.warp_offset, p.warp_offset)):
+    for off, arr in ((spec.thread_offset, p.thread_offset), (spec.warp_offset, p.warp_offset)):
         if off is None or not off.loads:
             continue
         if off.raw:                      # a strategy-only kernel reads the whole array
             tables[off.name] = np.asarray(arr, dtype=np.int64)
         else:
             tables.update(compress(np.asarray(arr)).arrays(off.name))
-    for name, dt in sp.pattern_arrays:
+    for name, dt in spec.pattern_arrays:
         out.append(np.ascontiguousarray(tables[name], dtype=dt))
     return [a if a.size else np.zeros(1, dtype=a.dtype) for a in out]   # no 0-length device arrays
 
@@ -370,7 +371,7 @@ def checked_plan(p) -> GS.Plan:
 def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
     """Copy the plan's arrays to the device once (kept while the plan lives), after
     :func:`checked_plan`: a damaged or inconsistent plan never reaches a kernel."""
-    from .._cuda import cuda
+    from ..._cuda import cuda
     p = checked_plan(p)
     g = generate(p) if generated is None else generated
     own = generate(p, prefetch=g.spec.prefetch, batch=g.spec.batch)
@@ -409,7 +410,7 @@ def spmm(plan, B, out=None, generated: Generated | None = None):
     from :func:`upload`). ``B`` (K x N, the plan's dtype, C-contiguous, host or device);
     ``out`` (M x N) is written and returned when given (host or device), else a new host
     array is returned for a host B and a device array for a device B."""
-    from .._cuda import cuda
+    from ..._cuda import cuda
     d = plan if isinstance(plan, DevicePlan) else upload(plan, generated)
     M, K = d.shape
     B = check_operand(B, K, d.dtype, name="B", ndim=2, allow_device=True)
@@ -459,7 +460,7 @@ def launcher(plan, dB, dC, generated: Generated | None = None):
     if tuple(dC.shape) != (M, N) or np.dtype(dC.dtype) != d.dtype:
         raise ShapeError(problem("dC", f"a ({M}, {N}) device array of {d.dtype}",
                                  f"{tuple(dC.shape)} {np.dtype(dC.dtype)}"))
-    from .._cuda import cuda
+    from ..._cuda import cuda
     acc = np.dtype(accumulator_dtype(d.dtype))
     target = cuda.device_array((M, N), dtype=acc) if (d.atomic and acc != d.dtype) else dC
     g2, b2 = _runtime.grid2((M, N))
@@ -501,17 +502,17 @@ def _ptx_matrices():
 def _sig(g: Generated, p, dt: str) -> str:
     """The numba signature text of a generated kernel's arguments (``p`` None: the
     strategy-only kernel, int64 offsets and int32 per-row arrays)."""
-    from ..kernels._common import array_sig
-    sp = g.spec
+    from ...kernels._common import array_sig
+    spec = g.spec
     types = dict(flags="uint8", values=dt, col_base="int32", tg_row="int32", tg_len="int32",
                  row_order="int32")
-    types["cols"] = {"i32": "int32"}.get(sp.col_mode, "uint16") if sp.compact else \
+    types["cols"] = {"i32": "int32"}.get(spec.col_mode, "uint16") if spec.compact else \
         (str(p.cols.dtype) if p is not None else "int32")
     types["rows"] = types["row_ptr"] = str(p.rows.dtype) if p is not None else "int32"
-    acc = "float32" if sp.atomic else dt
-    args = [array_sig(types[n]) for n in _emit.sparse_args(sp)]
-    args += [array_sig(t) for _, t in sp.pattern_arrays]
-    args += [array_sig(dt, 1 if sp.b_vector > 1 else 2), array_sig(acc, 2), "int64"]
+    acc = "float32" if spec.atomic else dt
+    args = [array_sig(types[n]) for n in _emit.sparse_args(spec)]
+    args += [array_sig(t) for _, t in spec.pattern_arrays]
+    args += [array_sig(dt, 1 if spec.b_vector > 1 else 2), array_sig(acc, 2), "int64"]
     return f"void({', '.join(args)})"
 
 
@@ -522,7 +523,7 @@ def ptx_targets():
     first for each block reduction over several warp-groups with each warp reduction, atomic
     or not, in one dtype, the two alternating); one
     kernel from a bare strategy per dtype (offsets loaded); the two fixed kernels."""
-    from ..kernels._common import PTXTarget, array_sig
+    from ...kernels._common import PTXTarget, array_sig
     out = []
     seen = set()
     for A in _ptx_matrices():
@@ -552,7 +553,6 @@ def ptx_targets():
                     out.append(PTXTarget(label, (lambda g=g: g.kernel), f"void({', '.join(sig_args)})"))
     # compact storage with vector loads: the shortlist's compact strategies (N = 64 and 8,
     # both dtypes; 16-bit columns as they are), and strategy-only kernels (u16 + base, int32)
-    from ..tune.search import default_shortlist
     A = _ptx_matrices()[0]
     for dt in ("float16", "float32"):
         for N in ((64, 8) if dt == "float16" else (64,)):

@@ -13,8 +13,8 @@ The fit is ordinary least squares with a small ridge term on everything but the 
 time grows like a product of powers of the size features.
 
 The fitted model is a small JSON file (:data:`MODEL_PATH`, ``"version"``
-:data:`MODEL_VERSION`) written only by ``experiments/search_gs.py`` from measured timings;
-:func:`load_model` returns None while it does not exist.
+:data:`MODEL_VERSION`) written only by :mod:`.fit` (``--write``) from the timings of
+``experiments/search_gs.py``; :func:`load_model` returns None while it does not exist.
 """
 from __future__ import annotations
 
