@@ -30,9 +30,6 @@ NAME = "fig14_gs"
 NEEDS_GPU = True
 SPLIT_KEYS = ("shapes", "prunings", "sparsities", "ns")
 METHODS = ["cublas", "cusparse", "macko", "csr_vector", _gs.GS_BEST]
-STYLE = {_gs.GS_BEST: dict(color="tab:red"), "cublas": dict(color="black"),
-         "cusparse": dict(color="tab:blue"), "macko": dict(color="tab:orange"),
-         "csr_vector": dict(color="tab:green")}
 FULL = dict(shapes=_gs.OPT_SHAPES, prunings=["magnitude", "random"], sparsities=[0.7, 0.9],
             ns=[8, 32, 64], dtype="float16", methods=METHODS, reps=20, warmup=3, search_top=4,
             proxy_nnz=2_000_000, seed=0)
@@ -50,43 +47,56 @@ def measure(cfg: dict) -> dict:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
-    """One panel per (pruning, sparsity): TFLOP/s (log) per shape and N, a bar per method."""
+    """A panel per (pruning, sparsity), all on one TFLOP/s axis (log): per shape the three N
+    side by side, a marker per method, joined across N (how each method's rate grows with N);
+    a hollow marker: timed, but its result is outside the error bound."""
     plt = P.pyplot()
     cfg = results["config"]
     rows = [r for r in results["rows"] if r.get("tflops")]
     panels = [(pr, s) for pr in cfg["prunings"] for s in cfg["sparsities"]]
-    groups = [(tuple(sh), n) for sh in cfg["shapes"] for n in cfg["ns"]]
-    ms = cfg["methods"]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(max(8, 0.55 * len(groups) * len(ms) / 2.5),
-                                                      3.2 * len(panels)), squeeze=False)
-    width = 0.8 / len(ms)
-    for ax, (pr, s) in zip(axes[:, 0], panels):
+    shapes, ns, ms = [tuple(sh) for sh in cfg["shapes"]], list(cfg["ns"]), cfg["methods"]
+    ncol = 2 if len(panels) > 1 else 1
+    nrow = -(-len(panels) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(P.PAGE_WIDTH, 2.7 * nrow + 0.8), squeeze=False,
+                             sharey=True)
+    step = len(ns) + 1                                   # a gap between shapes
+    xs = {(sh, n): i * step + j for i, sh in enumerate(shapes) for j, n in enumerate(ns)}
+    for ax, (pr, s) in zip(axes.flat, panels):
         mine = [r for r in rows if r["pruning"] == pr and r["sparsity"] == s]
-        for j, m in enumerate(ms):
-            by = {(tuple(r["shape"]), r["n"]): r for r in mine if r["method"] == m}
-            xs = [i + j * width for i in range(len(groups))]
-            ys = [by[g]["tflops"] if g in by else float("nan") for g in groups]
-            bad = [g in by and by[g].get("check_passed") is False for g in groups]
-            ax.bar(xs, [y if not b else float("nan") for y, b in zip(ys, bad)], width,
-                   label=m.replace("_", " "), **STYLE.get(m, {}))
-            if any(bad):     # timed, but its result is outside the error bound: hatched
-                ax.bar(xs, [y if b else float("nan") for y, b in zip(ys, bad)], width, fill=False,
-                       hatch="////", edgecolor=STYLE.get(m, {}).get("color", "gray"))
-        vals = [r["tflops"] for r in mine]
-        if vals:
-            ax.set_ylim(min(vals) / 1.6, max(vals) * 4)      # room for the legend above the bars
-        for i, g in enumerate(groups):
-            if not any((tuple(r["shape"]), r["n"]) == g for r in mine):
-                ax.text(i + 0.4 - width / 2, 0.5, "not\nmeasured", transform=ax.get_xaxis_transform(),
-                        ha="center", va="center", fontsize=6.5, color="gray")
+        for m in ms:
+            style = P.line_style(m, markersize=4, linewidth=1.0)
+            for k, sh in enumerate(shapes):
+                pts = sorted((xs[(sh, r["n"])], r["tflops"], r.get("check_passed") is not False)
+                             for r in mine if r["method"] == m and tuple(r["shape"]) == sh
+                             and r["n"] in ns)
+                if not pts:
+                    continue
+                line = {k2: v for k2, v in style.items() if k2 not in ("label", "marker")}
+                ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], **line)
+                dots = {k2: v for k2, v in style.items() if k2 not in ("linestyle", "linewidth")}
+                for x, y, ok in pts:
+                    ax.plot([x], [y], linestyle="none", **dict(dots, label=None),
+                            markerfacecolor=None if ok else "white")
+                if k == 0:                          # the legend's entry: a filled marker
+                    ax.plot([], [], linestyle="none", **dots)
         ax.set_yscale("log")
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))],
-                      [f"{a}x{b}\nN={n}" for (a, b), n in groups], fontsize=6.5)
-        ax.set(ylabel="TFLOP/s (2 nnz N / t)", title=f"{pr} pruning, {100 * s:.0f} % sparse")
-        ax.legend(fontsize=7, ncol=len(ms), loc="upper left")
-    fig.suptitle(f"SpMM fp16 on OPT-30B/66B weight shapes, cold L2, {P.device_name(results)} "
-                 "(paper: A100); hatched: timed, result outside the error bound", fontsize=10)
-    return P.savefig(fig, fig_path)
+        ax.set_xticks(list(xs.values()), [str(n) for _, n in xs], fontsize=6)
+        for i, sh in enumerate(shapes):
+            ax.text(i * step + (len(ns) - 1) / 2, -0.13, f"{sh[0]}\nx{sh[1]}", ha="center",
+                    va="top", fontsize=6, transform=ax.get_xaxis_transform())
+        ax.set_title(f"{pr} pruning, {100 * s:.0f} % sparse")
+        ax.grid(axis="x", visible=False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("TFLOP/s (2 nnz N / t)")
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    fig.suptitle(f"GeneralSparse paper Fig. 14: SpMM fp16 on OPT-30B/66B shapes, N = "
+                 f"{'/'.join(map(str, ns))} under each shape, cold L2, {P.device_name(results)}")
+    hollow = plt.Line2D([], [], color="gray", marker="o", markerfacecolor="white", linestyle="none",
+                        label="hollow: result outside the error bound")
+    axes.flat[0].add_line(hollow)
+    P.legend_below(fig, list(axes.flat), ncol=3, room=0.1)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):
