@@ -164,7 +164,7 @@ UNCOMPARED_KEYS = ("budget_s", "method_cap_s", "measure_missing_s")
 
 def _compared(cfg: dict) -> dict:
     from spmvlab import experiment as X
-    return {k: v for k, v in X._jsonable(cfg).items() if k not in UNCOMPARED_KEYS}
+    return {k: v for k, v in X.R._jsonable(cfg).items() if k not in UNCOMPARED_KEYS}
 
 
 def reuse_state(sibling: str, cfg: dict, needs_gpu: bool) -> tuple:
@@ -196,7 +196,7 @@ def reuse_state(sibling: str, cfg: dict, needs_gpu: bool) -> tuple:
         bad = [text for ok, text in checks if not ok]
         if not bad:
             return saved, None
-        why.append(f"{X._rel(path)}: {', '.join(bad)}")
+        why.append(f"{X.R.rel(path)}: {', '.join(bad)}")
     return None, ("; ".join(why) if why else
                   f"no {sibling} results for {device} (results/{device}/{sibling}.json)")
 

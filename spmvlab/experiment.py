@@ -16,11 +16,8 @@ An experiment is a module with
     RUNS                              optional: the overrides of each run ``python -m
                                       spmvlab.figures`` makes (default ``[{}]``)
 
-Files, side by side for every device (``runinfo.device_slug``: ``h100``, ``h200``, ...;
-``cpu`` for experiments measured on the CPU)::
-
-    results/<device>/<name>.json        {"meta": run_metadata(), "config", "rows", ...}
-    figures/<device>/<name>.png, .pdf   (``<name>.quick.*`` for ``--quick`` runs, not committed)
+Results and figure files, one per (experiment, device), are :mod:`spmvlab.results`'s; the
+process pool that builds problems ahead of their timing is :mod:`spmvlab.workers`'s.
 
 :func:`main` is the command line of every experiment. It measures only when asked, or where
 measuring is the point of running it here:
@@ -45,64 +42,23 @@ import argparse
 import copy
 import glob
 import importlib
-import json
-import math
 import os
 import sys
 import time
-from typing import Iterable
-
-import numpy as np
 
 from reference._common import OptionError, SpmvlabError, problem
 
-from .errors import DatasetError
+from . import results as R
+from .results import (  # noqa: F401  (the experiments' one namespace: X.results_path, ...)
+    EXPERIMENTS, FIGURES, RESULTS, ROOT, figure_path, load_results, result_devices,
+    results_device, results_path, save_results, to_json,
+)
+from .workers import problems, progress  # noqa: F401  (X.problems, X.progress)
 
 __all__ = ["ROOT", "results_path", "figure_path", "result_devices", "results_device",
            "make_config", "floats", "shapes", "words", "to_json", "save_results", "load_results",
            "progress", "problems", "gpu_available", "load_experiment", "experiments", "results_name",
            "build_parser", "checkpoint", "Stopped", "run", "derive_run", "replot", "main"]
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RESULTS = os.path.join(ROOT, "results")
-FIGURES = os.path.join(ROOT, "figures")
-EXPERIMENTS = os.path.join(ROOT, "experiments")
-
-
-# ---------------------------------------------------------------------------------------------
-# paths
-# ---------------------------------------------------------------------------------------------
-
-def _file(name: str, quick: bool, ext: str) -> str:
-    return f"{name}{'.quick' if quick else ''}{ext}"
-
-
-def results_path(name: str, device: str, quick: bool = False) -> str:
-    """results/<device>/<name>[.quick].json"""
-    return os.path.join(RESULTS, device, _file(name, quick, ".json"))
-
-
-def figure_path(name: str, device: str, quick: bool = False) -> str:
-    """figures/<device>/<name>[.quick].png (a .pdf is written beside it)"""
-    return os.path.join(FIGURES, device, _file(name, quick, ".png"))
-
-
-def result_devices(name: str, quick: bool = False) -> list[str]:
-    """The devices (folders of results/) that hold results of ``name``, sorted."""
-    found = glob.glob(os.path.join(RESULTS, "*", _file(name, quick, ".json")))
-    return sorted(os.path.basename(os.path.dirname(p)) for p in found)
-
-
-def results_device(meta: dict | None, needs_gpu: bool = True) -> str:
-    """The folder a run's results go to: ``cpu`` for CPU-measured experiments, else the slug
-    of the GPU in ``meta["device"]``."""
-    from .runinfo import device_slug
-    return device_slug((meta or {}).get("device")) if needs_gpu else "cpu"
-
-
-def _rel(path: str) -> str:
-    path = os.path.abspath(path)
-    return os.path.relpath(path, ROOT) if path.startswith(ROOT + os.sep) else path
 
 
 # ---------------------------------------------------------------------------------------------
@@ -137,206 +93,6 @@ def shapes(text: str) -> list[list[int]]:
 def words(text: str) -> list[str]:
     """argparse type: ``"float16,float32"`` -> ``["float16", "float32"]``."""
     return [v.strip() for v in text.split(",") if v.strip()]
-
-
-# ---------------------------------------------------------------------------------------------
-# results files
-# ---------------------------------------------------------------------------------------------
-
-def _jsonable(o):
-    if isinstance(o, dict):
-        return {str(k): _jsonable(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_jsonable(v) for v in o]
-    if isinstance(o, np.ndarray):
-        return _jsonable(o.tolist())
-    if isinstance(o, np.generic):
-        return _jsonable(o.item())
-    if isinstance(o, np.dtype):
-        return o.name
-    if isinstance(o, float) and not math.isfinite(o):
-        return None if math.isnan(o) else ("inf" if o > 0 else "-inf")
-    if hasattr(o, "as_dict"):
-        return _jsonable(o.as_dict())
-    if isinstance(o, type) and issubclass(o, np.generic):
-        return np.dtype(o).name
-    return o
-
-
-def to_json(doc) -> str:
-    """``doc`` as the JSON text results files hold (NumPy values as Python ones, NaN as null,
-    infinities as "inf"/"-inf"), ending in a newline."""
-    return json.dumps(_jsonable(doc), indent=1, allow_nan=False) + "\n"
-
-
-def _is_path(name_or_path: str) -> bool:
-    return name_or_path.endswith(".json") or os.sep in name_or_path
-
-
-def save_results(name_or_path: str, rows: list, config: dict, extra: dict | None = None,
-                 meta: dict | None = None, *, device: str | None = None) -> str:
-    """Write ``{"meta", "config", "rows", **extra}`` as JSON to ``name_or_path`` when it is a
-    path, else to results/<device>/<name>.json (``device`` default: :func:`results_device`
-    of ``meta``); returns the path."""
-    if meta is None:
-        from .runinfo import run_metadata
-        meta = run_metadata()
-    path = (os.path.abspath(name_or_path) if _is_path(name_or_path)
-            else results_path(name_or_path, device or results_device(meta)))
-    doc = {"meta": meta, "config": config, "rows": list(rows)}
-    for k, v in (extra or {}).items():
-        if k in doc:
-            raise OptionError(problem(f"extra[{k!r}]", "a key other than meta/config/rows", k))
-        doc[k] = v
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        f.write(to_json(doc))
-    os.replace(tmp, path)
-    return path
-
-
-def load_results(name_or_path: str, device: str | None = None, quick: bool = False) -> dict:
-    """Read a results file: a path, or results/<device>/<name>.json (``device`` may be left
-    out when one device has results of ``name``)."""
-    if _is_path(name_or_path):
-        path = os.path.abspath(name_or_path)
-    else:
-        devices = [device] if device else result_devices(name_or_path, quick)
-        if len(devices) != 1:
-            raise DatasetError(problem("device", f"one of {devices}" if devices else
-                                       "a device with saved results", device or "none given",
-                                       f"pass device=... (results/<device>/{name_or_path}.json)"))
-        path = results_path(name_or_path, devices[0], quick)
-    if not os.path.isfile(path):
-        raise DatasetError(problem("results file", "an existing JSON file", path,
-                                   "measure it first on a GPU machine"))
-    with open(path) as f:
-        return json.load(f)
-
-
-# ---------------------------------------------------------------------------------------------
-# small utilities
-# ---------------------------------------------------------------------------------------------
-
-def progress(iterable: Iterable, total: int | None = None, desc: str = "", stream=None,
-             width: int = 28, min_interval: float = 0.2):
-    """Yield from ``iterable`` while drawing ``desc [#####.....] i/total  elapsed`` on stderr."""
-    stream = sys.stderr if stream is None else stream
-    if total is None and hasattr(iterable, "__len__"):
-        total = len(iterable)  # type: ignore[arg-type]
-    t0 = time.perf_counter()
-    last = [-1.0]
-
-    def draw(i, final=False):
-        now = time.perf_counter()
-        if not final and now - last[0] < min_interval:
-            return
-        last[0] = now
-        el = now - t0
-        if total:
-            done = int(width * min(i, total) / total)
-            bar = "#" * done + "." * (width - done)
-            eta = f" eta {el / i * (total - i):.0f}s" if 0 < i < total else ""
-            line = f"{desc} [{bar}] {i}/{total} {el:.0f}s{eta}"
-        else:
-            line = f"{desc} {i} {el:.0f}s"
-        stream.write("\r" + line.ljust(width + len(desc) + 30))
-        if final:
-            stream.write("\n")
-        stream.flush()
-
-    i = 0
-    draw(0)
-    for item in iterable:
-        yield item
-        i += 1
-        draw(i)
-    draw(i, final=True)
-
-
-def build_problem(spec: dict, dense: bool = False):
-    """The :class:`~spmvlab.methods.base.Problem` of one job: ``datasets.uniform(shape,
-    sparsity, dtype, seed)`` with X drawn by ``Problem.make`` (``k`` columns, SpMV when
-    None; X's seed ``xseed``, default 1 as in ``methods.measure``), its float64 reference
-    product computed, with ``dense`` its dense copy (for cuBLAS), and the matrix encoded in
-    each format named in ``spec["encode"]`` (default options; ``Problem.encoded``)."""
-    from . import datasets
-    from .methods.base import Problem
-    A = datasets.uniform(tuple(spec["shape"]), spec["sparsity"], dtype=spec["dtype"],
-                         seed=spec["seed"])
-    p = Problem.make(A, spec["dtype"], k=spec.get("k"), seed=spec.get("xseed", 1))
-    p.reference()
-    if dense:
-        p.dense()
-    for fmt in spec.get("encode", ()):
-        p.encoded(fmt)
-    return p
-
-
-def _default_workers() -> int:
-    """Builder processes of :func:`problems`: ``SPMVLAB_BUILD_WORKERS`` when set (an integer
-    >= 0), else 0 on machines of two cores or fewer and ``min(4, cores // 4)`` otherwise."""
-    env = os.environ.get("SPMVLAB_BUILD_WORKERS")
-    if env is not None and env.strip():
-        try:
-            n = int(env)
-        except ValueError:
-            n = -1
-        if n < 0:
-            raise ValueError(f"SPMVLAB_BUILD_WORKERS: expected an integer >= 0 (builder "
-                             f"processes; 0 builds in this process), got {env!r}; unset it "
-                             "for the default")
-        return n
-    n = os.cpu_count() or 1
-    return 0 if n <= 2 else min(4, max(1, n // 4))
-
-
-def problems(specs: list, *, dense: bool = False, workers: int | None = None,
-             ahead: int | None = None, builder=None):
-    """Yield ``(spec, problem)`` for each spec in order (``builder(spec, dense)``, default
-    :func:`build_problem`; another builder must be a module-level function, so that the
-    workers can unpickle it, and may return anything picklable, e.g. one problem per N), built in
-    ``workers`` separate processes up to ``ahead`` jobs before they are used, so generating
-    the next matrices (numpy, one core each) overlaps the GPU timing of the current one.
-
-    ``workers=0`` builds each in this process when it is needed (the default on machines
-    of two cores or fewer; otherwise ``min(4, cores // 4)``, or ``SPMVLAB_BUILD_WORKERS``: a problem of the largest fig4
-    layer at 0 % sparsity, with its dense copy and encodings, is several GB, and each one in
-    flight is held in memory twice while it is passed back). The workers are started with
-    ``spawn`` and never touch the GPU. Every problem is the same whichever process built it
-    (the generators are seeded)."""
-    specs = list(specs)
-    build = build_problem if builder is None else builder
-    workers = _default_workers() if workers is None else int(workers)
-    if workers <= 0:
-        for spec in specs:
-            yield spec, build(spec, dense)
-        return
-    import concurrent.futures as cf
-    import multiprocessing as mp
-    ahead = max(1, workers if ahead is None else int(ahead))
-    pool = cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))
-    finished = False
-    try:
-        pending = [pool.submit(build, s, dense) for s in specs[:ahead]]
-        for i, spec in enumerate(specs):
-            p = pending[i].result()
-            pending[i] = None
-            if i + ahead < len(specs):
-                pending.append(pool.submit(build, specs[i + ahead], dense))
-            yield spec, p
-        finished = True
-    finally:
-        if finished:
-            pool.shutdown(wait=True)
-        else:
-            # closed early (a time budget, an error): do not wait for the problems still being
-            # built (the largest take tens of seconds and GBs): stop their workers
-            procs = list((getattr(pool, "_processes", None) or {}).values())
-            pool.shutdown(wait=False, cancel_futures=True)
-            for proc in procs:
-                proc.terminate()
 
 
 def gpu_available() -> bool:
@@ -540,7 +296,7 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
     path = out or results_path(name, device, quick)
     base = load_results(path) if merge and os.path.isfile(path) else None
     if os.path.isfile(path) and not merge:
-        print(f"{module.NAME}: measuring; this replaces {_rel(path)} ({_measured_at(path)})",
+        print(f"{module.NAME}: measuring; this replaces {R.rel(path)} ({_measured_at(path)})",
               file=sys.stderr, flush=True)
     started = time.perf_counter()
 
@@ -574,7 +330,7 @@ def run(module, cfg: dict, *, quick: bool = False, out: str | None = None,
         results = dict(module.measure(cfg))
     except Stopped:
         print(f"{module.NAME}: stopped by a signal; "
-              + (f"partial results kept in {_rel(path)} (plot them with --plot-only)" if saves
+              + (f"partial results kept in {R.rel(path)} (plot them with --plot-only)" if saves
                  else "nothing was saved"), file=sys.stderr, flush=True)
         raise
     finally:
@@ -589,7 +345,7 @@ def _publish(module, path: str, fig: str, report: bool, whence: str = "") -> dic
     written (``whence`` after the results' name) and print the module's report; returns them."""
     saved = load_results(path)
     figs = module.plot(saved, fig)
-    print(f"wrote {_rel(path)}{whence}" + "".join(f", {_rel(f)}" for f in figs or []))
+    print(f"wrote {R.rel(path)}{whence}" + "".join(f", {R.rel(f)}" for f in figs or []))
     if report and hasattr(module, "report"):
         module.report(saved)
     return saved
@@ -632,7 +388,7 @@ def replot(module, cfg: dict, *, quick: bool = False, device: str | None = None,
                                                          result_devices(name, quick))]
     paths = [p for p in paths if os.path.isfile(p)]
     if not paths:
-        where = _rel(out) if out else f"results/{device or '<device>'}/{_file(name, quick, '.json')}"
+        where = R.rel(out) if out else f"results/{device or '<device>'}/{R.file_name(name, quick, '.json')}"
         how = "" if not module.NEEDS_GPU else " on a machine with a CUDA GPU"
         print(f"{prefix}there are no saved results at {where} to plot: run "
               f"`python experiments/{module.NAME}.py --measure` with the same flags{how} first.",
@@ -645,12 +401,12 @@ def replot(module, cfg: dict, *, quick: bool = False, device: str | None = None,
     for path in paths:
         results = load_results(path)
         folder = os.path.dirname(path)
-        dev = (os.path.basename(folder) if os.path.dirname(folder) == RESULTS
+        dev = (os.path.basename(folder) if os.path.dirname(folder) == R.RESULTS
                else results_device(results.get("meta"), module.NEEDS_GPU))
         figs = module.plot(results, fig or figure_path(name, dev, quick))
         date = (results.get("meta") or {}).get("date_utc", "an unknown date")[:10]
-        print(f"{prefix}plotted {_rel(path)} ({device_name(results)}, {date}) -> "
-              + ", ".join(_rel(f) for f in figs or []))
+        print(f"{prefix}plotted {R.rel(path)} ({device_name(results)}, {date}) -> "
+              + ", ".join(R.rel(f) for f in figs or []))
     if hint:
         took = results.get("measure_s")
         where = ("" if not module.NEEDS_GPU else

@@ -21,6 +21,8 @@ from reference._common import OptionError
 from spmvlab.errors import DatasetError
 from spmvlab import bench, methods, runinfo
 from spmvlab import experiment as X
+from spmvlab import results as R
+from spmvlab import workers
 from spmvlab import plotting as P
 from spmvlab._cuda import SIMULATOR
 from spmvlab.errors import BackendUnavailable
@@ -135,7 +137,7 @@ def test_paths_per_device(monkeypatch, tmp_path):
     with pytest.raises(DatasetError, match="one of"):
         X.load_results("fig7_macko")                     # two devices: say which
     # save_results with a bare name goes to results/<device of meta>/
-    monkeypatch.setattr(X, "RESULTS", str(tmp_path))
+    monkeypatch.setattr(X.R, "RESULTS", str(tmp_path))
     path = X.save_results("demo", [], {}, meta=h100)
     assert path == str(tmp_path / "h100" / "demo.json")
     assert X.result_devices("demo") == ["h100"] and X.load_results("demo")["rows"] == []
@@ -244,10 +246,10 @@ def test_spmm_experiment_builds_each_matrix_once(monkeypatch):
     monkeypatch.setattr(methods, "measure_problem", lambda p, names, **kw: seen.append(
         (p.dtype.name, p.k, p.kind, tuple(names))) or [dict(method=n, k=p.k, kind=p.kind) for n in names])
     built = []
-    real = X.build_problem
-    monkeypatch.setattr(X, "build_problem", lambda spec, dense=False: built.append(spec) or real(spec, dense))
+    real = workers.build_problem
+    monkeypatch.setattr(workers, "build_problem", lambda spec, dense=False: built.append(spec) or real(spec, dense))
     cfg = exp.config(shapes=[[8, 40]], sparsities=[0.5], ks=[1, 8], cusparse_k=[8], fp32_ks=[8])
-    monkeypatch.setattr(X, "_default_workers", lambda: 0)
+    monkeypatch.setattr(workers, "default_workers", lambda: 0)
     res = exp.measure(cfg)
     assert len(built) == 1
     assert [(d, k, kind) for d, k, kind, _ in seen] == [
@@ -294,23 +296,23 @@ def test_build_workers_from_the_environment(monkeypatch):
     """SPMVLAB_BUILD_WORKERS sets the builder processes of experiment.problems; a bad value
     raises naming the variable."""
     monkeypatch.setenv("SPMVLAB_BUILD_WORKERS", "7")
-    assert X._default_workers() == 7
+    assert workers.default_workers() == 7
     monkeypatch.setenv("SPMVLAB_BUILD_WORKERS", "0")
-    assert X._default_workers() == 0
+    assert workers.default_workers() == 0
     for bad in ("-1", "many"):
         monkeypatch.setenv("SPMVLAB_BUILD_WORKERS", bad)
         with pytest.raises(ValueError, match="SPMVLAB_BUILD_WORKERS"):
-            X._default_workers()
+            workers.default_workers()
     monkeypatch.delenv("SPMVLAB_BUILD_WORKERS")
     n = os.cpu_count() or 1
-    assert X._default_workers() == (0 if n <= 2 else min(4, max(1, n // 4)))
+    assert workers.default_workers() == (0 if n <= 2 else min(4, max(1, n // 4)))
 
 
 def test_quick_runs_go_to_quick_files(tmp_path, monkeypatch):
     calls = []
     mod = _demo_module(calls)
-    monkeypatch.setattr(X, "RESULTS", str(tmp_path / "results"))
-    monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setattr(X.R, "RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(X.R, "FIGURES", str(tmp_path / "figures"))
     assert X.main(mod, ["--quick"]) == 0
     assert (tmp_path / "results" / "cpu" / "demo_exp.quick.json").exists()
     assert (tmp_path / "figures" / "cpu" / "demo_exp.quick.png").exists()
@@ -415,7 +417,7 @@ def test_config_reproduces_the_committed_runs(name, rname, device):
     repeats the committed experiment."""
     mod = X.load_experiment(name)
     run = next(r for r in getattr(mod, "RUNS", [{}]) if X.results_name(mod, mod.config(**r)) == rname)
-    cfg = X._jsonable(mod.config(**run, **_run_flags(name, device)))
+    cfg = R._jsonable(mod.config(**run, **_run_flags(name, device)))
     saved = X.load_results(rname, device)["config"]
     cfg = {k: v for k, v in cfg.items() if k in saved or k not in _NEWER_KEYS.get(name, set())}
     assert cfg == {k: v for k, v in saved.items() if k not in _OLDER_KEYS.get(name, set())}
@@ -424,7 +426,7 @@ def test_config_reproduces_the_committed_runs(name, rname, device):
 def test_cpu_measure_repeats_the_committed_rows():
     """appc_macko measures on the CPU: measure(config()) gives the committed rows exactly."""
     mod = X.load_experiment("appc_macko")
-    assert X._jsonable(mod.measure(mod.config())["rows"]) == X.load_results("appc_macko", "cpu")["rows"]
+    assert R._jsonable(mod.measure(mod.config())["rows"]) == X.load_results("appc_macko", "cpu")["rows"]
 
 
 
@@ -497,7 +499,7 @@ def test_experiment_without_gpu_plots_saved_results(tmp_path, monkeypatch, capsy
     assert X.main(exp, ["--out", str(tmp_path / "none.json")]) == 1
     assert "no saved results" in capsys.readouterr().err
     # without --out: every device folder with results, one line each, figures beside them
-    monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setattr(X.R, "FIGURES", str(tmp_path / "figures"))
     assert X.main(exp, []) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[:-1] == [f"plotted results/{d}/baseline_csr.json ({gpu}, "

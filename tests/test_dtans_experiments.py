@@ -111,7 +111,7 @@ def test_reuse_needs_the_same_commit_config_and_device(tmp_path, monkeypatch):
     meta = {"git_hash": "a" * 40, "git_dirty": False, "date_utc": "2026-01-01T00:00:00+00:00",
             "device": {"simulator": False, "name": "NVIDIA H200"}}
     monkeypatch.setattr(runinfo, "run_metadata", lambda: dict(meta))
-    monkeypatch.setattr(X, "RESULTS", str(tmp_path))
+    monkeypatch.setattr(X.R, "RESULTS", str(tmp_path))
     cfg = D.GPU_QUICK | {"seed": 0}
     assert D.reuse_rows("fig7_dtans", cfg, True) is None          # nothing saved
     X.save_results(X.results_path("fig7_dtans", "h200"), [{"x": 1}], cfg, meta=meta)
@@ -301,8 +301,8 @@ def test_fig7_stopped_by_sigterm_keeps_partial_results_the_reusers_take(tmp_path
     meta = {"git_hash": "a" * 40, "git_dirty": False, "date_utc": "2026-01-01T00:00:00+00:00",
             "device": {"simulator": False, "name": "NVIDIA H200"}}
     monkeypatch.setattr(runinfo, "run_metadata", lambda: dict(meta))
-    monkeypatch.setattr(X, "RESULTS", str(tmp_path / "results"))
-    monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"), raising=False)
+    monkeypatch.setattr(X.R, "RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(X.R, "FIGURES", str(tmp_path / "figures"), raising=False)
     monkeypatch.setattr(X, "gpu_available", lambda: True)
 
     def timing(A, dt, names, **kw):

@@ -414,8 +414,8 @@ def test_search_plot_labels_name_pruning_and_sparsity():
 def test_derived_tables_are_made_without_a_gpu(tmp_path, monkeypatch, capsys):
     """table6_gs from a device's saved fig15_gs rows on a machine without a GPU: the device's
     folder, the measuring run's meta, this run's under "derived"; not covered -> nothing."""
-    monkeypatch.setattr(X, "RESULTS", str(tmp_path / "results"))
-    monkeypatch.setattr(X, "FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setattr(X.R, "RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(X.R, "FIGURES", str(tmp_path / "figures"))
     monkeypatch.setattr(X, "gpu_available", lambda: False)
     exp = X.load_experiment("table6_gs")
     mats = ["a", "b"]

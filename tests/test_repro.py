@@ -76,7 +76,7 @@ def test_numbers_of_the_old_text_come_out_of_the_results():
 
 
 def _fake_results(tmp_path, monkeypatch):
-    monkeypatch.setattr(X, "RESULTS", str(tmp_path))
+    monkeypatch.setattr(X.R, "RESULTS", str(tmp_path))
     rows = [dict(method=m, sparsity=s, shape=[8, 16], median_us=t, speedup_vs_cublas=10.0 / t)
             for m, s, t in [("cublas", 0.5, 10.0), ("macko", 0.5, 8.0), ("macko", 0.9, 4.0)]]
     for dev in ("h100", "h200"):
@@ -125,7 +125,7 @@ def test_figures_list(capsys):
 
 
 def test_figures_plot_without_measuring(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(X, "FIGURES", str(tmp_path))
+    monkeypatch.setattr(X.R, "FIGURES", str(tmp_path))
     mods = X.experiments()
     for mod in mods.values():
         monkeypatch.setattr(mod, "measure", lambda cfg: pytest.fail("figures measured without --measure"))
