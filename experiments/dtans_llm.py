@@ -133,7 +133,7 @@ def plot(results: dict, fig_path: str) -> list[str]:
                title=f"{d} values", ylim=(0, None))
         ax.grid(alpha=0.3)
     names = ", ".join(results.get("weights_found") or [])
-    fig.suptitle(f"Pruned mpnet weights ({names}): bytes per weight")
+    fig.suptitle(f"Pruned mpnet weights: bytes per weight\n({names})")
     P.legend_below(fig, axes[0], ncol=3, room=0.16)
     return P.savefig(fig, fig_path, tight=False)
 

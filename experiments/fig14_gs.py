@@ -90,8 +90,8 @@ def plot(results: dict, fig_path: str) -> list[str]:
         ax.set_ylabel("TFLOP/s (2 nnz N / t)")
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    fig.suptitle(f"GeneralSparse paper Fig. 14: SpMM fp16 on OPT-30B/66B shapes, N = "
-                 f"{'/'.join(map(str, ns))} under each shape, cold L2, {P.device_name(results)}")
+    fig.suptitle(f"GeneralSparse paper Fig. 14: SpMM fp16 on OPT-30B/66B shapes, cold L2, "
+                 f"{P.device_name(results)}\n(N = {'/'.join(map(str, ns))} under each shape)")
     hollow = plt.Line2D([], [], color="gray", marker="o", markerfacecolor="white", linestyle="none",
                         label="hollow: result outside the error bound")
     axes.flat[0].add_line(hollow)

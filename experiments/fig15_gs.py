@@ -21,8 +21,6 @@ NAME = "fig15_gs"
 NEEDS_GPU = True
 SPLIT_KEYS = ("matrices", "ns")
 METHODS = ["cusparse", "csr_vector", _gs.GS_BEST]
-MARK = {_gs.GS_BEST: dict(color="tab:red", marker="o"), "cusparse": dict(color="tab:blue", marker="s"),
-        "csr_vector": dict(color="tab:green", marker="^")}
 FULL = dict(matrices=_gs.SUITESPARSE, ns=[8, 32, 64], dtype="float32", methods=METHODS, reps=20,
             warmup=3, search_top=4, proxy_nnz=2_000_000, seed=0)
 QUICK = dict(matrices=["HB/bcsstk13", "DIMACS10/cs4", "SNAP/ego-Facebook"], ns=[8], reps=5)
@@ -39,23 +37,43 @@ def measure(cfg: dict) -> dict:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
+    """A panel per N, all on one TFLOP/s axis and one nonzeros axis (log): a marker per
+    matrix and method (half transparent, so that where two meet both show); a hollow marker:
+    timed, but its result is outside the error bound."""
     plt = P.pyplot()
     cfg = results["config"]
-    rows = [r for r in results["rows"] if r.get("tflops") and r.get("check_passed") is not False]
-    fig, axes = plt.subplots(1, len(cfg["ns"]), figsize=(4.3 * len(cfg["ns"]), 3.6), squeeze=False)
-    for ax, n in zip(axes[0], cfg["ns"]):
-        for m in cfg["methods"]:
-            pts = sorted((r["nnz"], r["tflops"]) for r in rows if r["method"] == m and r["n"] == n)
-            if pts:
-                ax.plot([a for a, _ in pts], [b for _, b in pts], ls="none", ms=4, alpha=0.8,
-                        label=m.replace("_", " "), **MARK.get(m, {"marker": "o"}))
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set(title=f"N = {n}", xlabel="nonzeros", ylabel="TFLOP/s (2 nnz N / t)")
-        ax.legend(fontsize=7)
-    fig.suptitle(f"SpMM fp32 on {len(cfg['matrices'])} SuiteSparse matrices, cold L2, "
-                 f"{P.device_name(results)} (paper: 1168 matrices, A100)", fontsize=10)
-    return P.savefig(fig, fig_path)
+    rows = [r for r in results["rows"] if r.get("tflops")]
+    ns = list(cfg["ns"])
+    fig, axes = plt.subplots(1, len(ns), figsize=(P.PAGE_WIDTH if len(ns) > 1 else P.COLUMN_WIDTH,
+                                              3.2 if len(ns) > 1 else 4.0),
+                             squeeze=False, sharex=True, sharey=True)
+    bad = False
+    for ax, n in zip(axes[0], ns):
+        for z, m in enumerate(cfg["methods"]):
+            style = P.line_style(m, linestyle="none", alpha=0.75, zorder=2 + z)
+            style["markersize"] = 5.5 if style["marker"] == "*" else 3.5
+            pts = [(r["nnz"], r["tflops"], r.get("check_passed") is not False) for r in rows
+                   if r["method"] == m and r["n"] == n]
+            for ok in (True, False):
+                sel = [(a, b) for a, b, o in pts if o == ok]
+                if sel:
+                    ax.plot([a for a, _ in sel], [b for _, b in sel], **dict(
+                        style, label=style["label"] if ok else None,
+                        markerfacecolor=None if ok else "white"))
+                    bad |= not ok
+        ax.set(title=f"N = {n}", xlabel="nonzeros")
+    axes[0][0].set_ylabel("TFLOP/s (2 nnz N / t)")
+    P.log_axis(axes[0][0], axis="x")
+    P.log_axis(axes[0][0])
+    wide = len(ns) > 1                                   # else one column wide: text on more lines
+    fig.suptitle(f"GeneralSparse paper Fig. 15: SpMM fp32{' ' if wide else chr(10)}on "
+                 f"{len(cfg['matrices'])} SuiteSparse matrices, cold L2\n{P.device_name(results)} "
+                 "(paper: 1168 matrices, A100)")
+    if bad:
+        axes[0][0].plot([], [], color="gray", marker="o", markerfacecolor="white", linestyle="none",
+                        label="hollow: result outside the error bound")
+    P.legend_below(fig, list(axes.flat), ncol=3 + bad if wide else 1, room=0.07 if wide else 0.14)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def report(results: dict):

@@ -40,27 +40,64 @@ def measure(cfg: dict) -> dict:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
-    """A panel per method: TFLOP/s per shape and sparsity, magnitude and random side by side."""
+    """A panel per sparsity (and N), all on one TFLOP/s axis (log): per shape magnitude and
+    random pruning side by side, a marker per method joined across the two (the slope: how
+    the pattern moves that kernel); methods a little apart so that none hides another; a
+    hollow marker: timed, but its result is outside the error bound."""
     plt = P.pyplot()
     cfg = results["config"]
-    rows = [r for r in results["rows"] if r.get("tflops") and r.get("check_passed") is not False]
-    groups = [(tuple(sh), s, n) for sh in cfg["shapes"] for s in cfg["sparsities"] for n in cfg["ns"]]
-    fig, axes = plt.subplots(1, len(cfg["methods"]), figsize=(4.6 * len(cfg["methods"]), 3.8),
+    rows = [r for r in results["rows"] if r.get("tflops")]
+    shapes, prs, ms = [tuple(sh) for sh in cfg["shapes"]], list(cfg["prunings"]), cfg["methods"]
+    panels = [(s, n) for n in cfg["ns"] for s in cfg["sparsities"]]
+    ncol = min(len(panels), 2)
+    nrow = -(-len(panels) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(P.PAGE_WIDTH if ncol > 1 else P.COLUMN_WIDTH,
+                                                  2.3 * nrow + (0.7 if ncol > 1 else 1.5)),
                              squeeze=False, sharey=True)
-    width = 0.8 / len(cfg["prunings"])
-    for ax, m in zip(axes[0], cfg["methods"]):
-        for j, pr in enumerate(cfg["prunings"]):
-            by = {(tuple(r["shape"]), r["sparsity"], r["n"]): r["tflops"] for r in rows
-                  if r["method"] == m and r["pruning"] == pr}
-            ax.bar([i + j * width for i in range(len(groups))], [by.get(g, float("nan")) for g in groups],
-                   width, label=pr)
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))],
-                      [f"{a}x{b}\n{100 * s:.0f} % N={n}" for (a, b), s, n in groups], fontsize=6.5)
-        ax.set(title=m.replace("_", " "), ylabel="TFLOP/s")
-        ax.legend(fontsize=7)
-    fig.suptitle(f"One kernel, two pruning methods (fp16), {P.device_name(results)} (paper: A100)",
-                 fontsize=10)
-    return P.savefig(fig, fig_path)
+    step = len(prs) + 0.6                                # a gap between shapes
+    xs = {(sh, pr): i * step + j for i, sh in enumerate(shapes) for j, pr in enumerate(prs)}
+    shift = {m: (k - (len(ms) - 1) / 2) * 0.25 for k, m in enumerate(ms)}
+    bad = False
+    for ax, (s, n) in zip(axes.flat, panels):
+        mine = [r for r in rows if r["sparsity"] == s and r["n"] == n]
+        for m in ms:
+            style = P.line_style(m, linewidth=1.0)
+            style["markersize"] = 6.5 if style["marker"] == "*" else 4.5
+            line = {k: v for k, v in style.items() if k not in ("label", "marker")}
+            dots = {k: v for k, v in style.items() if k not in ("linestyle", "linewidth", "label")}
+            for sh in shapes:
+                pts = sorted((xs[(sh, r["pruning"])] + shift[m], r["tflops"],
+                              r.get("check_passed") is not False) for r in mine
+                             if r["method"] == m and tuple(r["shape"]) == sh and r["pruning"] in prs)
+                if not pts:
+                    continue
+                ax.plot([x for x, _, _ in pts], [y for _, y, _ in pts], **line)
+                for x, y, ok in pts:
+                    ax.plot([x], [y], linestyle="none", **dots,
+                            markerfacecolor=None if ok else "white")
+                    bad |= not ok
+            ax.plot([], [], linestyle="none", label=style["label"], **dots)   # the legend's entry
+        ax.set_xticks(list(xs.values()), [pr[:4] if pr == "random" else pr[:3] for _, pr in xs],
+                      fontsize=6.5)
+        for i, sh in enumerate(shapes):
+            ax.text(i * step + (len(prs) - 1) / 2, -0.15, f"{sh[0]}x{sh[1]}", ha="center",
+                    va="top", fontsize=6.5, transform=ax.get_xaxis_transform())
+        ax.set_xlim(-0.5, (len(shapes) - 1) * step + len(prs) - 0.5)
+        ax.set_title(f"{100 * s:.0f} % sparse, N = {n}")
+        ax.grid(axis="x", visible=False)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("TFLOP/s (2 nnz N / t)")
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    P.log_axis(axes.flat[0])
+    wide = ncol > 1                                      # else one column wide: text on more lines
+    fig.suptitle(f"GeneralSparse paper Fig. 4: pruning by magnitude{' ' if wide else chr(10)}(mag) "
+                 f"or at random (rand)\nfp16, cold L2, {P.device_name(results)} (paper: A100)")
+    if bad:
+        axes.flat[0].plot([], [], color="gray", marker="o", markerfacecolor="white",
+                          linestyle="none", label="hollow: result outside the error bound")
+    P.legend_below(fig, list(axes.flat), ncol=3 + bad if wide else 1, room=0.06 if wide else 0.15)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def summary(results: dict) -> list:

@@ -229,7 +229,8 @@ def short_label(spec: str) -> str:
 
 def plot(results: dict, fig_path: str) -> list[str]:
     """Held-out matrices: predicted vs measured time of every strategy (model fitted on the
-    training matrices), and the quality of the model's pick and of its best of ``top``."""
+    training matrices), and the quality of the model's pick and of its best of ``top`` (the
+    tuned kernel's search), as markers side by side per (matrix, N)."""
     import numpy as np
     from spmvlab.generalsparse import fit
     plt = P.pyplot()
@@ -238,7 +239,7 @@ def plot(results: dict, fig_path: str) -> list[str]:
     _, recs = fit.timing_records(results["rows"])
     train, held = fit.split_matrices([m for m in cfg["matrices"] if any(r["matrix"] == m for r in recs)],
                                      cfg.get("holdout_every", 4))
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+    fig, (a, b) = plt.subplots(1, 2, figsize=(P.PAGE_WIDTH, 3.2), gridspec_kw={"width_ratios": [1, 2.3]})
     if held and len(train):
         model = fit.CostModel.fit([r for r in recs if r["matrix"] in train], ridge=ev["summary"]["ridge"])
         xs, ys = [], []
@@ -248,24 +249,50 @@ def plot(results: dict, fig_path: str) -> list[str]:
                 if np.isfinite(p):
                     xs.append(r["time_us"])
                     ys.append(p)
-        a.loglog(xs, ys, ".", ms=2, alpha=0.4)
+        a.plot(xs, ys, ".", ms=2, alpha=0.35, color="slategray", label="a strategy, held-out matrix")
         if xs:
-            lo, hi = min(xs + ys), max(xs + ys)
-            a.plot([lo, hi], [lo, hi], "k--", lw=1)
-            a.plot([lo, hi], [1.1 * lo, 1.1 * hi], "k:", lw=0.8)
-            a.plot([lo, hi], [lo / 1.1, hi / 1.1], "k:", lw=0.8)
-    a.set(xlabel="measured us", ylabel="predicted us",
-          title=f"held-out strategies (accuracy {ev['summary'].get('median_accuracy') or float('nan'):.2f})")
+            lo, hi = min(xs + ys) / 1.2, max(xs + ys) * 1.2
+            a.plot([lo, hi], [lo, hi], "k--", lw=0.9, label="predicted = measured", zorder=3)
+            a.plot([lo, hi], [1.1 * lo, 1.1 * hi], "k:", lw=0.8, label="±10 %", zorder=3)
+            a.plot([lo, hi], [lo / 1.1, hi / 1.1], "k:", lw=0.8, zorder=3)
+            a.set(xlim=(lo, hi), ylim=(lo, hi))
+    P.log_axis(a, axis="x")
+    P.log_axis(a)
+    a.set_aspect("equal")
+    a.set(xlabel="measured time (µs)", ylabel="predicted time (µs)")
+    a.set_title(f"held-out strategies\n(median accuracy "
+                f"{ev['summary'].get('median_accuracy') or float('nan'):.2f})")
     cases = ev["cases"]
-    b.bar(range(len(cases)), [c["top_rel"] for c in cases], label=f"best of top {ev['summary'].get('top', 4)}")
-    b.plot(range(len(cases)), [c["pick_rel"] or 0 for c in cases], "rv", label="first pick", ls="none")
-    b.axhline(1 / 1.1, color="black", ls="--", lw=1, label="within 10 % of the best")
-    b.set_xticks(range(len(cases)), [f"{short_label(c['matrix'])} N={c['n']}" for c in cases],
-                 rotation=70, fontsize=6, ha="right", rotation_mode="anchor")
-    b.set(ylabel="exhaustive best / chosen", ylim=(0, 1.05), title="the model's choice, held-out matrices")
-    b.legend(fontsize=7)
-    fig.suptitle(f"GeneralSparse cost model, {P.device_name(results)} (paper: A100)", fontsize=10)
-    return P.savefig(fig, fig_path)
+    top = ev["summary"].get("top", 4)
+    mats = list(dict.fromkeys(c["matrix"] for c in cases))        # grouped per matrix, N apart
+    per = {m: [c["n"] for c in cases if c["matrix"] == m] for m in mats}
+    step = max(len(v) for v in per.values()) + 0.6 if per else 1
+    xs = [mats.index(c["matrix"]) * step + per[c["matrix"]].index(c["n"]) for c in cases]
+    b.axhline(1 / 1.1, color="black", ls="--", lw=0.9, label="within 10 % of the best", zorder=1)
+    b.plot([x - 0.17 for x in xs], [c["top_rel"] for c in cases], zorder=3, **P.line_style(
+        _gs.GS_BEST, linestyle="none", markersize=6.5,
+        label=f"best of the model's top {top}, timed: {P.label(_gs.GS_BEST)}"))
+    picks = [(x + 0.17, c["pick_rel"]) for x, c in zip(xs, cases) if c.get("pick_rel") is not None]
+    b.plot([x for x, _ in picks], [y for _, y in picks], "v", color="darkgoldenrod", ms=4.5, zorder=3,
+           label="the model's first pick, untimed")
+    b.set_xticks(xs, [str(c["n"]) for c in cases], fontsize=6)
+    for i, m in enumerate(mats):
+        name = short_label(m).split("/")[-1]          # on three lines at most, each short
+        name = name.replace("_", "\n", 1).replace(" ", "\n", 1) if m.startswith("w:") else \
+            name.replace("-", "-\n", 1) if len(name) > 9 else name
+        b.annotate(name, (i * step + (len(per[m]) - 1) / 2, 0), xycoords=("data", "axes fraction"),
+                   xytext=(0, -15), textcoords="offset points", ha="center", va="top", fontsize=6)
+    b.annotate("N =", (0, 0), xycoords="axes fraction", xytext=(-4, -5.5),
+               textcoords="offset points", ha="right", va="top", fontsize=6)
+    b.set_xlim(-0.6, max(xs, default=0) + 0.6)
+    vals = [c["top_rel"] for c in cases] + [y for _, y in picks]
+    b.set_ylim(min(vals + [0.85]) - 0.03, 1.02)
+    b.grid(axis="x", visible=False)
+    b.set(ylabel="exhaustive best time / chosen time")
+    b.set_title("the model's choice on the held-out matrices")
+    fig.suptitle(f"GeneralSparse cost model, {P.device_name(results)} (paper: A100)")
+    P.legend_below(fig, [a, b], ncol=2, room=0.15)
+    return P.savefig(fig, fig_path, tight=False)
 
 
 def summary(results: dict) -> list:

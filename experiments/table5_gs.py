@@ -23,6 +23,8 @@ NAME = "table5_gs"
 NEEDS_GPU = True
 SPLIT_KEYS = ("shapes", "blocks", "sparsities", "ns")
 BASES = ["cusparse", "cublas", "csr_vector"]
+#: bar colours (not methods): a hue per N (in config order), light for the lower sparsity
+SHADES = [("#80cdc1", "#01665e"), ("#dfc27d", "#8c510a"), ("#c2a5cf", "#762a83")]
 FULL = dict(shapes=[[7168, 7168], [7168, 28672]], prunings=["random"], blocks=[[1, 1], [4, 4], [8, 8]],
             sparsities=[0.7, 0.9], ns=[8, 32], dtype="float16",
             methods=["cublas", "cusparse", "csr_vector", _gs.GS_BEST], reps=20, warmup=3,
@@ -56,28 +58,34 @@ def table(results: dict) -> list:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
-    """Mean speedup per block size, a panel per base, bars per (N, sparsity)."""
+    """Mean speedup per block size, a panel per base, all on one axis: bars per (N, sparsity)
+    from the 1x line (the base)."""
     plt = P.pyplot()
     cfg = results["config"]
     t = table(results)
-    fig, axes = plt.subplots(1, len(BASES), figsize=(4.2 * len(BASES), 3.4), squeeze=False)
+    fig, axes = plt.subplots(1, len(BASES), figsize=(P.PAGE_WIDTH, 2.7), squeeze=False, sharey=True)
     combos = [(n, s) for n in cfg["ns"] for s in cfg["sparsities"]]
     width = 0.8 / len(combos)
     blocks = [f"({b[0]},{b[1]})" for b in cfg["blocks"]]
     for ax, base in zip(axes[0], BASES):
         for j, (n, s) in enumerate(combos):
             by = {r["block"]: r["mean"] for r in t if r["base"] == base and r["n"] == n and r["sparsity"] == s}
-            ax.bar([i + j * width for i in range(len(blocks))], [by.get(b, float("nan")) for b in blocks],
-                   width, label=f"col={n}, {100 * s:.0f} %")
-        ax.axhline(1.0, color="black", lw=1, ls="--")
-        ax.set_yscale("log", base=2)
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(blocks))], blocks)
-        ax.set(title=f"over {base}", xlabel="pruned block (rows, cols)", ylabel="mean speedup")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(combos), fontsize=8, frameon=False)
-    fig.suptitle(f"GeneralSparse, random block pruning, fp16, {P.device_name(results)} (paper: A100)",
-                 fontsize=10)
-    fig.tight_layout(rect=(0, 0.08, 1, 1))                  # the legend below, off the bars
+            pts = [(i + (j - (len(combos) - 1) / 2) * width, by[b]) for i, b in enumerate(blocks) if b in by]
+            shades = SHADES[cfg["ns"].index(n) % len(SHADES)]
+            color = shades[min(cfg["sparsities"].index(s), len(shades) - 1)]
+            P.ratio_bars(ax, [x for x, _ in pts], [y for _, y in pts], width, color=color, zorder=2,
+                         label=f"N={n}, {100 * s:.0f} % sparse")
+        ax.set_xticks(range(len(blocks)), blocks)
+        ax.set_xlim(-0.5, len(blocks) - 0.5)
+        ax.set(title=f"over {P.label(base)}", xlabel="pruned block (rows, cols)")
+        ax.grid(axis="x", visible=False)
+    P.ratio_axis(axes[0][0], [r["mean"] for r in t], line_label="the baseline (1×)")
+    for ax in axes[0][1:]:
+        ax.axhline(1.0, color="black", lw=0.9, ls="--", zorder=1)
+    axes[0][0].set_ylabel("GeneralSparse tuned:\nmean speedup over the shapes")
+    fig.suptitle(f"GeneralSparse paper Table 5: random block pruning, fp16, cold L2, "
+                 f"{P.device_name(results)} (paper: A100)")
+    P.legend_below(fig, axes[0], ncol=len(combos) + 1, room=0.09)
     return P.savefig(fig, fig_path, tight=False)
 
 

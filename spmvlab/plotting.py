@@ -11,6 +11,7 @@ One figure style for every experiment:
   powers of two as ``0.25×``, ``1×``, ``4×``, the 1× line, limits that show every value;
   :func:`ratio_bars` draws bars from that 1× line up or down (never from an arbitrary floor);
   :func:`ratio_ticks` adds ticks at 1.5× (1.25×, ...) the powers of two where the range is narrow;
+  :func:`log_axis` labels a log10 axis in plain numbers (``0.1``, ``10``, ``1k``);
 * :func:`savefig` -- ``<path>.png`` and ``<path>.pdf``, the PDF without a creation date so
   that re-plotting the same results gives byte-identical files;
 * :func:`method_lines` / :func:`speedup_axis` -- one line per method over sparsity, and the
@@ -27,7 +28,8 @@ from typing import Callable, Iterable, Mapping
 
 __all__ = ["pyplot", "savefig", "device_name", "method_lines", "speedup_axis", "format_table",
            "print_table", "TIMING_COLUMNS", "METHODS", "label", "line_style", "bar_style",
-           "ratio_axis", "ratio_bars", "ratio_ticks", "PAGE_WIDTH", "COLUMN_WIDTH", "legend_below"]
+           "ratio_axis", "ratio_bars", "ratio_ticks", "log_axis", "PAGE_WIDTH", "COLUMN_WIDTH",
+           "legend_below"]
 
 #: inches: a figure across a two-column page, and one column of it
 PAGE_WIDTH, COLUMN_WIDTH = 7.0, 3.3
@@ -142,6 +144,28 @@ def ratio_ticks(ax, *, axis: str = "y", least: int = 3):
             break
     getattr(ax, f"set_{axis}ticks")(ticks, [_ratio_text(t) for t in ticks])
     getattr(ax, f"set_{axis}lim")(lo, hi)
+
+
+def _plain(v: float) -> str:
+    """``v`` in few characters: 0.01, 0.5, 3, 20, 1k, 10k, 1M."""
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(v) >= div:
+            return f"{v / div:g}{suffix}"
+    return f"{v:g}"
+
+
+def log_axis(ax, *, axis: str = "y"):
+    """A log10 axis labelled in plain numbers (``0.01``, ``1``, ``100``, ``10k``, ``1M``)
+    instead of powers of ten, also at 2x and 5x them where the limits (call it after
+    plotting) span less than two decades; minor ticks unlabelled."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+    getattr(ax, f"set_{axis}scale")("log")
+    lo, hi = getattr(ax, f"get_{axis}lim")()
+    narrow = lo > 0 and math.log10(hi / lo) < 2
+    a = getattr(ax, f"{axis}axis")
+    a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if narrow else (1.0,)))
+    a.set_major_formatter(FuncFormatter(lambda v, _: _plain(v)))
+    a.set_minor_formatter(NullFormatter())
 
 
 def _null():
