@@ -84,6 +84,22 @@ def derived_measure(derive, key: str, measurer, name: str):
     return measure
 
 
+def label_groups(ax, names: list, step: int, inner: int, y: float = -0.14, fontsize: float = 6):
+    """Under the x axis, each group's name centred under its ``inner`` ticks (groups ``step``
+    ticks apart): the shapes under the N or prunings of the TFLOP/s figures."""
+    for i, name in enumerate(names):
+        ax.text(i * step + (inner - 1) / 2, y, name, ha="center", va="top", fontsize=fontsize,
+                transform=ax.get_xaxis_transform())
+
+
+def finish_panels(axes, n_panels: int, ylabel: str = "TFLOP/s (2 nnz N / t)"):
+    """The y label on the first column, the panels beyond ``n_panels`` hidden."""
+    for ax in axes[:, 0]:
+        ax.set_ylabel(ylabel)
+    for ax in axes.flat[n_panels:]:
+        ax.set_visible(False)
+
+
 def opt_weights(shape, seed: int = 0, like: str = LIKE) -> np.ndarray:
     """float32 (rows, cols) weights with the row/column scale spread of the real layer ``like``."""
     from spmvlab import datasets

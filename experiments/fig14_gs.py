@@ -81,15 +81,10 @@ def plot(results: dict, fig_path: str) -> list[str]:
                     ax.plot([], [], linestyle="none", **dots)
         ax.set_yscale("log")
         ax.set_xticks(list(xs.values()), [str(n) for _, n in xs], fontsize=6)
-        for i, sh in enumerate(shapes):
-            ax.text(i * step + (len(ns) - 1) / 2, -0.13, f"{sh[0]}\nx{sh[1]}", ha="center",
-                    va="top", fontsize=6, transform=ax.get_xaxis_transform())
+        _gs.label_groups(ax, [f"{sh[0]}\nx{sh[1]}" for sh in shapes], step, len(ns), y=-0.13)
         ax.set_title(f"{pr} pruning, {100 * s:.0f} % sparse")
         ax.grid(axis="x", visible=False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("TFLOP/s (2 nnz N / t)")
-    for ax in axes.flat[len(panels):]:
-        ax.set_visible(False)
+    _gs.finish_panels(axes, len(panels))
     fig.suptitle(f"GeneralSparse paper Fig. 14: SpMM fp16 on OPT-30B/66B shapes, cold L2, "
                  f"{P.device_name(results)}\n(N = {'/'.join(map(str, ns))} under each shape)")
     hollow = plt.Line2D([], [], color="gray", marker="o", markerfacecolor="white", linestyle="none",

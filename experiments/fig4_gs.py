@@ -79,16 +79,12 @@ def plot(results: dict, fig_path: str) -> list[str]:
             ax.plot([], [], linestyle="none", label=style["label"], **dots)   # the legend's entry
         ax.set_xticks(list(xs.values()), [pr[:4] if pr == "random" else pr[:3] for _, pr in xs],
                       fontsize=6.5)
-        for i, sh in enumerate(shapes):
-            ax.text(i * step + (len(prs) - 1) / 2, -0.15, f"{sh[0]}x{sh[1]}", ha="center",
-                    va="top", fontsize=6.5, transform=ax.get_xaxis_transform())
+        _gs.label_groups(ax, [f"{sh[0]}x{sh[1]}" for sh in shapes], step, len(prs), y=-0.15,
+                         fontsize=6.5)
         ax.set_xlim(-0.5, (len(shapes) - 1) * step + len(prs) - 0.5)
         ax.set_title(f"{100 * s:.0f} % sparse, N = {n}")
         ax.grid(axis="x", visible=False)
-    for ax in axes[:, 0]:
-        ax.set_ylabel("TFLOP/s (2 nnz N / t)")
-    for ax in axes.flat[len(panels):]:
-        ax.set_visible(False)
+    _gs.finish_panels(axes, len(panels))
     P.log_axis(axes.flat[0])
     wide = ncol > 1                                      # else one column wide: text on more lines
     fig.suptitle(f"GeneralSparse paper Fig. 4: pruning by magnitude{' ' if wide else chr(10)}(mag) "
