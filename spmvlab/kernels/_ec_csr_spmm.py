@@ -1,0 +1,184 @@
+"""EC-CSR SpMM kernel (numba.cuda): Y = M @ X for a tile of X's columns per grid column.
+Mapping and accumulation: kernels/ec_csr.py ("SpMM").
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .._cuda import cuda, inline_device
+from ._common import WARP, acc_type
+from ._ec_csr_device import _VLOAD, _block_geometry, _chains, _code_parts, _tuple_loader
+
+if TYPE_CHECKING:
+    from .ec_csr import ECCSRConfig
+
+
+@functools.lru_cache(maxsize=None)
+def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
+                gmax: int, ct: int, gx: int):
+    """As :func:`_spmv_parts` for a tile of ``ct`` columns of X gathered ``gx`` at a time."""
+    acc = acc_type(dtype_name)
+    C = _code_parts(delta_bits, ws, vs, cw)
+    short_code, long_codes, code, group_sum = (C["short_code"], C["long_codes"], C["code"],
+                                               C["group_sum"])
+    P = 16 // np.dtype(dtype_name).itemsize
+    xload = _VLOAD[gx]
+    n_groups = ct // gx
+
+    @inline_device
+    def careful(bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, vec, row0, col0,
+                t, mask, rlo, rhi, accs):
+        """Rows [rlo, rhi) one at a time, stored zeros skipped (``accs`` holds ct)."""
+        m = nc // ws
+        for r in range(rlo, rhi):
+            for jj in range(ct):
+                accs[jj] = acc(0)
+            col = col0
+            for k in range(m):
+                pos = (k // vec) * (ws * vec) + t * vec + k % vec
+                col += short_code(bytes_, c0 + pos)
+                v = acc(values[v0 + pos * g + r])
+                if v != 0:
+                    for jj in range(ct):
+                        if jj < nvalid:
+                            accs[jj] += v * acc(Xf[col * n + j0 + jj])
+            out = np.int64(rows[row0 + r]) * n + j0
+            for jj in range(ct):
+                s = group_sum(accs[jj], mask)
+                if jj % ws == t and jj < nvalid:
+                    cuda.atomic.add(Yacc, out + jj, s)
+
+    def make_fma(G: int):
+        @inline_device
+        def fma_tile(Xf, off, nvalid, vals, base_k, accs):
+            """accs[k * ct + j] += vals[base_k + k] * X_tile[j] for G rows and ct columns; a
+            group of X past the valid columns (last tile) rereads the last valid one, and
+            its accumulators are never stored."""
+            for gi in range(n_groups):
+                jj = gi * gx
+                xp = xload(Xf, off + min(jj, nvalid - gx))
+                for tt in range(gx):
+                    xv = acc(xp[tt])
+                    for k in range(G):
+                        accs[k * ct + jj + tt] += acc(vals[base_k + k]) * xv
+        return fma_tile
+
+    def make_block(G: int, vec: int, sliced: bool):
+        load_w = long_codes if vec > 1 else C["short_word"]
+        step = ws * vec
+        fma_tile = make_fma(G)
+        if sliced:
+            col_load = _tuple_loader(G, P)
+        else:
+            grp_load = _tuple_loader(vec * G, lw)
+
+        if sliced:
+            @inline_device
+            def walk(words, bytes_, values, Xf, n, j0, nvalid, c0, nc, v0, g, r0, col0, t, accs):
+                for k in range(G * ct):
+                    accs[k] = acc(0)
+                col = col0
+                p = c0 + t * vec
+                end = c0 + nc
+                while p < end:
+                    w = load_w(words, bytes_, p)
+                    for j in range(vec):
+                        col += code(w, j)
+                        vals = col_load(values, v0 + (p - c0 + j) * g + r0)
+                        fma_tile(Xf, col * n + j0, nvalid, vals, 0, accs)
+                    p += step
+        else:
+            @inline_device
+            def walk(words, bytes_, values, Xf, n, j0, nvalid, c0, nc, v0, g, r0, col0, t, accs):
+                for k in range(G * ct):
+                    accs[k] = acc(0)
+                col = col0
+                p = c0 + t * vec
+                end = c0 + nc
+                while p < end:
+                    w = load_w(words, bytes_, p)
+                    vals = grp_load(values, v0 + (p - c0) * G)
+                    for j in range(vec):
+                        col += code(w, j)
+                        fma_tile(Xf, col * n + j0, nvalid, vals, j * G, accs)
+                    p += step
+
+        @inline_device
+        def block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0, col0,
+                  t, mask, accs):
+            r0 = 0
+            while r0 < g:
+                walk(words, bytes_, values, Xf, n, j0, nvalid, c0, nc, v0, g, r0, col0, t, accs)
+                ok = True
+                for k in range(G * ct):
+                    s = group_sum(accs[k], mask)
+                    accs[k] = s
+                    if k % ct < nvalid and (math.isinf(s) or math.isnan(s)):
+                        ok = False
+                if ok:
+                    for k in range(G * ct):
+                        jj = k % ct
+                        if k % ws == t and jj < nvalid:
+                            out = np.int64(rows[row0 + r0 + k // ct]) * n + j0 + jj
+                            cuda.atomic.add(Yacc, out, accs[k])
+                else:
+                    careful(bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, vec,
+                            row0, col0, t, mask, r0, r0 + G, accs)
+                r0 += G
+
+        return block
+
+    def branch(G, exact, rest):
+        @inline_device
+        def pick(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0, col0,
+                 t, mask, accs):
+            if g == G:
+                exact(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+                      col0, t, mask, accs)
+            else:
+                rest(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+                     col0, t, mask, accs)
+        return pick
+
+    return _chains(make_block, branch, gmax, vs)
+
+
+@functools.lru_cache(maxsize=None)
+def _spmm_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
+                 cfg: ECCSRConfig, ct: int, gx: int):
+    gmax = cfg.spmm_rows_per_pass
+    short_block, long_block = _spmm_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, ct, gx)
+    C = _code_parts(delta_bits, ws, vs, cw)
+    group_mask = C["group_mask"]
+    geometry = _block_geometry(C)
+    n_acc = max(gmax * ct, ct)
+
+    @cuda.jit
+    def ec_csr_spmm(set_desc, ptr, rows, base, words, bytes_, values, Xf, Yacc, n):
+        """Thread i of grid column y: lane i % warp_size of block i // warp_size, X columns
+        [ct * y, ct * y + ct). Each decoded column multiplies its g values by row ``column``
+        of the X tile into rows x ct accumulators; the group reduces and adds into Yacc
+        (float32, flat (rows, n)) with atomics."""
+        tid = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
+        blk = tid // ws
+        t = tid % ws
+        if blk >= ptr.shape[0] - 1:
+            return
+        j0 = cuda.blockIdx.y * ct
+        nvalid = min(ct, n - j0)
+        mask = group_mask(cuda.threadIdx.x % WARP - t)
+        g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
+        accs = cuda.local.array(n_acc, np.float32)
+        if vs > 1 and vec > 1:
+            long_block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+                       col0, t, mask, accs)
+        else:
+            short_block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+                        col0, t, mask, accs)
+
+    return ec_csr_spmm
