@@ -57,7 +57,7 @@ Supported
   thread-group), warp reductions WARP_TOTAL, WARP_BITMAP, WARP_SEGMENT (and None),
   block reductions BLOCK_TOTAL, BLOCK_BITMAP, BLOCK_SEGMENT over the warp-groups of a
   block (with one warp-group per block they are the identity and generated as such);
-* block reductions over g >= 2 warp-groups (``_emit._emit_warp_block``/``_emit_block``):
+* block reductions over g >= 2 warp-groups (``_reduce._emit_warp_block``/``_emit_block``):
   each warp-group reduces as above, but passes the pieces at its two ends (its *lead*, the
   end of a row begun before it, found at thread-group 0; its *tail*, from its last row
   start on, held by that thread-group) to shared slots, one per warp-group and block
@@ -110,7 +110,7 @@ from reference.offsets import compress
 
 from ..shortlist import default_shortlist
 from . import _emit, _runtime
-from ._emit import Offset, Spec
+from ._spec import Offset, Spec
 
 __all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "checked_plan", "upload", "spmm", "launcher",
            "cache_info", "clear_cache", "source_file", "CACHE_ENV", "ptx_targets", "SUPPORTED_DTYPES", "shared_bytes", "SHARED_LIMIT"]
