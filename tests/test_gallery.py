@@ -120,6 +120,36 @@ def test_stencil_structure(nx, ny, points):
     assert ds.stencil(nx, seed=5).shape == (nx * nx, nx * nx)     # ny defaults to nx
 
 
+def _stencil3_pattern(nx, ny, nz, points):
+    n = nx * ny * nz
+    P = np.zeros((n, n), dtype=bool)
+    for iz in range(nz):
+        for iy in range(ny):
+            for ix in range(nx):
+                for dz in (-1, 0, 1):
+                    for dy in (-1, 0, 1):
+                        for dx in (-1, 0, 1):
+                            if points == 7 and abs(dx) + abs(dy) + abs(dz) > 1:
+                                continue
+                            if 0 <= ix + dx < nx and 0 <= iy + dy < ny and 0 <= iz + dz < nz:
+                                P[(iz * ny + iy) * nx + ix, ((iz + dz) * ny + iy + dy) * nx + ix + dx] = True
+    return P
+
+
+@pytest.mark.parametrize("points", [7, 27])
+@pytest.mark.parametrize("nx,ny,nz", [(1, 1, 1), (2, 2, 2), (3, 4, 5), (5, 3, 2), (1, 1, 6),
+                                      (4, 1, 3), (0, 3, 2), (3, 3, 0)])
+def test_stencil_3d_structure(nx, ny, nz, points):
+    A = ds.stencil(nx, ny, points=points, nz=nz, seed=5)
+    assert np.array_equal(A.toarray() != 0, _stencil3_pattern(nx, ny, nz, points))
+    _assert_canonical(A)
+    if nx and ny and nz:
+        want = (7 * nx * ny * nz - 2 * (nx * ny + ny * nz + nx * nz) if points == 7
+                else (3 * nx - 2) * (3 * ny - 2) * (3 * nz - 2))
+        assert A.nnz == want
+    assert ds.stencil(nx, points=points, seed=5).shape == (nx ** 3, nx ** 3)  # ny, nz default to nx
+
+
 @pytest.mark.parametrize("shape,bshape,d", [
     ((45, 52), (6, 8), 0.15), ((10, 10), (3, 4), 0.5), ((7, 5), (10, 10), 1.0),
     ((33, 65), (1, 32), 0.3), ((40, 40), (8, 8), 0.0), ((9, 7), (2, 3), 1.0), ((0, 5), (2, 2), 0.5),
@@ -157,7 +187,9 @@ def test_block_tiles_vary_with_seed():
     (lambda: ds.banded(5, 1, dtype=np.int32), DTypeError, "dtype"),
     (lambda: ds.stencil(-2), ShapeError, "nx"),
     (lambda: ds.stencil(3, "a"), ShapeError, "ny"),
-    (lambda: ds.stencil(3, points=7), OptionError, "points"),
+    (lambda: ds.stencil(3, points=6), OptionError, "points"),
+    (lambda: ds.stencil(3, points=5, nz=2), OptionError, "nz"),
+    (lambda: ds.stencil(3, points=27, nz=-1), ShapeError, "nz"),
     (lambda: ds.stencil(3, points=[5]), OptionError, "points"),
     (lambda: ds.stencil(3, dtype="int8"), DTypeError, "dtype"),
     (lambda: ds.block((4, -4), (2, 2), 0.5), ShapeError, "shape"),

@@ -46,24 +46,30 @@ def banded(n, bandwidth, dtype=np.float32, seed=0) -> sp.csr_matrix:
     return _finish((n, n), lengths, indices, dtypes, rng)
 
 
-# neighbour offsets (dx, dy), ordered by the column offset dy * nx + dx
+# neighbour offsets (dx, dy, dz), ordered by the column offset dz * nx * ny + dy * nx + dx
 _STENCILS = {
-    5: ((0, -1), (-1, 0), (0, 0), (1, 0), (0, 1)),
-    9: tuple((dx, dy) for dy in (-1, 0, 1) for dx in (-1, 0, 1)),
+    5: ((0, -1, 0), (-1, 0, 0), (0, 0, 0), (1, 0, 0), (0, 1, 0)),
+    9: tuple((dx, dy, 0) for dy in (-1, 0, 1) for dx in (-1, 0, 1)),
+    7: ((0, 0, -1), (0, -1, 0), (-1, 0, 0), (0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1)),
+    27: tuple((dx, dy, dz) for dz in (-1, 0, 1) for dy in (-1, 0, 1) for dx in (-1, 0, 1)),
 }
 
 
-def stencil(nx, ny=None, points: int = 5, dtype=np.float32, seed=0) -> sp.csr_matrix:
-    """The pattern of the 2-D 5-point or 9-point Laplacian on an ``nx x ny`` grid.
+def stencil(nx, ny=None, points: int = 5, dtype=np.float32, seed=0, nz=None) -> sp.csr_matrix:
+    """The pattern of a Laplacian stencil: 2-D 5- or 9-point on an ``nx x ny`` grid, 3-D 7- or
+    27-point on an ``nx x ny x nz`` grid.
 
-    Grid point ``(ix, iy)`` is row and column ``iy * nx + ix`` (``ny`` defaults to ``nx``);
-    row ``r`` holds ``r`` and the grid neighbours of its point (left/right/below/above, plus
-    the diagonal ones for 9 points). Neighbours outside the grid are dropped, so with
-    ``nx, ny >= 2`` a 5-point row holds 3 (corner), 4 (edge) or 5 entries and a 9-point row
-    4, 6 or 9; there are ``5*nx*ny - 2*nx - 2*ny`` and ``(3*nx - 2) * (3*ny - 2)`` nonzeros.
+    Grid point ``(ix, iy, iz)`` is row and column ``(iz * ny + iy) * nx + ix`` (``ny`` and, in
+    3-D, ``nz`` default to ``nx``; 2-D grids take no ``nz``); row ``r`` holds ``r`` and the
+    grid neighbours of its point: those one step along an axis for 5 and 7 points, every
+    point of the surrounding 3 x 3 (x 3) box for 9 and 27. Neighbours outside the grid are
+    dropped, so with every side >= 2 a 5-point row holds 3 (corner), 4 (edge) or 5 entries and
+    a 9-point row 4, 6 or 9; there are ``5*nx*ny - 2*nx - 2*ny`` and
+    ``(3*nx - 2) * (3*ny - 2)`` nonzeros in 2-D, ``7*nx*ny*nz - 2*(nx*ny + ny*nz + nx*nz)``
+    and ``(3*nx - 2) * (3*ny - 2) * (3*nz - 2)`` in 3-D.
 
-    The values are random (standard normal), not the Laplacian's 4 and -1: the pattern is
-    symmetric, the matrix is not.
+    The values are random (standard normal), not the Laplacian's: the pattern is symmetric,
+    the matrix is not.
     """
     nx = _count(nx, "nx", error=ShapeError)
     ny = nx if ny is None else _count(ny, "ny", error=ShapeError)
@@ -72,15 +78,25 @@ def stencil(nx, ny=None, points: int = 5, dtype=np.float32, seed=0) -> sp.csr_ma
     except TypeError:                        # unhashable
         ok = False
     if not ok:
-        raise OptionError(problem("points", "5 or 9", repr(points)))
+        raise OptionError(problem("points", "5 or 9 (2-D), 7 or 27 (3-D)", repr(points)))
+    if points in (5, 9):
+        if nz is not None:
+            raise OptionError(problem("nz", f"None for a 2-D {points}-point stencil", repr(nz),
+                                      "pass points=7 or 27 for a 3-D grid, or leave nz out"))
+        nz = 1
+    else:
+        nz = nx if nz is None else _count(nz, "nz", error=ShapeError)
     dtypes = _sparse_dtype(dtype)
     rng = _rng(seed)
     off = np.array(_STENCILS[points], dtype=np.int64)
-    x = np.tile(np.arange(nx, dtype=np.int64), ny)[:, None] + off[:, 0]
-    y = np.repeat(np.arange(ny, dtype=np.int64), nx)[:, None] + off[:, 1]
-    inside = (x >= 0) & (x < nx) & (y >= 0) & (y < ny)
-    indices = (y * nx + x)[inside]           # row-major: CSR order, columns ascending
-    return _finish((nx * ny, nx * ny), inside.sum(axis=1), indices, dtypes, rng)
+    n = nx * ny * nz
+    r = np.arange(n, dtype=np.int64)
+    x = (r % nx)[:, None] + off[:, 0]
+    y = (r // nx % ny)[:, None] + off[:, 1]
+    z = (r // max(nx * ny, 1))[:, None] + off[:, 2]
+    inside = (x >= 0) & (x < nx) & (y >= 0) & (y < ny) & (z >= 0) & (z < nz)
+    indices = ((z * ny + y) * nx + x)[inside]   # row-major: CSR order, columns ascending
+    return _finish((n, n), inside.sum(axis=1), indices, dtypes, rng)
 
 
 def block(shape, block_shape, block_density: float, dtype=np.float32,
