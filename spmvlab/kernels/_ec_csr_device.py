@@ -36,42 +36,49 @@ def _tuple_loader(n: int, piece: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _code_parts(delta_bits: int, ws: int, vs: int, cw: int):
+def _code_parts(delta_bits: int, ws: int, vs: int, cw: int, index: str = "int64"):
     """Code loads: ``long_codes(words, bytes_, p)`` the ``vs`` codes of entries [p, p + vs)
     as one integer (code j at bit ``j * delta_bits``; p a multiple of ``cw``),
-    ``short_code(bytes_, p)`` the code of entry p, ``code(w, j)`` code j of such an integer;
+    ``short_code(bytes_, p)`` the code of entry p, ``short_word(words, bytes_, p)`` the same
+    with the long loader's signature, ``code(w, j)`` code j of such an integer;
     ``group_sum(v, mask)`` the butterfly sum over a group of ``ws`` lanes;
-    ``find_set(set_desc, blk)`` the set holding block ``blk``."""
+    ``find_set(set_desc, blk)`` the set holding block ``blk``; ``group_mask(lane0)``.
+
+    Positions and codes are of type ``index`` ("int64", or "uint32" where every array fits:
+    unsigned 32-bit arithmetic about halves the instructions of the address math, and numba
+    emits no wraparound checks for unsigned indices). Every operation casts back to that type
+    because numba widens mixed int arithmetic to int64."""
     b = delta_bits
     WT = np.uint64 if vs * b > 32 else np.uint32
+    IT = np.dtype(index).type
     cmask = (1 << b) - 1
     wbits = cw * b
     nw = vs // cw
-    int64 = np.int64
+    cw_shift = int(cw).bit_length() - 1
 
     if b == 8:
         @inline_device
         def short_code(bytes_, p):
-            return int64(bytes_[p])
+            return IT(bytes_[p])
     else:
         @inline_device
         def short_code(bytes_, p):
-            return int64((bytes_[p >> 1] >> ((p & 1) * 4)) & 15)
+            return IT(IT(bytes_[IT(p >> IT(1))]) >> IT(IT(p & IT(1)) * IT(4))) & IT(15)
 
     if wbits >= 8:
         @inline_device
         def long_codes(words, bytes_, p):
-            i = p // cw
+            i = IT(p >> IT(cw_shift))
             w = WT(words[i])
             for k in range(1, nw):
-                w = WT(w | WT(WT(words[i + k]) << WT(k * wbits)))
+                w = WT(w | WT(WT(words[IT(i + IT(k))]) << WT(k * wbits)))
             return w
     else:                                        # 4-bit codes, one nibble at a time
         @inline_device
         def long_codes(words, bytes_, p):
             w = WT(0)
             for k in range(vs):
-                w = WT(w | WT(WT(short_code(bytes_, p + k)) << WT(k * 4)))
+                w = WT(w | WT(WT(short_code(bytes_, IT(p + IT(k)))) << WT(k * 4)))
             return w
 
     @inline_device
@@ -80,7 +87,7 @@ def _code_parts(delta_bits: int, ws: int, vs: int, cw: int):
 
     @inline_device
     def code(w, j):
-        return int64(WT(w >> WT(j * b)) & WT(cmask))
+        return IT(WT(w >> WT(j * b)) & WT(cmask))
 
     @inline_device
     def group_sum(v, mask):
@@ -92,11 +99,11 @@ def _code_parts(delta_bits: int, ws: int, vs: int, cw: int):
 
     @inline_device
     def find_set(set_desc, blk):
-        n_sets = set_desc.shape[0] // _NF
-        s = 0
-        while s + 1 < n_sets and set_desc[(s + 1) * _NF + 2] <= blk:
-            s += 1
-        return s * _NF
+        n_sets = IT(set_desc.shape[0] // _NF)
+        s = IT(0)
+        while IT(s + IT(1)) < n_sets and IT(set_desc[IT(IT(s + IT(1)) * IT(_NF) + IT(2))]) <= blk:
+            s = IT(s + IT(1))
+        return IT(s * IT(_NF))
 
     @inline_device
     def group_mask(lane0):
@@ -104,28 +111,24 @@ def _code_parts(delta_bits: int, ws: int, vs: int, cw: int):
             return np.uint32(0xFFFFFFFF)
         return np.uint32(np.uint32((1 << ws) - 1) << np.uint32(lane0))
 
-    return dict(short_code=short_code, long_codes=long_codes, short_word=short_word, code=code, group_sum=group_sum,
-                find_set=find_set, group_mask=group_mask)
-
-
-def _block_geometry(C):
-    """``geometry(set_desc, ptr, base, blk, t)``: (g, vec, first row entry, first code,
-    stored columns, first value, lane base column) of block ``blk`` for lane ``t``."""
-    find_set = C["find_set"]
-
     @inline_device
     def geometry(set_desc, ptr, base, blk, t, ws):
+        """(g, vec, first row entry, first code, stored columns, first value, lane base
+        column) of block ``blk`` for lane ``t``."""
         s = find_set(set_desc, blk)
-        g = np.int64(set_desc[s])
-        vec = np.int64(set_desc[s + 1])
-        first = set_desc[s + 2]
-        row0 = set_desc[s + 3] + (blk - first) * g
-        c0 = np.int64(ptr[blk])
-        nc = np.int64(ptr[blk + 1]) - c0
-        v0 = set_desc[s + 4] + (c0 - ptr[first]) * g
-        return g, vec, np.int64(row0), c0, nc, np.int64(v0), np.int64(base[blk * ws + t])
+        g = IT(set_desc[s])
+        vec = IT(set_desc[IT(s + IT(1))])
+        first = IT(set_desc[IT(s + IT(2))])
+        row0 = IT(IT(set_desc[IT(s + IT(3))]) + IT(IT(blk - first) * g))
+        c0 = IT(ptr[blk])
+        nc = IT(IT(ptr[IT(blk + IT(1))]) - c0)
+        v0 = IT(IT(set_desc[IT(s + IT(4))]) + IT(IT(c0 - IT(ptr[first])) * g))
+        col0 = IT(base[IT(IT(blk * IT(ws)) + t)])
+        return g, vec, row0, c0, nc, v0, col0
 
-    return geometry
+    return dict(short_code=short_code, long_codes=long_codes, short_word=short_word, code=code,
+                group_sum=group_sum, find_set=find_set, group_mask=group_mask, geometry=geometry,
+                index=IT)
 
 
 def _chains(make_block, branch, gmax: int, vs: int):

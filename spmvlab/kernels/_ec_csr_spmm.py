@@ -12,7 +12,7 @@ import numpy as np
 
 from .._cuda import cuda, inline_device
 from ._common import WARP, acc_type
-from ._ec_csr_device import _VLOAD, _block_geometry, _chains, _code_parts, _tuple_loader
+from ._ec_csr_device import _VLOAD, _chains, _code_parts, _tuple_loader
 
 if TYPE_CHECKING:
     from .ec_csr import ECCSRConfig
@@ -155,7 +155,7 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
     short_block, long_block = _spmm_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, ct, gx)
     C = _code_parts(delta_bits, ws, vs, cw)
     group_mask = C["group_mask"]
-    geometry = _block_geometry(C)
+    geometry = C["geometry"]
     n_acc = max(gmax * ct, ct)
 
     @cuda.jit

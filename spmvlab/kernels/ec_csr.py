@@ -1,7 +1,8 @@
 """EC-CSR SpMV/SpMM kernels (numba.cuda), paired with ``reference/ec_csr.py``.
 
 This module holds the config, the device copy, the device check and the public wrappers;
-the kernels live beside it: ``_ec_csr_spmv.py`` (SpMV, int64 and ``index32`` paths),
+the kernels live beside it: ``_ec_csr_spmv.py`` (SpMV, one source for uint32 and int64
+positions),
 ``_ec_csr_spmm.py`` (SpMM) and ``_ec_csr_device.py`` (device functions both use).
 
 Thread/data mapping
@@ -88,11 +89,11 @@ coalesced), and vec 2-byte gathers of x. A lane's columns are its own 1/32 of th
 columns, so a warp's gather touches up to 32 different 128-B lines (L1 hits, uncoalesced):
 one lane gather per stored column. Atomics: one float32 RED per block row (negligible).
 
-Instructions. In the first version (``index32=False``) most instructions were int64
-position math and numba's negative-index wraparound (SHF.R.S32.HI + LOP3 + IADD3/IADD3.X per
-index), and its register count capped the resident warps per SM. ``index32`` (uint32
-positions, unsigned indices) drops the int64 math and the wraparound: fewer instructions
-per stored entry and fewer registers. ``unroll=4`` issues the 4 code words, the values and the 16 gathers
+Instructions. With int64 positions most instructions are int64 position math and numba's
+negative-index wraparound (SHF.R.S32.HI + LOP3 + IADD3/IADD3.X per index), and the register
+count caps the resident warps per SM. ``index32`` (uint32 positions, unsigned indices) drops
+the int64 math and the wraparound: fewer instructions per stored entry and fewer registers.
+Both come from one source (``_ec_csr_spmv.py``), the position type a factory argument. ``unroll=4`` issues the 4 code words, the values and the 16 gathers
 before the FMAs, at the first version's register count.
 
 What most likely limits it: memory-level parallelism. Per iteration a warp has one
@@ -130,7 +131,7 @@ from ._common import (
 )
 from ._ec_csr_device import _NF, _code_parts
 from ._ec_csr_spmm import _spmm_kernel
-from ._ec_csr_spmv import _spmv_kernel, _spmv_kernel32
+from ._ec_csr_spmv import _spmv_kernel
 from ._spmm import TILE_COLS, group_for, tile_for
 
 __all__ = ["ECCSRConfig", "DeviceECCSR", "to_device", "device_check", "launch_check", "spmv",
@@ -159,9 +160,10 @@ class ECCSRConfig:
     index32             SpMV: positions, columns and array indices as uint32, indexing
                         without numba's negative-index wraparound (the module docstring's
                         "Cost model"); used when every array of the matrix has fewer than
-                        2**31 entries, else the int64 path runs. Same products in the same
-                        order as the int64 path (False: the first version's kernel, for A/B).
-    unroll              SpMV with index32: 1, 2 or 4 iterations of a lane's column loop
+                        2**31 entries, else int64 positions. The same kernel source and the
+                        same products in the same order either way (False: int64 always, as
+                        larger matrices get; tests use it to reach that instantiation).
+    unroll              SpMV: 1, 2 or 4 iterations of a lane's column loop
                         (vec columns each) done as one step: their code words and values are
                         all loaded before any of their x gathers and FMAs, so a warp has up
                         to ``unroll`` times the bytes in flight; the 0-3 iterations left over
@@ -187,10 +189,6 @@ class ECCSRConfig:
             raise OptionError(problem("ECCSRConfig.index32", "True or False", repr(self.index32)))
         if isinstance(self.unroll, bool) or self.unroll not in UNROLLS:
             raise OptionError(problem("ECCSRConfig.unroll", f"one of {UNROLLS}", repr(self.unroll)))
-        if self.unroll > 1 and not self.index32:
-            raise OptionError(problem("ECCSRConfig.unroll", "1 when index32 is False (the "
-                                      "unrolled loop exists on the 32-bit path only)",
-                                      repr(self.unroll), "set index32=True"))
         mr = self.max_registers
         if mr is not None and (isinstance(mr, bool) or not isinstance(mr, (int, np.integer))
                                or not 16 <= mr <= 255):
@@ -406,11 +404,10 @@ def _kernel_key(D: DeviceECCSR):
 
 
 def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig):
-    """The SpMV kernel ``config`` asks for: the uint32 one when ``index32`` is set and the
-    matrix fits (``DeviceECCSR.fits32``), else the int64 one (which ignores ``unroll``)."""
-    if config.index32 and D.fits32:
-        return _spmv_kernel32(*_kernel_key(D), config)
-    return _spmv_kernel(*_kernel_key(D), config)
+    """The SpMV kernel ``config`` asks for: uint32 positions when ``index32`` is set and the
+    matrix fits (``DeviceECCSR.fits32``), else int64."""
+    index = "uint32" if config.index32 and D.fits32 else "int64"
+    return _spmv_kernel(*_kernel_key(D), config, index)
 
 
 def _matrix_args(D: DeviceECCSR) -> tuple:
@@ -500,9 +497,9 @@ def ptx_targets():
         if kind == "spmv":
             variant = ("" if cfg.index32 else ",int64") + (f",unroll{cfg.unroll}" if cfg.unroll > 1
                                                            else "")
-            factory = _spmv_kernel32 if cfg.index32 else _spmv_kernel
+            index = "uint32" if cfg.index32 else "int64"
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
-                                 functools.partial(factory, dt, b, ws, vs, cw, P, cfg),
+                                 functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg, index),
                                  args + f"{array_sig(dt)}, {array_sig('float32')})", wide))
         else:
             ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
