@@ -202,10 +202,19 @@ def shared_bytes(dtype, params: str) -> int:
 # ---------------------------------------------------------------------------------------------
 
 @functools.lru_cache(maxsize=None)
-def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1):
+def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
+          escapes: bool = True):
     """``fill(...)`` (the tables into shared memory) and ``walk(...)`` (one slice) for value
     dtype, parameter set and mode: products into ``ct`` accumulators (``check=False``) or
-    the device check's tests (``check=True``)."""
+    the device check's tests (``check=True``). ``escapes``: the matrix has escape slots (a
+    walk without them has no escape events at all).
+
+    The l positions of a segment are written out one by one (a chain of device functions,
+    each specialised on its position), so every slot's bit offset, table and domain are
+    constants: the compiler leaves a rolled loop over the positions otherwise, and each
+    position then pays for its offset arithmetic, the domain tests and both branches'
+    code. Table and x indices are unsigned (numba adds a negative-index wraparound to every
+    signed index)."""
     P = PARAMS[params]
     WB, SB, K, L, O, F = (int(P.word_bits), int(P.slot_bits), int(P.K), int(P.l), int(P.o), int(P.f))
     if O != 3 or F != 2 or L % 2:
@@ -248,18 +257,23 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1):
         cuda.syncthreads()
         return svals, sdel, sinfo
 
-    @inline_device
-    def unpack(w0, w1, w2, k):
-        """Slot ``k`` of the segment: bits [k SB, k SB + SB) of w0 w1 w2 (w0 most significant)."""
+    def unpacker(k: int):
+        """``unpack(w0, w1, w2)``: slot ``k`` of the segment, bits [k SB, k SB + SB) of
+        w0 w1 w2 (w0 most significant), as uint32; k is a constant, so one or two shifts."""
         p = k * SB
-        lo = (w1 << u64(WB)) | w2
-        if p + SB <= 2 * WB:
-            s = lo >> u64(p)
-        elif p >= 2 * WB:
-            s = w0 >> u64(p - 2 * WB)
-        else:
-            s = (lo >> u64(p)) | (w0 << u64(2 * WB - p))
-        return i32(s & u64(K - 1))
+
+        @inline_device
+        def unpack(w0, w1, w2):
+            lo = (w1 << u64(WB)) | w2
+            if p + SB <= 2 * WB:
+                s = lo >> u64(p)
+            elif p >= 2 * WB:
+                s = w0 >> u64(p - 2 * WB)
+            else:
+                s = (lo >> u64(p)) | (w0 << u64(2 * WB - p))
+            return u32(s) & u32(K - 1)
+
+        return unpack
 
     @inline_device
     def wide(a, b):
@@ -276,7 +290,122 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1):
             if i >= end:
                 bad = True
             i = min(i, i64(words.shape[0] - 1))
-        return u64(words[i]), bad
+        return u64(words[u64(i)]), bad
+
+    def position(k: int):
+        """``step(...)``: position k of a segment (a delta for even k, a value for odd):
+        its slot, table entry, escape event (with ``escapes``), column or product, and its
+        digit folded into its group's (D, B)."""
+        unpack = unpacker(k)
+        is_delta = k % 2 == 0
+        nraw = RAW_D if is_delta else RAW_V
+        spill = SPILL_D if is_delta else SPILL_V
+        bits = dbits if is_delta else vbits
+        ioff = IOFF if is_delta else IOFF + K
+
+        @inline_device
+        def step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
+                 svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                 accs, n_cols):
+            valid = k < rem
+            slot = unpack(w0, w1, w2)
+            if check:
+                used = d_used if is_delta else v_used
+                if valid and slot >= u32(used):
+                    bad = True
+                    slot = u32(0)
+            info = u32(sinfo[u32(u32(ioff) + slot)])
+            escaped = False
+            raw = u64(0)
+            if escapes:
+                first = d_esc if is_delta else v_esc
+                escaped = valid and slot >= u32(first)
+                if any_esc:                               # warp-uniform
+                    # events (k, e) for e = 0 .. nraw - 1 follow each other with the same
+                    # lanes: one ballot, word e of lane t at pos + e * popc + rank
+                    eb = cuda.ballot_sync(FULL_MASK, escaped)
+                    ecnt = i64(cuda.popc(eb))
+                    if escaped:
+                        at = pos + i64(cuda.popc(i64(eb) & below))
+                        for e in range(nraw):
+                            wd, bad = read(words, at + e * ecnt, end, bad)
+                            raw |= wd << u64(e * WB)
+                    pos += nraw * ecnt
+                    if check and escaped:
+                        if spill and (raw >> u64(bits)) != u64(0):
+                            bad = True
+            if is_delta:
+                if valid:
+                    if escaped:
+                        col = colt(col + colt(raw))
+                    else:
+                        col = colt(col + colt(sdel[u32(u32(VOFF) + slot)]))
+            elif valid:
+                if check:
+                    if col < 0 or col >= n_cols:
+                        bad = True
+                else:
+                    v = float_from_bits(raw, svals[0]) if escaped else svals[slot]
+                    if ct == 1:
+                        accs[0] += acc(v) * acc(Xf[u32(col)])
+                    else:
+                        fma_row(Xf, i64(col) * nx + j0, nvalid, acc(v), accs)
+            bm1 = info >> u32(8)                          # base - 1
+            D = u32(D * bm1 + D + (info & u32(0xFF)))
+            B = u32(B * bm1 + B)
+            return col, D, B, pos, bad
+
+        return step
+
+    def chain(k: int, stop: int):
+        """Positions [k, stop) of a segment, one after another, (D, B) restarting at k."""
+        step = position(k)
+        if k + 1 == stop:
+            @inline_device
+            def last(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals,
+                     sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                     n_cols):
+                return step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
+                            svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
+                            nvalid, accs, n_cols)
+            return last
+        rest = chain(k + 1, stop)
+
+        @inline_device
+        def walk_from(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals,
+                      sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                      n_cols):
+            col, D, B, pos, bad = step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below,
+                                       words, end, svals, sdel, sinfo, v_esc, v_used, d_esc,
+                                       d_used, Xf, nx, j0, nvalid, accs, n_cols)
+            return rest(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
+                        svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                        accs, n_cols)
+        return walk_from
+
+    group0, group1 = chain(0, HALF), chain(HALF, L)
+    unpacks = [unpacker(k) for k in range(L)]
+
+    def escape_scan(k: int):
+        """``mine(w0, w1, w2, rem, d_esc, v_esc)``: a valid position in [k, L) holds an
+        escape slot."""
+        unpack = unpacks[k]
+        is_delta = k % 2 == 0
+        rest = escape_scan(k + 1) if k + 1 < L else None
+
+        if rest is None:
+            @inline_device
+            def mine(w0, w1, w2, rem, d_esc, v_esc):
+                return k < rem and unpack(w0, w1, w2) >= u32(d_esc if is_delta else v_esc)
+            return mine
+
+        @inline_device
+        def mine_from(w0, w1, w2, rem, d_esc, v_esc):
+            here = k < rem and unpack(w0, w1, w2) >= u32(d_esc if is_delta else v_esc)
+            return rest(w0, w1, w2, rem, d_esc, v_esc) or here
+        return mine_from
+
+    scan = escape_scan(0)
 
     @inline_device
     def walk(words, start, end, n, lane, svals, sdel, sinfo, v_esc, v_used, d_esc, d_used,
@@ -293,7 +422,6 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1):
         while off > 0:
             most = max(most, cuda.shfl_xor_sync(FULL_MASK, most, off))
             off //= 2
-        has_esc = v_esc < v_used or d_esc < d_used
         pos = i64(start)
         # initial words: three events, the same lanes
         bal = cuda.ballot_sync(FULL_MASK, nseg > 0)
@@ -311,71 +439,21 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1):
         r = u32(1)
         col = colt(0)
         j = i32(0)
+        left = i64(n)                  # symbols of the row from this segment on
         while j < most:
-            active = j < nseg
             notlast = j < nseg - 1
-            p0 = j * L
+            rem = i32(max(min(left, i64(L)), i64(0)))
             any_esc = False
-            if has_esc:                                   # warp-uniform
-                mine = False
-                for k in range(L):
-                    slot = unpack(w0, w1, w2, k)
-                    first = d_esc if k % 2 == 0 else v_esc
-                    if active and p0 + k < n and slot >= first:
-                        mine = True
-                any_esc = cuda.ballot_sync(FULL_MASK, mine) != 0
-            D0 = u32(0)
-            B0 = u32(1)
-            D1 = u32(0)
-            B1 = u32(1)
-            for k in range(L):
-                valid = active and p0 + k < n
-                slot = unpack(w0, w1, w2, k)
-                is_delta = k % 2 == 0
-                first = d_esc if is_delta else v_esc
-                used = d_used if is_delta else v_used
-                if check and valid and slot >= used:
-                    bad = True
-                    slot = i32(0)
-                info = sinfo[IOFF + (slot if is_delta else K + slot)]
-                digit = u32(info & 0xFF)
-                base = u32(u32(info >> 8) + u32(1))
-                escaped = valid and slot >= first
-                raw = u64(0)
-                if any_esc:                               # warp-uniform
-                    # events (k, e) for e = 0 .. nraw - 1 follow each other with the same
-                    # lanes: one ballot, word e of lane t at pos + e * popc + rank
-                    nraw = RAW_D if is_delta else RAW_V
-                    eb = cuda.ballot_sync(FULL_MASK, escaped)
-                    ecnt = i64(cuda.popc(eb))
-                    if escaped:
-                        at = pos + i64(cuda.popc(i64(eb) & below))
-                        for e in range(nraw):
-                            wd, bad = read(words, at + e * ecnt, end, bad)
-                            raw |= wd << u64(e * WB)
-                    pos += nraw * ecnt
-                    if check and escaped:
-                        spill = SPILL_D if is_delta else SPILL_V
-                        bits = dbits if is_delta else vbits
-                        if spill and (raw >> u64(bits)) != u64(0):
-                            bad = True
-                if is_delta:
-                    if valid:
-                        col = colt(col + (colt(raw) if escaped else colt(sdel[VOFF + slot])))
-                else:
-                    if valid:
-                        if check:
-                            if col < 0 or col >= n_cols:
-                                bad = True
-                        else:
-                            v = float_from_bits(raw, svals[0]) if escaped else svals[slot]
-                            fma_row(Xf, i64(col) * nx + j0, nvalid, acc(v), accs)
-                if k < HALF:
-                    D0 = u32(D0 * base + digit)
-                    B0 = u32(B0 * base)
-                else:
-                    D1 = u32(D1 * base + digit)
-                    B1 = u32(B1 * base)
+            if escapes:                                   # warp-uniform
+                any_esc = cuda.ballot_sync(FULL_MASK, scan(w0, w1, w2, rem, d_esc, v_esc)) != 0
+            col, D0, B0, pos, bad = group0(w0, w1, w2, rem, col, u32(0), u32(1), pos, bad,
+                                           any_esc, below, words, end, svals, sdel, sinfo,
+                                           v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                                           accs, n_cols)
+            col, D1, B1, pos, bad = group1(w0, w1, w2, rem, col, u32(0), u32(1), pos, bad,
+                                           any_esc, below, words, end, svals, sdel, sinfo,
+                                           v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                                           accs, n_cols)
             # the two checks: group g's digits join the state, then word g is extracted
             # from it (radix >= W) or read
             for grp in range(2):
@@ -404,6 +482,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1):
             if notlast:
                 w2, bad = read(words, pos + i64(cuda.popc(i64(lb) & below)), end, bad)
             pos += i64(cuda.popc(lb))
+            left -= L
             j += 1
         if check and pos != end:
             bad = True
@@ -424,8 +503,8 @@ def _grid(n_rows: int, threads: int, nbytes: int, cfg: CSRDtansConfig) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig):
-    W_ = _walk(dtype_name, params, False)
+def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: bool = True):
+    W_ = _walk(dtype_name, params, False, escapes=escapes)
     tables, walk = W_["tables"], W_["walk"]
     accnp = accumulator_np(dtype_name)
 
@@ -456,8 +535,9 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig):
 
 
 @functools.lru_cache(maxsize=None)
-def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: int):
-    W_ = _walk(dtype_name, params, False, ct, g)
+def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: int,
+                 escapes: bool = True):
+    W_ = _walk(dtype_name, params, False, ct, g, escapes)
     tables, walk = W_["tables"], W_["walk"]
     zero = tile_parts(dtype_name, ct, g)["zero"]
     accnp = accumulator_np(dtype_name)
@@ -521,6 +601,12 @@ def _check_kernel(dtype_name: str, params: str):
     return csr_dtans_check
 
 
+def _escapes(D: DeviceCSRDtans) -> bool:
+    """Whether either table has escape slots (else the kernels are built without escape
+    events; the check kernel always has them)."""
+    return D.v_esc < D.v_used or D.d_esc < D.d_used
+
+
 def _table_args(D: DeviceCSRDtans) -> tuple:
     i32 = np.int32
     return (D.vsym, D.vinfo, D.dsym, D.dinfo, i32(D.v_esc), i32(D.v_used), i32(D.d_esc),
@@ -567,7 +653,7 @@ def _launch_spmv(D, x, y, config):
     if n_rows:
         nbytes = shared_bytes(D.dtype, D.params)
         threads = config.threads_per_block
-        launch_smem(_spmv_kernel(D.dtype.name, D.params, config),
+        launch_smem(_spmv_kernel(D.dtype.name, D.params, config, _escapes(D)),
                     _grid(n_rows, threads, nbytes, config), threads, nbytes,
                     (*_table_args(D), x, y))
 
@@ -588,13 +674,15 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
         threads = config.threads_per_block
         grid = (_grid(n_rows, threads, nbytes, config), blocks_for(k_cols, ct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
-        launch_smem(_spmm_kernel(D.dtype.name, D.params, config, ct, g), grid, threads, nbytes,
+        launch_smem(_spmm_kernel(D.dtype.name, D.params, config, ct, g, _escapes(D)), grid,
+                    threads, nbytes,
                     (*_table_args(D), flat, ops.out, np.int64(k_cols)))
     return finish(ops, out)
 
 
 def ptx_targets():
-    """SpMV and SpMM for every value dtype, index type and parameter set; the check."""
+    """SpMV and SpMM for every value dtype, index type and parameter set (with escape
+    events, and for the paper's parameters also without); the check."""
     out = []
     cfg = CSRDtansConfig()
     for params in sorted(PARAMS):
@@ -609,6 +697,14 @@ def ptx_targets():
                 out.append(PTXTarget(f"csr_dtans.spmv[{tag}]",
                                      functools.partial(_spmv_kernel, dt, params, cfg),
                                      head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
+                if params == "paper" and it == "int32":     # tables without escape slots
+                    out.append(PTXTarget(f"csr_dtans.spmv[{tag},noesc]",
+                                         functools.partial(_spmv_kernel, dt, params, cfg, False),
+                                         head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
+                    out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,noesc]",
+                                         functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
+                                                           False),
+                                         head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"))
                 cases = ptx_cases(dt) if (params == "paper" and it == "int32") else [(8, 1)]
                 for ct, g in cases:
                     out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile{ct},g{g}]",
