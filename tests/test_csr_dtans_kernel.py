@@ -124,3 +124,17 @@ def test_to_device_checks_large_matrices_on_the_device_not_with_the_host_decoder
     assert K.to_device(M) == "uploaded"
     assert device == [] and host == [False]
     assert K.to_device(M, check="device") == "uploaded" and device == ["uploaded"]
+
+
+def test_config_fields_are_checked():
+    """Each launch setting is refused out of range, naming its field."""
+    from reference._common import OptionError
+    for bad in (15, 256, True, 32.0):
+        with pytest.raises(OptionError, match="CSRDtansConfig.max_registers"):
+            K.CSRDtansConfig(max_registers=bad)
+    for bad in (-1, 33, True):
+        with pytest.raises(OptionError, match="CSRDtansConfig.blocks_per_sm"):
+            K.CSRDtansConfig(blocks_per_sm=bad)
+    with pytest.raises(OptionError, match="CSRDtansConfig.spmm_tile"):
+        K.CSRDtansConfig(spmm_tile=3)
+    assert K.CSRDtansConfig(max_registers=32).max_registers == 32

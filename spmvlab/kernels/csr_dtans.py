@@ -60,7 +60,8 @@ from .. import formats
 from .._cuda import cuda, inline_device, libdevice
 from ._common import (
     DEVICE_CHECK_MIN_ENTRIES, FULL_MASK, WARP, PTXTarget, acc_type, array_sig, blocks_for, check_int32,
-    check_threads_per_block, check_value_dtype, checked_to_device, finish, numba_type, prepare,
+    check_threads_per_block, check_value_dtype, checked_to_device, finish, jit_options, numba_type,
+    prepare,
     prepare_spmm,
     run_device_check, to_dev,
     check_config,
@@ -87,6 +88,9 @@ class CSRDtansConfig:
                        16, 32; N <= spmm_tile decodes the matrix once
     blocks_per_sm      blocks of the persistent grid per SM (0: as many as shared memory and
                        threads allow)
+    max_registers      SpMV/SpMM: register cap per thread (None: the compiler's choice);
+                       with the tables' 40-64 KiB of shared memory per block, 1024 threads
+                       and at most 32 registers keep two blocks (64 warps) on an SM
 
     Not tuned on a GPU yet (defaults are guesses): 256 threads and the largest resident
     grid.
@@ -95,6 +99,7 @@ class CSRDtansConfig:
     threads_per_block: int = 256
     spmm_tile: int = 8
     blocks_per_sm: int = 0
+    max_registers: int | None = None
 
     def __post_init__(self):
         check_threads_per_block("CSRDtansConfig", self.threads_per_block)
@@ -104,6 +109,11 @@ class CSRDtansConfig:
                 or not 0 <= self.blocks_per_sm <= 32:
             raise OptionError(problem("CSRDtansConfig.blocks_per_sm", "an int in [0, 32] (0: auto)",
                                       repr(self.blocks_per_sm)))
+        mr = self.max_registers
+        if mr is not None and (isinstance(mr, bool) or not isinstance(mr, (int, np.integer))
+                               or not 16 <= mr <= 255):
+            raise OptionError(problem("CSRDtansConfig.max_registers", "None or an int in [16, 255]",
+                                      repr(mr)))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -508,7 +518,7 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: boo
     tables, walk = W_["tables"], W_["walk"]
     accnp = accumulator_np(dtype_name)
 
-    @cuda.jit
+    @cuda.jit(**jit_options(max_registers=cfg.max_registers))
     def csr_dtans_spmv(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, x, y):
         """Warp w of block b decodes slices b * warps + w, + grid warps, ...; lane t of a
@@ -542,7 +552,7 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
     zero = tile_parts(dtype_name, ct, g)["zero"]
     accnp = accumulator_np(dtype_name)
 
-    @cuda.jit
+    @cuda.jit(**jit_options(max_registers=cfg.max_registers))
     def csr_dtans_spmm(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, Xf, Y, nx):
         """As the SpMV for X's columns [ct * blockIdx.y, + ct): lane t of slice s keeps ct
@@ -700,6 +710,10 @@ def ptx_targets():
                 if params == "paper" and it == "int32":     # tables without escape slots
                     out.append(PTXTarget(f"csr_dtans.spmv[{tag},noesc]",
                                          functools.partial(_spmv_kernel, dt, params, cfg, False),
+                                         head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
+                    capped = CSRDtansConfig(threads_per_block=1024, max_registers=32)
+                    out.append(PTXTarget(f"csr_dtans.spmv[{tag},noesc,maxreg32]",
+                                         functools.partial(_spmv_kernel, dt, params, capped, False),
                                          head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
                     out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,noesc]",
                                          functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
