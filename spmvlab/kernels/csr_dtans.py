@@ -88,18 +88,23 @@ class CSRDtansConfig:
                        16, 32; N <= spmm_tile decodes the matrix once
     blocks_per_sm      blocks of the persistent grid per SM (0: as many as shared memory and
                        threads allow)
-    max_registers      SpMV/SpMM: register cap per thread (None: the compiler's choice);
-                       with the tables' 40-64 KiB of shared memory per block, 1024 threads
-                       and at most 32 registers keep two blocks (64 warps) on an SM
+    max_registers      SpMV: register cap per thread (None: the compiler's choice); with
+                       the tables' 40-64 KiB of shared memory per block, 768 threads at 40
+                       registers keep two blocks (48 warps) on an SM. The SpMM, whose tile
+                       of accumulators needs 48-69 registers, is not capped (at 40 it spills)
 
-    Not tuned on a GPU yet (defaults are guesses): 256 threads and the largest resident
-    grid.
+    Defaults from the H100 sweep of tools/time_csr_dtans.py over 128-1024 threads and
+    register caps (results/h100/time_csr_dtans_configs.json): the SpMV is latency-bound at
+    the 24 warps per SM that 256 threads leave beside a 64 KiB table, and 768 threads at 40
+    registers (two blocks, 48 warps per SM, no spills) was the fastest on every matrix and
+    value type there; 32 registers spill and lost on the irregular matrices. spmm_tile
+    and the grid size are not tuned yet.
     """
 
-    threads_per_block: int = 256
+    threads_per_block: int = 768
     spmm_tile: int = 8
     blocks_per_sm: int = 0
-    max_registers: int | None = None
+    max_registers: int | None = 40
 
     def __post_init__(self):
         check_threads_per_block("CSRDtansConfig", self.threads_per_block)
@@ -552,7 +557,7 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
     zero = tile_parts(dtype_name, ct, g)["zero"]
     accnp = accumulator_np(dtype_name)
 
-    @cuda.jit(**jit_options(max_registers=cfg.max_registers))
+    @cuda.jit
     def csr_dtans_spmm(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, Xf, Y, nx):
         """As the SpMV for X's columns [ct * blockIdx.y, + ct): lane t of slice s keeps ct
@@ -710,10 +715,6 @@ def ptx_targets():
                 if params == "paper" and it == "int32":     # tables without escape slots
                     out.append(PTXTarget(f"csr_dtans.spmv[{tag},noesc]",
                                          functools.partial(_spmv_kernel, dt, params, cfg, False),
-                                         head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
-                    capped = CSRDtansConfig(threads_per_block=1024, max_registers=32)
-                    out.append(PTXTarget(f"csr_dtans.spmv[{tag},noesc,maxreg32]",
-                                         functools.partial(_spmv_kernel, dt, params, capped, False),
                                          head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
                     out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,noesc]",
                                          functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
