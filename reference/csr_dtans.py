@@ -12,7 +12,15 @@ from the whole matrix's counts by :meth:`reference.dtans.Table.from_counts` with
 an escaped value is stored raw (its 16, 32 or 64 bits), an escaped delta as 32 bits (64 for
 more than 2**32 columns).
 
-Layout: rows ``32 w .. 32 w + 31`` form warp ``w``; lane ``t`` decodes row ``32 w + t``. The
+Layout: rows ``32 w .. 32 w + 31`` form warp ``w``; lane ``t`` decodes row ``32 w + t``.
+With ``lanes_per_row = P > 1`` (the long-row layout, for rows of thousands of nonzeros such
+as LLM weights) each row is cut into ``P`` contiguous pieces, piece ``p`` of a row of ``n``
+nonzeros holding its nonzeros ``[p n // P, (p + 1) n // P)``, and every piece is a stream of
+its own, decoded independently: stream ``P i + p`` is piece ``p`` of row ``i`` and streams
+take the places of rows above (32 per warp, so a warp decodes ``32 / P`` rows). A piece's
+first delta is its first column, as a row's is. What the pieces cost is in the stored bytes:
+per piece its own initial words and end of stream, and a first delta that is a column (often
+escaped). The piece lengths follow from ``row_lengths`` and are not stored. The
 warp's words are stored in the order its 32 decoders read them in lockstep: every read of
 the decoder is an event (initial words, escape words, conditional checks, unconditional
 loads; :mod:`reference.dtans`), the lanes meet the events in the same order, and at each
@@ -27,13 +35,16 @@ Arrays (index = int32 unless a count needs int64, one dtype for all index arrays
     value_counts  uint16 [m_v + 1]    their slot counts (1..M), last: the escape's (0: none)
     deltas        index [m_d]         the delta table's kept deltas, in slot order
     delta_counts  uint16 [m_d + 1]    their slot counts, last: the escape's
-    row_lengths   index [rows]        nonzeros per row (the decoder's ``n``)
+    row_lengths   index [rows]        nonzeros per row (the decoder's ``n``; with
+                                      ``lanes_per_row`` > 1 its pieces' lengths follow)
     warp_ptr      index [warps + 1]   warp w's words are ``words[warp_ptr[w]:warp_ptr[w+1]]``
     words         uint32 [...]        the interleaved word streams (``params="toy"``: 2-bit
                                       words in uint8)
 
-``params`` (the option) names the dtANS parameters: ``"paper"`` (32-bit words, K = 4096,
+``params`` (an option) names the dtANS parameters: ``"paper"`` (32-bit words, K = 4096,
 M = 256, l = 8, o = 3, f = 2) or ``"toy"`` (the paper's 2-bit example, K = 8, M = 4, l = 2).
+``lanes_per_row`` (an option, 1, 2, 4, 8, 16 or 32): streams per row, the layout above; 1 is
+the paper's layout.
 
 Choices the paper leaves open (this module is the specification; the coder's are in
 :mod:`reference.dtans`):
@@ -66,13 +77,15 @@ from ._common import (
 )
 from .dtans import ESCAPE, Params
 
-__all__ = ["PARAMS", "WARP", "CSRDtansMatrix", "encode", "spmv", "spmm", "decode_warp",
-           "cusparse_bytes", "row_symbols", "delta_raw_bits"]
+__all__ = ["PARAMS", "WARP", "LANES_PER_ROW", "CSRDtansMatrix", "encode", "spmv", "spmm",
+           "decode_warp", "cusparse_bytes", "row_symbols", "delta_raw_bits", "stream_ptr"]
 
 #: the named parameter sets ``encode(params=...)`` takes
 PARAMS = {"paper": Params.paper(), "toy": Params.toy()}
 #: rows per warp
 WARP = 32
+#: the streams per row ``encode(lanes_per_row=...)`` takes
+LANES_PER_ROW = (1, 2, 4, 8, 16, 32)
 #: the dtype of the slot counts
 COUNT_DTYPE = np.dtype(np.uint16)
 _INDEX_ARRAYS = ("deltas", "row_lengths", "warp_ptr")
@@ -95,6 +108,7 @@ class CSRDtansMatrix(SparseFormat):
     words: np.ndarray
     shape: tuple
     params: str
+    lanes_per_row: int = 1
 
     format_name = "csr_dtans"
 
@@ -108,8 +122,13 @@ class CSRDtansMatrix(SparseFormat):
         return int(self.row_lengths.astype(np.int64).sum())
 
     @property
+    def n_streams(self) -> int:
+        """Decoded streams: ``lanes_per_row`` per row."""
+        return self.n_rows * int(self.lanes_per_row)
+
+    @property
     def n_warps(self) -> int:
-        return -(-self.n_rows // WARP)
+        return -(-self.n_streams // WARP)
 
     @property
     def table_bytes(self) -> int:
@@ -141,6 +160,10 @@ class CSRDtansMatrix(SparseFormat):
         [0, cols]; ``warp_ptr`` from 0 to the word count, non-decreasing; words below W."""
         self._require(isinstance(self.params, str) and self.params in PARAMS, "params",
                       f"one of {sorted(PARAMS)}", repr(self.params))
+        lpr = self.lanes_per_row
+        self._require(isinstance(lpr, (int, np.integer)) and not isinstance(lpr, (bool, np.bool_))
+                      and lpr in LANES_PER_ROW,
+                      "lanes_per_row", f"one of {LANES_PER_ROW}", repr(self.lanes_per_row))
         P = self.dtans_params
         idx = self.warp_ptr.dtype
         for name in _INDEX_ARRAYS:
@@ -257,6 +280,16 @@ def decode_warp(words: np.ndarray, lengths, tables, P: Params) -> list[list]:
     return out
 
 
+def stream_ptr(indptr: np.ndarray, lanes_per_row: int) -> np.ndarray:
+    """Where each stream's nonzeros start (int64, ``rows * lanes_per_row + 1`` entries):
+    piece ``p`` of row ``i`` (``n`` nonzeros) starts at ``indptr[i] + p * n // lanes_per_row``."""
+    indptr = np.asarray(indptr, dtype=np.int64)
+    P = int(lanes_per_row)
+    n = np.diff(indptr)
+    starts = indptr[:-1, None] + (np.arange(P, dtype=np.int64)[None, :] * n[:, None]) // P
+    return np.concatenate((starts.reshape(-1), indptr[-1:]))
+
+
 def row_symbols(cols: np.ndarray, value_bits: np.ndarray) -> list:
     """One row's symbol stream: delta, value, delta, value, ..."""
     deltas = np.diff(cols.astype(np.int64), prepend=0)
@@ -271,11 +304,12 @@ def _decode(M: CSRDtansMatrix):
     P = M.dtans_params
     tables = _tables(M.deltas, M.delta_counts, M.values, M.value_counts, P, M.n_cols)
     lengths = M.row_lengths.astype(np.int64)
+    pieces = np.diff(stream_ptr(np.concatenate(([0], np.cumsum(lengths))), M.lanes_per_row))
     ptr = M.warp_ptr.astype(np.int64)
     cols, bits = [], []
     kept_v = M.values.view(_uint(M.values.dtype))
     for w in range(M.n_warps):
-        n = lengths[w * WARP:(w + 1) * WARP]
+        n = pieces[w * WARP:(w + 1) * WARP]
         try:
             streams = decode_warp(M.words[ptr[w]:ptr[w + 1]], (2 * n).tolist(), tables, P)
         except DecodeError as exc:
@@ -306,14 +340,26 @@ def stored_table(q: dict, dtype_out, view=None) -> tuple:
     return syms, counts
 
 
-def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> CSRDtansMatrix:
+def check_lanes_per_row(lanes_per_row) -> int:
+    """``lanes_per_row`` as an int, or OptionError naming the values it takes."""
+    if isinstance(lanes_per_row, (bool, np.bool_)) or lanes_per_row not in LANES_PER_ROW:
+        from ._common import OptionError, problem
+        raise OptionError(problem("lanes_per_row", f"one of {LANES_PER_ROW}", repr(lanes_per_row),
+                                  "pass 1 (a lane per row) or 32 (a warp per row)"))
+    return int(lanes_per_row)
+
+
+def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
+           lanes_per_row: int = 1) -> CSRDtansMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`CSRDtansMatrix`.
 
     ``params``: ``"paper"`` or ``"toy"`` (:data:`PARAMS`); ``dtype`` the value dtype
-    (default: A's own); ``lossy``: accept values that overflow or underflow in ``dtype``."""
+    (default: A's own); ``lossy``: accept values that overflow or underflow in ``dtype``;
+    ``lanes_per_row``: streams per row (module docstring; 1: the paper's layout)."""
     if params not in PARAMS:
         from ._common import OptionError, problem
         raise OptionError(problem("params", f"one of {sorted(PARAMS)}", repr(params)))
+    lanes = check_lanes_per_row(lanes_per_row)
     P = PARAMS[params]
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
@@ -322,8 +368,9 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> CSRDtan
     vbits = vals.view(_uint(dt))
     indptr = csr.indptr.astype(np.int64)
     cols = csr.indices.astype(np.int64)
-    streams = [row_symbols(cols[indptr[i]:indptr[i + 1]], vbits[indptr[i]:indptr[i + 1]])
-               for i in range(n_rows)]
+    sptr = stream_ptr(indptr, lanes)
+    streams = [row_symbols(cols[sptr[i]:sptr[i + 1]], vbits[sptr[i]:sptr[i + 1]])
+               for i in range(sptr.size - 1)]
     deltas_all = [s for st in streams for s in st[0::2]]
     vraw, draw = dt.itemsize * 8, delta_raw_bits(n_cols)
     vq = dtans.choose_multiplicities(dtans.count(vbits.tolist()), P, vraw, vraw + 16)
@@ -332,7 +379,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> CSRDtan
     vtab = dtans.Table.from_multiplicities(vq, P, vraw) if vq else None
     dtab = dtans.Table.from_multiplicities(dq, P, draw) if dq else None
     words, warp_ptr = [], [0]
-    for w in range(-(-n_rows // WARP)):
+    for w in range(-(-(sptr.size - 1) // WARP)):
         merged = []
         for t, st in enumerate(streams[w * WARP:(w + 1) * WARP]):
             merged += [(ev, t, word) for ev, word in dtans.encode_events(st, (dtab, vtab), P)]
@@ -345,7 +392,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> CSRDtan
     return CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
                           row_lengths=np.diff(indptr).astype(idx), warp_ptr=np.array(warp_ptr, dtype=idx),
                           words=np.array(words, dtype=P.word_dtype), shape=(int(n_rows), int(n_cols)),
-                          params=params)
+                          params=params, lanes_per_row=lanes)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -138,3 +138,48 @@ def test_config_fields_are_checked():
     with pytest.raises(OptionError, match="CSRDtansConfig.spmm_tile"):
         K.CSRDtansConfig(spmm_tile=3)
     assert K.CSRDtansConfig(max_registers=32).max_registers == 32
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("lanes", [2, 8, 32])
+def test_long_row_layout_every_lane_count(lanes):
+    """``lanes_per_row``: the ragged rows (0 to 61 nonzeros: pieces of 0, 1 and many) cut
+    into 2, 8 or 32 streams; SpMV and an SpMM of 3 columns against the exact product (outputs
+    garbage-filled), the device check, and fast encoder == reference; with escapes (float16,
+    distinct values) and without (small integers, the toy parameters too)."""
+    A, rng = ragged(np.float16, seed=4)
+    M = R.encode(A, dtype=np.float16, lanes_per_row=lanes)
+    assert M.lanes_per_row == lanes and M.n_warps == -(-A.shape[0] * lanes // 32)
+    x = rng.standard_normal(A.shape[1]).astype(np.float16)
+    X = rng.standard_normal((A.shape[1], 3)).astype(np.float16)
+    check_parity(R, K, M, x, X, config=CFG)
+    assert K.device_check(K.to_device(M, check="host")) == []
+    from spmvlab.encoders import csr_dtans as E
+    F = E.encode(A, dtype=np.float16, lanes_per_row=lanes)
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(M.arrays(), F.arrays()))
+    B, rng = ragged(np.float32, seed=5, n_rows=33, n_cols=70, distinct=False, contiguous=True)
+    for params in ("paper", "toy"):
+        N = R.encode(B, dtype=np.float32, params=params, lanes_per_row=lanes)
+        x = rng.standard_normal(B.shape[1]).astype(np.float32)
+        assert_close(K.spmv(N, x, config=CFG), N.to_csr(), x, np.float32, f"lanes {lanes} {params}")
+
+
+def test_long_row_layout_rejects_a_bad_lane_count_and_corruption():
+    """lanes_per_row outside 1..32 (powers of two) is refused by both encoders and by the
+    matrix check; a matrix whose lanes_per_row is changed after encoding no longer decodes
+    (its warps hold other streams) and the device check flags it."""
+    from reference._common import OptionError
+    from spmvlab.encoders import csr_dtans as E
+    A, _ = ragged(np.float32, seed=6)
+    for bad in (3, 0, 64, True, "32"):
+        for enc in (R.encode, E.encode):
+            with pytest.raises(OptionError, match="lanes_per_row"):
+                enc(A, dtype=np.float32, lanes_per_row=bad)
+    M = R.encode(A, dtype=np.float32, lanes_per_row=4)
+    with pytest.raises(FormatError, match="lanes_per_row"):
+        dataclasses.replace(M, lanes_per_row=5, checksum=None).validate()
+    wrong = dataclasses.replace(M, lanes_per_row=2, checksum=None)
+    with pytest.raises(FormatError):
+        wrong.validate(expensive=True)
+    D = K._upload(wrong)
+    assert K.device_check(D) == ["words"]

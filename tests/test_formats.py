@@ -502,7 +502,9 @@ def test_golden_encoding(info, path):
     assert doc["format"] == info.name
     for fast in ((False, True) if info.encoder else (False,)):
         M = info.encode(golden_input(doc), dtype=doc["dtype"], fast=fast, **doc["options"])
-        assert list(M.shape) == doc["input"]["shape"] and M.options() == doc["options"]
+        # an option added after the file was written sits at its default there
+        assert M.options() == info.check_options(doc["options"]), M.options()
+        assert list(M.shape) == doc["input"]["shape"]
         arrays = dict(M.arrays())
         assert sorted(arrays) == sorted(doc["arrays"])
         for name, want in doc["arrays"].items():

@@ -276,13 +276,16 @@ def _lookup_table(q: dict):
             np.array(esc, np.int64))
 
 
-def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> R.CSRDtansMatrix:
+def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
+           lanes_per_row: int = 1) -> R.CSRDtansMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`reference.csr_dtans.CSRDtansMatrix`,
-    byte for byte ``reference.csr_dtans.encode(A, dtype, lossy, params)`` (and its errors and
-    warning)."""
+    byte for byte ``reference.csr_dtans.encode(A, dtype, lossy, params, lanes_per_row)`` (and
+    its errors and warning). The streams are the rows' pieces (``reference.csr_dtans.stream_ptr``),
+    coded as rows."""
     if params not in R.PARAMS:
         raise OptionError(problem("params", f"one of {sorted(R.PARAMS)}", repr(params),
                                   "pass params='paper' or params='toy'"))
+    lanes = R.check_lanes_per_row(lanes_per_row)
     P = R.PARAMS[params]
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
@@ -291,10 +294,12 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> R.CSRDt
     uint = R._uint(dt)
     vbits = vals.view(uint).astype(np.uint64)
     indptr = csr.indptr.astype(np.int64)
+    sptr = R.stream_ptr(indptr, lanes)             # stream = piece of a row
+    n_streams = sptr.size - 1
     cols = csr.indices.astype(np.int64)
     nnz = int(cols.size)
     deltas = np.empty(nnz, np.uint64)
-    _deltas(indptr, cols, deltas)
+    _deltas(sptr, cols, deltas)
     vraw, draw = dt.itemsize * 8, R.delta_raw_bits(n_cols)
     K = int(P.K)
     vc, vrest = _top(vbits, K)
@@ -302,7 +307,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> R.CSRDt
     vq = dtans.choose_multiplicities(vc, P, vraw, vraw + 16, rest=vrest)
     dq = dtans.choose_multiplicities(dc, P, draw, index_dtype_for(nnz, n_rows, n_cols).itemsize * 8 + 16,
                                      rest=drest)
-    n_warps = -(-n_rows // R.WARP)
+    n_warps = -(-n_streams // R.WARP)
     warp_ptr = np.zeros(n_warps + 1, np.int64)
     if nnz:
         dk, df, db, desc = _lookup_table(dq)
@@ -310,15 +315,15 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> R.CSRDt
         rws = np.array([P.raw_words(draw), P.raw_words(vraw)], np.int64)
         geo = np.array([P.l, P.f, P.o, P.word_bits, P.slot_bits, max(P.l, P.o), int(rws.max()),
                         R.WARP], np.int64)
-        lengths = np.diff(indptr)
+        lengths = np.diff(sptr)
         n_seg = (2 * lengths + P.l - 1) // P.l
         bound = np.zeros(n_warps * R.WARP, np.int64)
-        bound[:n_rows] = P.o * n_seg + lengths * rws.sum()
+        bound[:n_streams] = P.o * n_seg + lengths * rws.sum()
         bound_ptr = np.concatenate(([0], np.cumsum(bound.reshape(n_warps, R.WARP).sum(axis=1))))
         out = np.empty(int(bound_ptr[-1]), np.uint32)      # words are at most 32 bits
         src_ptr = np.zeros(n_warps, np.int64)
         n_words = np.zeros(n_warps, np.int64)
-        _encode_warps(indptr, deltas, vbits, dk, df, db, desc, vk, vf, vb, vesc, rws, geo,
+        _encode_warps(sptr, deltas, vbits, dk, df, db, desc, vk, vf, vb, vesc, rws, geo,
                       bound_ptr, _chunks(n_warps), out, src_ptr, n_words)
         warp_ptr[1:] = np.cumsum(n_words)
         words = np.empty(int(warp_ptr[-1]), P.word_dtype)
@@ -331,4 +336,5 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper") -> R.CSRDt
     d_syms, d_counts = R.stored_table(dq, idx)
     return R.CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
                             row_lengths=np.diff(indptr).astype(idx), warp_ptr=warp_ptr.astype(idx),
-                            words=words, shape=(n_rows, n_cols), params=params)
+                            words=words, shape=(n_rows, n_cols), params=params,
+                            lanes_per_row=lanes)

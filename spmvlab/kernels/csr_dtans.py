@@ -137,6 +137,7 @@ class DeviceCSRDtans:
     d_esc: int
     d_used: int
     row_lengths: object
+    lanes_per_row: int
     warp_ptr: object
     words: object
     shape: tuple
@@ -202,7 +203,8 @@ def _upload(M: CSRDtansMatrix) -> DeviceCSRDtans:
     return DeviceCSRDtans(
         vsym=to_dev(_nonempty(vsym)), vinfo=to_dev(_nonempty(vinfo)), dsym=to_dev(_nonempty(dsym)),
         dinfo=to_dev(_nonempty(dinfo)), v_esc=v_esc, v_used=v_used, d_esc=d_esc, d_used=d_used,
-        row_lengths=to_dev(_nonempty(M.row_lengths)), warp_ptr=to_dev(M.warp_ptr),
+        row_lengths=to_dev(_nonempty(M.row_lengths)), lanes_per_row=int(M.lanes_per_row),
+        warp_ptr=to_dev(M.warp_ptr),
         words=to_dev(_nonempty(M.words)), shape=M.shape, dtype=M.dtype, params=M.params,
         nbytes=M.nbytes)
 
@@ -506,44 +508,71 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
     return dict(tables=tables, walk=walk)
 
 
-def _grid(n_rows: int, threads: int, nbytes: int, cfg: CSRDtansConfig) -> int:
+def _grid(n_streams: int, threads: int, nbytes: int, cfg: CSRDtansConfig) -> int:
     """Blocks of the persistent grid: one per ``threads // 32`` slices, at most the blocks
     that are resident at once (shared memory, 2048 threads per SM) or ``blocks_per_sm``."""
     sms, _, sm_limit = _device_limits()
     per_sm = max(1, min(sm_limit // (nbytes + 1024), 2048 // threads))
     if cfg.blocks_per_sm:
         per_sm = min(per_sm, cfg.blocks_per_sm)
-    slices = -(-n_rows // WARP)
+    slices = -(-n_streams // WARP)
     return min(blocks_for(slices, threads // WARP), sms * per_sm)
 
 
+def _streams(lanes: int):
+    """``locate(row_lengths, st, n_rows)``: (row, piece, symbols) of stream ``st`` (piece
+    ``st % lanes`` of row ``st // lanes``, ``reference.csr_dtans.stream_ptr``; no symbols past
+    the last row); ``row_sum(v)``: the sum of ``v`` over the ``lanes`` lanes of a row (all of
+    them hold it; ``lanes`` divides 32, so a row's lanes are one aligned group)."""
+    @inline_device
+    def locate(row_lengths, st, n_rows):
+        row = st // lanes
+        p = st % lanes
+        n = np.int64(0)
+        if row < n_rows:
+            ln = np.int64(row_lengths[row])
+            n = 2 * ((p + 1) * ln // lanes - p * ln // lanes)
+        return row, p, n
+
+    @inline_device
+    def row_sum(v):
+        off = lanes // 2
+        while off > 0:
+            v += cuda.shfl_xor_sync(FULL_MASK, v, off)
+            off //= 2
+        return v
+
+    return locate, row_sum
+
+
 @functools.lru_cache(maxsize=None)
-def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: bool = True):
+def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: bool = True,
+                 lanes: int = 1):
     W_ = _walk(dtype_name, params, False, escapes=escapes)
     tables, walk = W_["tables"], W_["walk"]
+    locate, row_sum = _streams(lanes)
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit(**jit_options(max_registers=cfg.max_registers))
     def csr_dtans_spmv(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, x, y):
         """Warp w of block b decodes slices b * warps + w, + grid warps, ...; lane t of a
-        slice s decodes row 32 s + t and writes y[32 s + t]."""
+        slice s decodes stream 32 s + t (row 32 s + t when lanes is 1); the lanes of a row
+        add up their pieces and its first writes y[row]."""
         svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
         n_rows = y.shape[0]
         accs = cuda.local.array(1, accnp)
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
-        while s * WARP < n_rows:
-            row = s * WARP + lane
-            n = np.int64(0)
-            if row < n_rows:
-                n = 2 * np.int64(row_lengths[row])
+        while s * WARP < n_rows * lanes:
+            row, p, n = locate(row_lengths, s * WARP + lane, n_rows)
             accs[0] = accnp(0)
             walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
                  v_esc, v_used, d_esc, d_used, x, 1, 0, 1, accs, 0)
-            if row < n_rows:
-                y[row] = accs[0]
+            v = row_sum(accs[0])
+            if row < n_rows and p == 0:
+                y[row] = v
             s += cuda.gridDim.x * wpb
 
     return csr_dtans_spmv
@@ -551,9 +580,10 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: boo
 
 @functools.lru_cache(maxsize=None)
 def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: int,
-                 escapes: bool = True):
+                 escapes: bool = True, lanes: int = 1):
     W_ = _walk(dtype_name, params, False, ct, g, escapes)
     tables, walk = W_["tables"], W_["walk"]
+    locate, row_sum = _streams(lanes)
     zero = tile_parts(dtype_name, ct, g)["zero"]
     accnp = accumulator_np(dtype_name)
 
@@ -561,7 +591,7 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
     def csr_dtans_spmm(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, Xf, Y, nx):
         """As the SpMV for X's columns [ct * blockIdx.y, + ct): lane t of slice s keeps ct
-        accumulators for row 32 s + t and writes Y[32 s + t, j0:j0 + ct]."""
+        accumulators for its stream; a row's first lane writes Y[row, j0:j0 + ct]."""
         svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
@@ -570,15 +600,14 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
         nvalid = min(ct, nx - j0)
         accs = cuda.local.array(ct, accnp)
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
-        while s * WARP < n_rows:
-            row = s * WARP + lane
-            n = np.int64(0)
-            if row < n_rows:
-                n = 2 * np.int64(row_lengths[row])
+        while s * WARP < n_rows * lanes:
+            row, p, n = locate(row_lengths, s * WARP + lane, n_rows)
             zero(accs)
             walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
                  v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, 0)
-            if row < n_rows:
+            for j in range(ct):
+                accs[j] = row_sum(accs[j])
+            if row < n_rows and p == 0:
                 for j in range(ct):
                     if j < nvalid:
                         Y[row, j0 + j] = accs[j]
@@ -588,9 +617,10 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
 
 
 @functools.lru_cache(maxsize=None)
-def _check_kernel(dtype_name: str, params: str):
+def _check_kernel(dtype_name: str, params: str, lanes: int = 1):
     W_ = _walk(dtype_name, params, True)
     tables, walk = W_["tables"], W_["walk"]
+    locate = _streams(lanes)[0]
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit
@@ -603,11 +633,8 @@ def _check_kernel(dtype_name: str, params: str):
         wpb = cuda.blockDim.x // WARP
         accs = cuda.local.array(1, accnp)
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
-        while s * WARP < n_rows:
-            row = s * WARP + lane
-            n = np.int64(0)
-            if row < n_rows:
-                n = 2 * np.int64(row_lengths[row])
+        while s * WARP < n_rows * lanes:
+            n = locate(row_lengths, s * WARP + lane, n_rows)[2]
             if walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
                     v_esc, v_used, d_esc, d_used, vsym, 1, 0, 1, accs, n_cols):
                 flags[0] = 1
@@ -637,8 +664,8 @@ def launch_check(D: DeviceCSRDtans, flags):
     if n_rows:
         nbytes = shared_bytes(D.dtype, D.params)
         threads = CHECK_CONFIG.threads_per_block
-        launch_smem(_check_kernel(D.dtype.name, D.params),
-                    _grid(n_rows, threads, nbytes, CHECK_CONFIG), threads, nbytes,
+        launch_smem(_check_kernel(D.dtype.name, D.params, D.lanes_per_row),
+                    _grid(n_rows * D.lanes_per_row, threads, nbytes, CHECK_CONFIG), threads, nbytes,
                     (*_table_args(D), np.int64(n_rows), np.int64(D.shape[1]), flags))
 
 
@@ -668,8 +695,8 @@ def _launch_spmv(D, x, y, config):
     if n_rows:
         nbytes = shared_bytes(D.dtype, D.params)
         threads = config.threads_per_block
-        launch_smem(_spmv_kernel(D.dtype.name, D.params, config, _escapes(D)),
-                    _grid(n_rows, threads, nbytes, config), threads, nbytes,
+        launch_smem(_spmv_kernel(D.dtype.name, D.params, config, _escapes(D), D.lanes_per_row),
+                    _grid(n_rows * D.lanes_per_row, threads, nbytes, config), threads, nbytes,
                     (*_table_args(D), x, y))
 
 
@@ -687,9 +714,10 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
         g = group_for(D.dtype, k_cols, ct)
         nbytes = shared_bytes(D.dtype, D.params)
         threads = config.threads_per_block
-        grid = (_grid(n_rows, threads, nbytes, config), blocks_for(k_cols, ct))
+        grid = (_grid(n_rows * D.lanes_per_row, threads, nbytes, config), blocks_for(k_cols, ct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
-        launch_smem(_spmm_kernel(D.dtype.name, D.params, config, ct, g, _escapes(D)), grid,
+        launch_smem(_spmm_kernel(D.dtype.name, D.params, config, ct, g, _escapes(D),
+                                 D.lanes_per_row), grid,
                     threads, nbytes,
                     (*_table_args(D), flat, ops.out, np.int64(k_cols)))
     return finish(ops, out)
@@ -697,7 +725,8 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
 
 def ptx_targets():
     """SpMV and SpMM for every value dtype, index type and parameter set (with escape
-    events, and for the paper's parameters also without); the check."""
+    events, and for the paper's parameters also without, and with 32 lanes per row); the
+    check."""
     out = []
     cfg = CSRDtansConfig()
     for params in sorted(PARAMS):
@@ -716,6 +745,16 @@ def ptx_targets():
                     out.append(PTXTarget(f"csr_dtans.spmv[{tag},noesc]",
                                          functools.partial(_spmv_kernel, dt, params, cfg, False),
                                          head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
+                    out.append(PTXTarget(f"csr_dtans.spmv[{tag},lanes32]",
+                                         functools.partial(_spmv_kernel, dt, params, cfg, True, 32),
+                                         head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
+                    out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,lanes32]",
+                                         functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
+                                                           True, 32),
+                                         head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"))
+                    out.append(PTXTarget(f"csr_dtans.check[{tag},lanes32]",
+                                         functools.partial(_check_kernel, dt, params, 32),
+                                         head + f"int64, int64, {array_sig('int32')})"))
                     out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,noesc]",
                                          functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
                                                            False),

@@ -1,6 +1,6 @@
 """Write the pinned encodings ``tests/golden/<fmt>/<case>.json`` for formats that have none.
 
-    python tests/golden/make_golden.py            # formats without golden files
+    python tests/golden/make_golden.py            # missing files only (new formats, layouts)
     python tests/golden/make_golden.py macko      # (re)write one format's, after review
 
 Each file holds a small input (shape, coordinates, float64 values as hex), the value dtype,
@@ -44,19 +44,33 @@ def cases() -> dict[str, tuple[sp.coo_matrix, str]]:
             "empty_f32": (sp.coo_matrix((3, 4)), "float32")}
 
 
-def write(info) -> list[str]:
+#: layouts beyond the option grid that get files of their own
+EXTRA_LAYOUTS = {"csr_dtans": [{"params": "paper", "lanes_per_row": 4}]}
+#: options added after a format's files were written: left out of file names and documents
+#: at their default, so the earlier files stay what they were
+ADDED_LATER = {"csr_dtans": ("lanes_per_row",)}
+
+
+def write(info, rewrite: bool) -> list[str]:
+    """The golden files of ``info``'s option grid and extra layouts; existing ones only with
+    ``rewrite``."""
     out_dir = os.path.join(HERE, info.name)
     os.makedirs(out_dir, exist_ok=True)
     written = []
-    for opts in info.option_grid():
-        suffix = "".join(f"_{k}{v}" for k, v in opts.items())
+    defaults = {k: o.default for k, o in info.options.items()}
+    for opts in info.option_grid() + EXTRA_LAYOUTS.get(info.name, []):
+        later = ADDED_LATER.get(info.name, ())
+        grid = {k: v for k, v in opts.items() if k not in later or v != defaults[k]}
+        suffix = "".join(f"_{k}{v}" for k, v in grid.items())
         for name, (A, dtype) in cases().items():
+            path = os.path.join(out_dir, f"{name}{suffix}.json")
+            if os.path.exists(path) and not rewrite:
+                continue
             M = info.encode(A, dtype=dtype, **opts)
-            doc = {"format": info.name, "dtype": dtype, "options": opts,
+            doc = {"format": info.name, "dtype": dtype, "options": grid,
                    "input": {"shape": list(A.shape), "rows": A.row.tolist(), "cols": A.col.tolist(),
                              "values": _hex(A.data.astype(np.float64))},
                    "arrays": {n: _hex(a) for n, a in M.arrays()}}
-            path = os.path.join(out_dir, f"{name}{suffix}.json")
             with open(path, "w") as f:
                 json.dump(doc, f, indent=1)
                 f.write("\n")
@@ -68,11 +82,11 @@ def main(argv: list[str]) -> int:
     from spmvlab import formats
     for info in formats.all_formats():
         have = os.path.isdir(os.path.join(HERE, info.name)) and os.listdir(os.path.join(HERE, info.name))
-        if (argv and info.name in argv) or (not argv and not have):
-            for p in write(info):
+        if (argv and info.name in argv) or not argv:
+            for p in write(info, rewrite=bool(argv)):
                 print("wrote", p)
-        elif not argv:
-            print(f"kept {info.name} (name it to rewrite)")
+            if not argv and have:
+                print(f"kept {info.name}'s existing files (name it to rewrite them)")
     return 0
 
 
