@@ -10,6 +10,9 @@ Per weight matrix, sparsity and value dtype:
 * ``macko``: MACKO with 4-bit deltas (``spmvlab.encoders.macko``; inserted zeros and padding
   counted);
 * ``csr_dtans``: CSR-dtANS, the paper's parameters (``spmvlab.encoders.csr_dtans``);
+* ``csr_dtans_lanes32``: the same with ``lanes_per_row=32`` (the long-row layout: each row cut
+  into 32 independently decoded streams, what lets a warp decode a row; its pieces' initial
+  words, stream ends and first columns counted);
 * ``entropy``: nnz x (H(deltas) + H(values)) bits, the order-0 bound of the symbols CSR-dtANS
   codes (``spmvlab.analysis.entropy``); ``entropy_tables``: the same symbols under the encoded
   matrix's own tables (the bound with K = 4096 slots, multiplicity <= M = 256, escapes);
@@ -33,11 +36,13 @@ from spmvlab import plotting as P
 
 NAME = "dtans_llm"
 NEEDS_GPU = False
-FORMATS = ("csr", "macko", "csr_dtans", "entropy_tables", "entropy")
+FORMATS = ("csr", "macko", "csr_dtans", "csr_dtans_lanes32", "entropy_tables", "entropy")
 #: the formats as every figure draws them (plotting.METHODS), and the two bounds
 STYLE = {"csr": P.line_style("csr_vector", label="CSR (int32 indices)"),
          "macko": P.line_style("macko", label="MACKO (4-bit deltas)"),
          "csr_dtans": P.line_style("csr_dtans"),
+         "csr_dtans_lanes32": P.line_style("csr_dtans[lanes_per_row=32]", marker="x",
+                                           label="CSR-dtANS, 32 lanes per row (long rows)"),
          "entropy_tables": dict(color="tab:olive", marker="v", markerfacecolor="none", ls="--",
                                 markersize=8, linewidth=3, alpha=0.6,
                                 label="bound with dtANS tables (K 4096, M 256)"),
@@ -65,11 +70,13 @@ def sizes(A, dtype, delta_bits: int = 4, params: str = "paper") -> dict:
         warnings.simplefilter("ignore")             # fp16 rounding of fp32 weights
         csr = canonical_csr(A, dt, lossy=True)
         M = ED.encode(csr, dtype=dt, params=params)
+        M32 = ED.encode(csr, dtype=dt, params=params, lanes_per_row=32)
         mk = EM.encode(csr, delta_bits=delta_bits, dtype=dt)
         C = RC.encode(csr, dtype=dt)
         ent = csr_symbol_entropy(csr, dt)
         tb = table_bits(M, csr)
     return dict(nnz=int(csr.nnz), csr=int(C.nbytes), macko=int(mk.nbytes), csr_dtans=int(M.nbytes),
+                csr_dtans_lanes32=int(M32.nbytes),
                 entropy=ent["bound_bytes"], entropy_tables=tb["bound_bytes"],
                 dtans_words=int(M.words.nbytes), dtans_tables=int(M.table_bytes),
                 dtans_meta=int(M.row_lengths.nbytes + M.warp_ptr.nbytes),
@@ -125,8 +132,9 @@ def plot(results: dict, fig_path: str) -> list[str]:
     for ax, d in zip(axes[0], dtypes):
         rs = sorted((r for r in tab if r["dtype"] == d), key=lambda r: r["sparsity"])
         x = [100 * r["sparsity"] for r in rs]
-        for f in ("csr", "macko", "entropy_tables", "csr_dtans", "entropy"):   # the bound under
-            ax.plot(x, [r[f"{f}_bpw"] for r in rs], **STYLE[f])                   # CSR-dtANS, wider
+        # the bound under CSR-dtANS, wider; the long-row layout under the paper's
+        for f in ("csr", "macko", "entropy_tables", "csr_dtans_lanes32", "csr_dtans", "entropy"):
+            ax.plot(x, [r[f"{f}_bpw"] for r in rs], **STYLE[f])
         if rs:
             ax.axhline(rs[0]["dense_bpw"], color="gray", lw=1, label=f"dense {d}")
         ax.set(xlabel="sparsity (%), per-row magnitude pruning", ylabel="bytes per weight",
@@ -142,6 +150,7 @@ def report(results: dict):
     print(P.format_table(table(results), [
         ("dtype", "dtype", ""), ("sparsity", "sparsity", ".2f"), ("csr_bpw", "CSR", ".3f"),
         ("macko_bpw", "MACKO", ".3f"), ("csr_dtans_bpw", "dtANS", ".3f"),
+        ("csr_dtans_lanes32_bpw", "dtANS 32 lanes", ".3f"),
         ("entropy_tables_bpw", "tables", ".3f"), ("entropy_bpw", "H0", ".3f"),
         ("dense_bpw", "dense", ".1f"), ("dtans_over_entropy", "dtANS/H0-1", ".2f")]))
 

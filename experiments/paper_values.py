@@ -713,6 +713,13 @@ DTANS = [
                    field="csr_dtans_bpw", fmt=".2f",
                    item="{v} at {pct} % (MACKO {macko_bpw:.2f}, CSR {csr_bpw:.2f}, H0 {entropy_bpw:.2f})"),
          why="no paper: dense fp16 is 2 bytes per weight"),
+    dict(label="(beyond)", what="… the long-row layout (lanes_per_row=32), fp16",
+         script="experiments/dtans_llm.py", script_note="CPU", paper=None,
+         ours=dict(results="dtans_llm", view="dtans_llm:table", where={"dtype": "float16"}, agg="list",
+                   field="csr_dtans_lanes32_bpw", fmt=".2f",
+                   item="{v} at {pct} % (one stream per row: {csr_dtans_bpw:.2f})"),
+         why="no paper: each row cut into 32 independently decoded streams, so a warp decodes a "
+             "row; the pieces' initial words, stream ends and first columns are the difference"),
     dict(label="(beyond)", what="… fp32 values", script="experiments/dtans_llm.py", script_note="CPU",
          paper=None,
          ours=dict(results="dtans_llm", view="dtans_llm:table", where={"dtype": "float32"}, agg="list",
