@@ -719,7 +719,9 @@ DTANS = [
                    field="csr_dtans_lanes32_bpw", fmt=".2f",
                    item="{v} at {pct} % (one stream per row: {csr_dtans_bpw:.2f})"),
          why="no paper: each row cut into 32 independently decoded streams, so a warp decodes a "
-             "row; the pieces' initial words, stream ends and first columns are the difference"),
+             "row; the pieces' initial words, stream ends and escaped first columns are the "
+             "difference, large here because mpnet's rows are short (768 or 3072 columns: 32 "
+             "pieces of a few to a few dozen nonzeros)"),
     dict(label="(beyond)", what="… fp32 values", script="experiments/dtans_llm.py", script_note="CPU",
          paper=None,
          ours=dict(results="dtans_llm", view="dtans_llm:table", where={"dtype": "float32"}, agg="list",
@@ -732,8 +734,8 @@ DTANS = [
                    agg="list", field="speedup_vs_cublas", item="{v} at {pct} %", fmt=".2f", unit="×"),
          why="no paper. CSR-dtANS gives each row to one thread and decodes its symbols one after "
              "another: a 4096-row layer is 128 warps for 132 SMs, each lane decoding all "
-             "1100-5500 nonzeros of its row (90-50 %; 4.5 ms at 50 %). LLM layers need several lanes per row (row splitting), "
-             "which the format's one-stream-per-row layout does not allow"),
+             "1100-5500 nonzeros of its row (90-50 %; 4.5 ms at 50 %). LLM layers need several lanes per row: "
+             "the long-row layout (lanes_per_row) does that; its timing is not in this file yet"),
     dict(label="(beyond)", what="… MACKO on the same matrices (value pool of the real weights)",
          script="experiments/dtans_llm_speed.py", paper=None,
          ours=dict(results="dtans_llm_speed", where={"method": "macko", "shape": [4096, 11008]},
