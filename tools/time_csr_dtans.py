@@ -8,7 +8,9 @@ against cuBLAS and MACKO on LLM weight shapes: the issue-28 benchmark.
 
 Synthetic matrices are ``experiments/_dtans.py``'s families at 2**e nonzeros (built on the
 host with their seeds; ``--family stencil5:25``); weight shapes are ``datasets.uniform``
-masks with standard-normal float16 values (seed 0; ``--weights 4096x11008:0.7``). Each
+masks (seed 0; ``--weights 4096x11008:0.7``) whose float16 values are drawn from the values
+the real weights keep at that sparsity (``experiments/dtans_llm_speed.matrix``, as that
+experiment builds them), or are standard normal where ``SPMVLAB_DATA`` has no weights. Each
 method is checked against the float64 product, then timed cold (L2 read-flushed before every
 call, CUDA events, median of ``--reps``) by ``experiments/_dtans.time_matrix``. Every
 ``--configs`` entry (``CSRDtansConfig`` fields as JSON) is one more CSR-dtANS method.
@@ -88,9 +90,17 @@ def main(argv=None) -> int:
     for i, (fam, e) in enumerate(fams):
         spec = D.synthetic_specs([fam], [e], 1000 + i)[0]
         cases.append((spec["name"], lambda s=spec: D.build(s), a.dtypes, SPARSE_BASELINES))
+    def weight_matrix(r, c, s):
+        from experiments import dtans_llm_speed as L
+        try:
+            pool = L.value_pool(datasets.weights_names(), s)
+        except Exception as exc:              # noqa: BLE001 - no weights: normal values
+            log(f"no value pool ({type(exc).__name__}: {exc}); standard-normal values")
+            return datasets.uniform((r, c), s, dtype="float16", seed=0)
+        return L.matrix((r, c), s, pool, "float16", seed=0)
+
     for r, c, s in weights:
-        cases.append((f"uniform_{r}x{c}_{round(s * 100)}",
-                      lambda r=r, c=c, s=s: datasets.uniform((r, c), s, dtype="float16", seed=0),
+        cases.append((f"uniform_{r}x{c}_{round(s * 100)}", lambda r=r, c=c, s=s: weight_matrix(r, c, s),
                       ["float16"], DENSE_BASELINES))
     rows = []
     for name, make, dtypes, baselines in cases:
