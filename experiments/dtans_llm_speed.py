@@ -1,5 +1,6 @@
 """Beyond the papers: SpMV speed of entropy-coded pruned LLM weights. CSR-dtANS against cuBLAS
-GEMV (the dense fp16 layer), MACKO and cuSPARSE CSR on the LLM shapes of fig7_macko
+GEMV (the dense fp16 layer), MACKO and cuSPARSE CSR on the LLM shapes of fig7_macko, in the
+paper's layout (a lane per row) and the long-row one (``lanes_per_row=32``: a warp per row),
 (4096x11008, 12288x12288, 4096x4096, 11008x4096) at 50 / 70 / 90 % sparsity, fp16 values,
 cold L2. The byte counts on the real weights are ``dtans_llm.py`` (CPU).
 
@@ -26,7 +27,7 @@ from spmvlab import plotting as P
 
 NAME = "dtans_llm_speed"
 NEEDS_GPU = True
-METHODS = ["cublas", "macko", "csr_dtans", "cusparse"]
+METHODS = ["cublas", "macko", "csr_dtans", "csr_dtans[lanes_per_row=32]", "cusparse"]
 FULL = dict(shapes=[[4096, 11008], [12288, 12288], [4096, 4096], [11008, 4096]],
             sparsities=[0.5, 0.7, 0.9], dtype="float16", methods=METHODS, weights=None,
             reps=30, warmup=5, seed=0)
