@@ -343,7 +343,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                     eb = cuda.ballot_sync(FULL_MASK, escaped)
                     ecnt = i64(cuda.popc(eb))
                     if escaped:
-                        at = pos + i64(cuda.popc(i64(eb) & below))
+                        at = pos + i64(cuda.popc(u32(eb) & below))
                         for e in range(nraw):
                             wd, bad = read(words, at + e * ecnt, end, bad)
                             raw |= wd << u64(e * WB)
@@ -432,7 +432,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         to ``accs`` (row ``c`` of X at ``Xf[c * nx + j0:]``); returns True where the check
         found an error (always False for products)."""
         bad = False
-        below = (i64(1) << lane) - i64(1)
+        below = u32((u64(1) << u64(lane)) - u64(1))   # lanes below this one
         nseg = i32((n + (L - 1)) // L)
         most = nseg
         off = 16
@@ -443,7 +443,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         # initial words: three events, the same lanes
         bal = cuda.ballot_sync(FULL_MASK, nseg > 0)
         cnt = i64(cuda.popc(bal))
-        rank = i64(cuda.popc(i64(bal) & below))
+        rank = i64(cuda.popc(u32(bal) & below))
         w0 = u64(0)
         w1 = u64(0)
         w2 = u64(0)
@@ -489,7 +489,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                     else:
                         d = u32(dp)
                         r = u32(rp)
-                        wg, bad = read(words, pos + i64(cuda.popc(i64(cb) & below)), end, bad)
+                        wg, bad = read(words, pos + i64(cuda.popc(u32(cb) & below)), end, bad)
                     if grp == 0:
                         w0 = wg
                     else:
@@ -497,7 +497,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                 pos += i64(cuda.popc(cb))
             lb = cuda.ballot_sync(FULL_MASK, notlast)
             if notlast:
-                w2, bad = read(words, pos + i64(cuda.popc(i64(lb) & below)), end, bad)
+                w2, bad = read(words, pos + i64(cuda.popc(u32(lb) & below)), end, bad)
             pos += i64(cuda.popc(lb))
             left -= L
             j += 1
