@@ -20,7 +20,11 @@ its own, decoded independently: stream ``P i + p`` is piece ``p`` of row ``i`` a
 take the places of rows above (32 per warp, so a warp decodes ``32 / P`` rows). A piece's
 first delta is its first column, as a row's is. What the pieces cost is in the stored bytes:
 per piece its own initial words and end of stream, and a first delta that is a column (often
-escaped). The piece lengths follow from ``row_lengths`` and are not stored. The
+escaped). The piece lengths follow from ``row_lengths`` and are not stored. With
+``rows_per_lane = R > 1`` (for short rows, the other way round) rows ``R j .. R j + R - 1``
+are one stream ``j``, their symbols one after the other (each row's first delta its first
+column): a lane decodes R rows, their segments shared, so a short row no longer pays for a
+segment of its own, its initial words and stream end. The
 warp's words are stored in the order its 32 decoders read them in lockstep: every read of
 the decoder is an event (initial words, escape words, conditional checks, unconditional
 loads; :mod:`reference.dtans`), the lanes meet the events in the same order, and at each
@@ -44,7 +48,8 @@ Arrays (index = int32 unless a count needs int64, one dtype for all index arrays
 ``params`` (an option) names the dtANS parameters: ``"paper"`` (32-bit words, K = 4096,
 M = 256, l = 8, o = 3, f = 2) or ``"toy"`` (the paper's 2-bit example, K = 8, M = 4, l = 2).
 ``lanes_per_row`` (an option, 1, 2, 4, 8, 16 or 32): streams per row, the layout above; 1 is
-the paper's layout.
+the paper's layout. ``rows_per_lane`` (an option, 1, 2, 4 or 8): rows per stream; at most
+one of the two is above 1.
 
 Choices the paper leaves open (this module is the specification; the coder's are in
 :mod:`reference.dtans`):
@@ -78,7 +83,8 @@ from ._common import (
 from .dtans import ESCAPE, Params
 
 __all__ = ["PARAMS", "WARP", "LANES_PER_ROW", "CSRDtansMatrix", "encode", "spmv", "spmm",
-           "decode_warp", "cusparse_bytes", "row_symbols", "delta_raw_bits", "stream_ptr"]
+           "decode_warp", "cusparse_bytes", "row_symbols", "delta_raw_bits", "stream_ptr",
+           "ROWS_PER_LANE"]
 
 #: the named parameter sets ``encode(params=...)`` takes
 PARAMS = {"paper": Params.paper(), "toy": Params.toy()}
@@ -86,6 +92,8 @@ PARAMS = {"paper": Params.paper(), "toy": Params.toy()}
 WARP = 32
 #: the streams per row ``encode(lanes_per_row=...)`` takes
 LANES_PER_ROW = (1, 2, 4, 8, 16, 32)
+#: the rows per stream ``encode(rows_per_lane=...)`` takes
+ROWS_PER_LANE = (1, 2, 4, 8)
 #: the dtype of the slot counts
 COUNT_DTYPE = np.dtype(np.uint16)
 _INDEX_ARRAYS = ("deltas", "row_lengths", "warp_ptr")
@@ -109,6 +117,7 @@ class CSRDtansMatrix(SparseFormat):
     shape: tuple
     params: str
     lanes_per_row: int = 1
+    rows_per_lane: int = 1
 
     format_name = "csr_dtans"
 
@@ -123,8 +132,8 @@ class CSRDtansMatrix(SparseFormat):
 
     @property
     def n_streams(self) -> int:
-        """Decoded streams: ``lanes_per_row`` per row."""
-        return self.n_rows * int(self.lanes_per_row)
+        """Decoded streams: ``lanes_per_row`` per row, or one per ``rows_per_lane`` rows."""
+        return -(-self.n_rows // int(self.rows_per_lane)) * int(self.lanes_per_row)
 
     @property
     def n_warps(self) -> int:
@@ -164,6 +173,11 @@ class CSRDtansMatrix(SparseFormat):
         self._require(isinstance(lpr, (int, np.integer)) and not isinstance(lpr, (bool, np.bool_))
                       and lpr in LANES_PER_ROW,
                       "lanes_per_row", f"one of {LANES_PER_ROW}", repr(self.lanes_per_row))
+        rpl = self.rows_per_lane
+        self._require(isinstance(rpl, (int, np.integer)) and not isinstance(rpl, (bool, np.bool_))
+                      and rpl in ROWS_PER_LANE, "rows_per_lane", f"one of {ROWS_PER_LANE}", repr(rpl))
+        self._require(lpr == 1 or rpl == 1, "rows_per_lane",
+                      "1 when lanes_per_row is above 1", f"{rpl} with lanes_per_row {lpr}")
         P = self.dtans_params
         idx = self.warp_ptr.dtype
         for name in _INDEX_ARRAYS:
@@ -280,10 +294,14 @@ def decode_warp(words: np.ndarray, lengths, tables, P: Params) -> list[list]:
     return out
 
 
-def stream_ptr(indptr: np.ndarray, lanes_per_row: int) -> np.ndarray:
-    """Where each stream's nonzeros start (int64, ``rows * lanes_per_row + 1`` entries):
-    piece ``p`` of row ``i`` (``n`` nonzeros) starts at ``indptr[i] + p * n // lanes_per_row``."""
+def stream_ptr(indptr: np.ndarray, lanes_per_row: int, rows_per_lane: int = 1) -> np.ndarray:
+    """Where each stream's nonzeros start (int64): piece ``p`` of row ``i`` (``n`` nonzeros)
+    starts at ``indptr[i] + p * n // lanes_per_row``; with ``rows_per_lane = R`` stream ``j``
+    starts at row ``R j``. ``stream_ptr(indptr, lanes_per_row)`` alone gives the units whose
+    first delta is a column (pieces, or rows)."""
     indptr = np.asarray(indptr, dtype=np.int64)
+    if int(rows_per_lane) > 1:
+        return np.concatenate((indptr[:-1][::int(rows_per_lane)], indptr[-1:]))
     P = int(lanes_per_row)
     n = np.diff(indptr)
     starts = indptr[:-1, None] + (np.arange(P, dtype=np.int64)[None, :] * n[:, None]) // P
@@ -304,7 +322,10 @@ def _decode(M: CSRDtansMatrix):
     P = M.dtans_params
     tables = _tables(M.deltas, M.delta_counts, M.values, M.value_counts, P, M.n_cols)
     lengths = M.row_lengths.astype(np.int64)
-    pieces = np.diff(stream_ptr(np.concatenate(([0], np.cumsum(lengths))), M.lanes_per_row))
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    units = stream_ptr(indptr, M.lanes_per_row)                        # first delta a column
+    sptr = stream_ptr(indptr, M.lanes_per_row, M.rows_per_lane)
+    pieces = np.diff(sptr)
     ptr = M.warp_ptr.astype(np.int64)
     cols, bits = [], []
     kept_v = M.values.view(_uint(M.values.dtype))
@@ -314,8 +335,15 @@ def _decode(M: CSRDtansMatrix):
             streams = decode_warp(M.words[ptr[w]:ptr[w + 1]], (2 * n).tolist(), tables, P)
         except DecodeError as exc:
             raise DecodeError(f"{type(M).__name__}.{exc} (warp {w}): re-encode the matrix") from None
-        for s in streams:
-            cols.append(np.cumsum(np.array(s[0::2], dtype=np.int64)))
+        for t, s in enumerate(streams):
+            d = np.array(s[0::2], dtype=np.int64)
+            if M.rows_per_lane > 1:                 # each row's columns from 0
+                j = w * WARP + t
+                a = sptr[j]
+                cuts = units[(units > a) & (units < sptr[j + 1])] - a
+                cols += [np.cumsum(part) for part in np.split(d, cuts)]
+            else:
+                cols.append(np.cumsum(d))
             bits.append(np.array(s[1::2], dtype=kept_v.dtype))
     indptr = np.concatenate(([0], np.cumsum(lengths)))
     cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
@@ -349,17 +377,33 @@ def check_lanes_per_row(lanes_per_row) -> int:
     return int(lanes_per_row)
 
 
+def check_rows_per_lane(rows_per_lane, lanes_per_row: int) -> int:
+    """``rows_per_lane`` as an int, or OptionError (a value it does not take, or above 1 with
+    ``lanes_per_row`` above 1)."""
+    from ._common import OptionError, problem
+    if isinstance(rows_per_lane, (bool, np.bool_)) or rows_per_lane not in ROWS_PER_LANE:
+        raise OptionError(problem("rows_per_lane", f"one of {ROWS_PER_LANE}", repr(rows_per_lane),
+                                  "pass 1 (a lane per row) or 2-8 for rows of a few nonzeros"))
+    if rows_per_lane > 1 and lanes_per_row > 1:
+        raise OptionError(problem("rows_per_lane", "1 when lanes_per_row is above 1",
+                                  f"{rows_per_lane} with lanes_per_row {lanes_per_row}",
+                                  "choose one of the two layouts"))
+    return int(rows_per_lane)
+
+
 def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
-           lanes_per_row: int = 1) -> CSRDtansMatrix:
+           lanes_per_row: int = 1, rows_per_lane: int = 1) -> CSRDtansMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`CSRDtansMatrix`.
 
     ``params``: ``"paper"`` or ``"toy"`` (:data:`PARAMS`); ``dtype`` the value dtype
     (default: A's own); ``lossy``: accept values that overflow or underflow in ``dtype``;
-    ``lanes_per_row``: streams per row (module docstring; 1: the paper's layout)."""
+    ``lanes_per_row``: streams per row; ``rows_per_lane``: rows per stream (module docstring;
+    1 and 1: the paper's layout)."""
     if params not in PARAMS:
         from ._common import OptionError, problem
         raise OptionError(problem("params", f"one of {sorted(PARAMS)}", repr(params)))
     lanes = check_lanes_per_row(lanes_per_row)
+    rpl = check_rows_per_lane(rows_per_lane, lanes)
     P = PARAMS[params]
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
@@ -368,9 +412,10 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     vbits = vals.view(_uint(dt))
     indptr = csr.indptr.astype(np.int64)
     cols = csr.indices.astype(np.int64)
-    sptr = stream_ptr(indptr, lanes)
-    streams = [row_symbols(cols[sptr[i]:sptr[i + 1]], vbits[sptr[i]:sptr[i + 1]])
-               for i in range(sptr.size - 1)]
+    uptr = stream_ptr(indptr, lanes)                  # units: rows or pieces
+    units = [row_symbols(cols[uptr[i]:uptr[i + 1]], vbits[uptr[i]:uptr[i + 1]])
+             for i in range(uptr.size - 1)]
+    streams = [sum(units[i:i + rpl], []) for i in range(0, len(units), rpl)]
     deltas_all = [s for st in streams for s in st[0::2]]
     vraw, draw = dt.itemsize * 8, delta_raw_bits(n_cols)
     vq = dtans.choose_multiplicities(dtans.count(vbits.tolist()), P, vraw, vraw + 16)
@@ -379,7 +424,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     vtab = dtans.Table.from_multiplicities(vq, P, vraw) if vq else None
     dtab = dtans.Table.from_multiplicities(dq, P, draw) if dq else None
     words, warp_ptr = [], [0]
-    for w in range(-(-(sptr.size - 1) // WARP)):
+    for w in range(-(-len(streams) // WARP)):
         merged = []
         for t, st in enumerate(streams[w * WARP:(w + 1) * WARP]):
             merged += [(ev, t, word) for ev, word in dtans.encode_events(st, (dtab, vtab), P)]
@@ -392,7 +437,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     return CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
                           row_lengths=np.diff(indptr).astype(idx), warp_ptr=np.array(warp_ptr, dtype=idx),
                           words=np.array(words, dtype=P.word_dtype), shape=(int(n_rows), int(n_cols)),
-                          params=params, lanes_per_row=lanes)
+                          params=params, lanes_per_row=lanes, rows_per_lane=rpl)
 
 
 # ---------------------------------------------------------------------------------------------

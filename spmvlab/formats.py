@@ -279,11 +279,14 @@ register(FormatInfo(
                   {"threads_per_block": 64, "spmm_tile": 2}),
     options={"params": Option("paper", ("paper", "toy"), "dtANS parameters: 'paper' (32-bit words, "
                               "K 4096, M 256, l 8, o 3, f 2) or 'toy' (the paper's 2-bit example)"),
-             # any of 1..32 is valid (the encoder checks); the option grid of the shared
-             # suite keeps the default, tests/test_csr_dtans*.py run the others
+             # any of their values is valid (the encoder checks); the option grid of the
+             # shared suite keeps the defaults, tests/test_csr_dtans*.py run the others
              "lanes_per_row": Option(1, None, "streams per row, 1, 2, 4, 8, 16 or 32: each row "
                                      "cut into that many pieces decoded by as many lanes (the "
-                                     "long-row layout for LLM weights; 1: the paper's)")},
+                                     "long-row layout for LLM weights; 1: the paper's)"),
+             "rows_per_lane": Option(1, None, "rows per stream, 1, 2, 4 or 8: that many short "
+                                     "rows decoded one after another by one lane, sharing "
+                                     "segments (lanes_per_row must then be 1)")},
     doc="CSR-dtANS (Schaetzle et al.): per-row delta-coded columns and values entropy coded with "
         "dtANS (one table per domain, escapes for rare symbols), 32 row streams interleaved per "
         "warp in lockstep read order; numba encoder; decode-on-the-fly kernels (a lane per row, "

@@ -277,15 +277,17 @@ def _lookup_table(q: dict):
 
 
 def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
-           lanes_per_row: int = 1) -> R.CSRDtansMatrix:
+           lanes_per_row: int = 1, rows_per_lane: int = 1) -> R.CSRDtansMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`reference.csr_dtans.CSRDtansMatrix`,
-    byte for byte ``reference.csr_dtans.encode(A, dtype, lossy, params, lanes_per_row)`` (and
-    its errors and warning). The streams are the rows' pieces (``reference.csr_dtans.stream_ptr``),
+    byte for byte ``reference.csr_dtans.encode(A, dtype, lossy, params, lanes_per_row,
+    rows_per_lane)`` (and its errors and warning). Deltas restart at each unit (row or piece)
+    and the streams (pieces, rows or groups of rows: ``reference.csr_dtans.stream_ptr``) are
     coded as rows."""
     if params not in R.PARAMS:
         raise OptionError(problem("params", f"one of {sorted(R.PARAMS)}", repr(params),
                                   "pass params='paper' or params='toy'"))
     lanes = R.check_lanes_per_row(lanes_per_row)
+    rpl = R.check_rows_per_lane(rows_per_lane, lanes)
     P = R.PARAMS[params]
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
@@ -294,12 +296,13 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     uint = R._uint(dt)
     vbits = vals.view(uint).astype(np.uint64)
     indptr = csr.indptr.astype(np.int64)
-    sptr = R.stream_ptr(indptr, lanes)             # stream = piece of a row
+    uptr = R.stream_ptr(indptr, lanes)             # units: a delta from 0 at each start
+    sptr = R.stream_ptr(indptr, lanes, rpl)        # streams: the lanes' symbol sequences
     n_streams = sptr.size - 1
     cols = csr.indices.astype(np.int64)
     nnz = int(cols.size)
     deltas = np.empty(nnz, np.uint64)
-    _deltas(sptr, cols, deltas)
+    _deltas(uptr, cols, deltas)
     vraw, draw = dt.itemsize * 8, R.delta_raw_bits(n_cols)
     K = int(P.K)
     vc, vrest = _top(vbits, K)
@@ -337,4 +340,4 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     return R.CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
                             row_lengths=np.diff(indptr).astype(idx), warp_ptr=warp_ptr.astype(idx),
                             words=words, shape=(n_rows, n_cols), params=params,
-                            lanes_per_row=lanes)
+                            lanes_per_row=lanes, rows_per_lane=rpl)

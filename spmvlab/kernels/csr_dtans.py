@@ -138,12 +138,18 @@ class DeviceCSRDtans:
     d_used: int
     row_lengths: object
     lanes_per_row: int
+    rows_per_lane: int
     warp_ptr: object
     words: object
     shape: tuple
     dtype: np.dtype
     params: str
     nbytes: int
+
+    @property
+    def n_streams(self) -> int:
+        """Decoded streams (``reference.csr_dtans.CSRDtansMatrix.n_streams``)."""
+        return -(-int(self.shape[0]) // self.rows_per_lane) * self.lanes_per_row
 
 
 def table_layout(symbols: np.ndarray, counts: np.ndarray):
@@ -204,6 +210,7 @@ def _upload(M: CSRDtansMatrix) -> DeviceCSRDtans:
         vsym=to_dev(_nonempty(vsym)), vinfo=to_dev(_nonempty(vinfo)), dsym=to_dev(_nonempty(dsym)),
         dinfo=to_dev(_nonempty(dinfo)), v_esc=v_esc, v_used=v_used, d_esc=d_esc, d_used=d_used,
         row_lengths=to_dev(_nonempty(M.row_lengths)), lanes_per_row=int(M.lanes_per_row),
+        rows_per_lane=int(M.rows_per_lane),
         warp_ptr=to_dev(M.warp_ptr),
         words=to_dev(_nonempty(M.words)), shape=M.shape, dtype=M.dtype, params=M.params,
         nbytes=M.nbytes)
@@ -220,11 +227,13 @@ def shared_bytes(dtype, params: str) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
-          escapes: bool = True):
+          escapes: bool = True, rows: int = 1, spmv: bool = False):
     """``fill(...)`` (the tables into shared memory) and ``walk(...)`` (one slice) for value
     dtype, parameter set and mode: products into ``ct`` accumulators (``check=False``) or
     the device check's tests (``check=True``). ``escapes``: the matrix has escape slots (a
-    walk without them has no escape events at all).
+    walk without them has no escape events at all). ``rows``: rows per stream (the
+    matrix's ``rows_per_lane``). ``spmv``: x is a vector (one accumulator, gathered
+    directly), else X is flat with ``ct`` accumulators per stream.
 
     The l positions of a segment are written out one by one (a chain of device functions,
     each specialised on its position), so every slot's bit offset, table and domain are
@@ -245,7 +254,19 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
     SPILL_V = RAW_V * WB > vbits        # escaped words may hold bits beyond the symbol's
     SPILL_D = RAW_D * WB > dbits
     acc = acc_type(dtype_name)
-    fma_row = tile_parts(dtype_name, ct, g)["fma_row"]
+    fma_row, zero = (tile_parts(dtype_name, ct, g)[k] for k in ("fma_row", "zero"))
+
+    @inline_device
+    def store(Y, row, j0, nvalid, accs):
+        """A finished row's sums into y (``spmv``) or Y[row, j0:j0 + nvalid], then zeroed."""
+        if spmv:
+            Y[row] = accs[0]
+            accs[0] = acc(0)
+        else:
+            for j in range(ct):
+                if j < nvalid:
+                    Y[row, j0 + j] = accs[j]
+            zero(accs)
     u64, u32, i32, i64 = np.uint64, np.uint32, np.int32, np.int64
     colt = np.int64 if check else np.int32
     VOFF = K * np.dtype(dtype_name).itemsize // 4          # int32 deltas after the values
@@ -323,7 +344,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         @inline_device
         def step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
                  svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                 accs, n_cols):
+                 accs, n_cols, rowleft, ri, lens, Y, row0):
             valid = k < rem
             slot = unpack(w0, w1, w2)
             if check:
@@ -363,14 +384,25 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                         bad = True
                 else:
                     v = float_from_bits(raw, svals[0]) if escaped else svals[slot]
-                    if ct == 1:
+                    if spmv:
                         accs[0] += acc(v) * acc(Xf[u32(col)])
                     else:
                         fma_row(Xf, i64(col) * nx + j0, nvalid, acc(v), accs)
+                if rows > 1:                              # the row's last nonzero: its sum out
+                    rowleft -= 1
+                    if rowleft == 0:
+                        if not check:
+                            store(Y, row0 + ri, j0, nvalid, accs)
+                        col = colt(0)
+                        ri += 1
+                        while ri < rows and lens[ri] == 0:
+                            ri += 1
+                        if ri < rows:
+                            rowleft = lens[ri]
             bm1 = info >> u32(8)                          # base - 1
             D = u32(D * bm1 + D + (info & u32(0xFF)))
             B = u32(B * bm1 + B)
-            return col, D, B, pos, bad
+            return col, D, B, pos, bad, rowleft, ri
 
         return step
 
@@ -381,23 +413,24 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             @inline_device
             def last(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals,
                      sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
-                     n_cols):
+                     n_cols, rowleft, ri, lens, Y, row0):
                 return step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
                             svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
-                            nvalid, accs, n_cols)
+                            nvalid, accs, n_cols, rowleft, ri, lens, Y, row0)
             return last
         rest = chain(k + 1, stop)
 
         @inline_device
         def walk_from(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals,
                       sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
-                      n_cols):
-            col, D, B, pos, bad = step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below,
-                                       words, end, svals, sdel, sinfo, v_esc, v_used, d_esc,
-                                       d_used, Xf, nx, j0, nvalid, accs, n_cols)
+                      n_cols, rowleft, ri, lens, Y, row0):
+            col, D, B, pos, bad, rowleft, ri = step(
+                w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals, sdel,
+                sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols, rowleft,
+                ri, lens, Y, row0)
             return rest(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
                         svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                        accs, n_cols)
+                        accs, n_cols, rowleft, ri, lens, Y, row0)
         return walk_from
 
     group0, group1 = chain(0, HALF), chain(HALF, L)
@@ -426,11 +459,13 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
 
     @inline_device
     def walk(words, start, end, n, lane, svals, sdel, sinfo, v_esc, v_used, d_esc, d_used,
-             Xf, nx, j0, nvalid, accs, n_cols):
-        """Decode this lane's row of ``n`` symbols from the warp's words ``[start, end)``
+             Xf, nx, j0, nvalid, accs, n_cols, lens, Y, row0):
+        """Decode this lane's stream of ``n`` symbols from the warp's words ``[start, end)``
         (every lane of the warp calls it; see the module docstring) and add its products
         to ``accs`` (row ``c`` of X at ``Xf[c * nx + j0:]``); returns True where the check
-        found an error (always False for products)."""
+        found an error (always False for products). With ``rows`` > 1 the stream holds the
+        rows ``row0 ..`` of lengths ``lens`` (a local array of ``rows``): each row's sums go
+        to ``Y`` when its last nonzero is in, and its columns restart at 0."""
         bad = False
         below = u32((u64(1) << u64(lane)) - u64(1))   # lanes below this one
         nseg = i32((n + (L - 1)) // L)
@@ -456,21 +491,28 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         r = u32(1)
         col = colt(0)
         j = i32(0)
-        left = i64(n)                  # symbols of the row from this segment on
+        left = i64(n)                  # symbols of the stream from this segment on
+        ri = 0                         # rows > 1: the row being decoded, nonzeros left in it
+        rowleft = i64(0)
+        if rows > 1:
+            while ri < rows and lens[ri] == 0:
+                ri += 1
+            if ri < rows:
+                rowleft = lens[ri]
         while j < most:
             notlast = j < nseg - 1
             rem = i32(max(min(left, i64(L)), i64(0)))
             any_esc = False
             if escapes:                                   # warp-uniform
                 any_esc = cuda.ballot_sync(FULL_MASK, scan(w0, w1, w2, rem, d_esc, v_esc)) != 0
-            col, D0, B0, pos, bad = group0(w0, w1, w2, rem, col, u32(0), u32(1), pos, bad,
-                                           any_esc, below, words, end, svals, sdel, sinfo,
-                                           v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                                           accs, n_cols)
-            col, D1, B1, pos, bad = group1(w0, w1, w2, rem, col, u32(0), u32(1), pos, bad,
-                                           any_esc, below, words, end, svals, sdel, sinfo,
-                                           v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                                           accs, n_cols)
+            col, D0, B0, pos, bad, rowleft, ri = group0(
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, any_esc, below, words, end,
+                svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                n_cols, rowleft, ri, lens, Y, row0)
+            col, D1, B1, pos, bad, rowleft, ri = group1(
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, any_esc, below, words, end,
+                svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                n_cols, rowleft, ri, lens, Y, row0)
             # the two checks: group g's digits join the state, then word g is extracted
             # from it (radix >= W) or read
             for grp in range(2):
@@ -519,16 +561,30 @@ def _grid(n_streams: int, threads: int, nbytes: int, cfg: CSRDtansConfig) -> int
     return min(blocks_for(slices, threads // WARP), sms * per_sm)
 
 
-def _streams(lanes: int):
-    """``locate(row_lengths, st, n_rows)``: (row, piece, symbols) of stream ``st`` (piece
-    ``st % lanes`` of row ``st // lanes``, ``reference.csr_dtans.stream_ptr``; no symbols past
-    the last row); ``row_sum(v)``: the sum of ``v`` over the ``lanes`` lanes of a row (all of
-    them hold it; ``lanes`` divides 32, so a row's lanes are one aligned group)."""
+def _streams(lanes: int, rows: int):
+    """Device functions for the streams of a layout (``lanes`` streams per row, or ``rows``
+    rows per stream; at most one above 1):
+
+    ``locate(row_lengths, st, n_rows, lens)`` -> (first row, piece, symbols) of stream ``st``
+    (piece ``st % lanes`` of row ``st // lanes``, ``reference.csr_dtans.stream_ptr``, or rows
+    ``rows * st ..``, whose lengths go to the local array ``lens``); no symbols past the
+    last row;
+    ``row_sum(v)``: the sum of ``v`` over the ``lanes`` lanes of a row (all of them hold it;
+    ``lanes`` divides 32, so a row's lanes are one aligned group)."""
     @inline_device
-    def locate(row_lengths, st, n_rows):
+    def locate(row_lengths, st, n_rows, lens):
+        n = np.int64(0)
+        if rows > 1:
+            row = st * rows
+            for q in range(rows):
+                ln = np.int64(0)
+                if row + q < n_rows:
+                    ln = np.int64(row_lengths[row + q])
+                lens[q] = ln
+                n += 2 * ln
+            return row, 0, n
         row = st // lanes
         p = st % lanes
-        n = np.int64(0)
         if row < n_rows:
             ln = np.int64(row_lengths[row])
             n = 2 * ((p + 1) * ln // lanes - p * ln // lanes)
@@ -547,32 +603,40 @@ def _streams(lanes: int):
 
 @functools.lru_cache(maxsize=None)
 def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: bool = True,
-                 lanes: int = 1):
-    W_ = _walk(dtype_name, params, False, escapes=escapes)
+                 lanes: int = 1, rows: int = 1):
+    W_ = _walk(dtype_name, params, False, escapes=escapes, rows=rows, spmv=True)
     tables, walk = W_["tables"], W_["walk"]
-    locate, row_sum = _streams(lanes)
+    locate, row_sum = _streams(lanes, rows)
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit(**jit_options(max_registers=cfg.max_registers))
     def csr_dtans_spmv(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, x, y):
         """Warp w of block b decodes slices b * warps + w, + grid warps, ...; lane t of a
-        slice s decodes stream 32 s + t (row 32 s + t when lanes is 1); the lanes of a row
-        add up their pieces and its first writes y[row]."""
+        slice s decodes stream 32 s + t (row 32 s + t in the paper's layout): with several
+        lanes per row they add up their pieces and the row's first writes y[row]; with
+        several rows per lane the walk writes each row as it ends (empty ones here)."""
         svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
         n_rows = y.shape[0]
+        n_streams = (n_rows + rows - 1) // rows * lanes
         accs = cuda.local.array(1, accnp)
+        lens = cuda.local.array(rows, np.int64)
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
-        while s * WARP < n_rows * lanes:
-            row, p, n = locate(row_lengths, s * WARP + lane, n_rows)
+        while s * WARP < n_streams:
+            row, p, n = locate(row_lengths, s * WARP + lane, n_rows, lens)
             accs[0] = accnp(0)
+            if rows > 1:
+                for q in range(rows):
+                    if row + q < n_rows and lens[q] == 0:
+                        y[row + q] = 0
             walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
-                 v_esc, v_used, d_esc, d_used, x, 1, 0, 1, accs, 0)
-            v = row_sum(accs[0])
-            if row < n_rows and p == 0:
-                y[row] = v
+                 v_esc, v_used, d_esc, d_used, x, 1, 0, 1, accs, 0, lens, y, row)
+            if rows == 1:
+                v = row_sum(accs[0])
+                if row < n_rows and p == 0:
+                    y[row] = v
             s += cuda.gridDim.x * wpb
 
     return csr_dtans_spmv
@@ -580,10 +644,10 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: boo
 
 @functools.lru_cache(maxsize=None)
 def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: int,
-                 escapes: bool = True, lanes: int = 1):
-    W_ = _walk(dtype_name, params, False, ct, g, escapes)
+                 escapes: bool = True, lanes: int = 1, rows: int = 1):
+    W_ = _walk(dtype_name, params, False, ct, g, escapes, rows)
     tables, walk = W_["tables"], W_["walk"]
-    locate, row_sum = _streams(lanes)
+    locate, row_sum = _streams(lanes, rows)
     zero = tile_parts(dtype_name, ct, g)["zero"]
     accnp = accumulator_np(dtype_name)
 
@@ -591,36 +655,45 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
     def csr_dtans_spmm(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, Xf, Y, nx):
         """As the SpMV for X's columns [ct * blockIdx.y, + ct): lane t of slice s keeps ct
-        accumulators for its stream; a row's first lane writes Y[row, j0:j0 + ct]."""
+        accumulators for its stream; rows are written as in the SpMV."""
         svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
         n_rows = Y.shape[0]
+        n_streams = (n_rows + rows - 1) // rows * lanes
         j0 = cuda.blockIdx.y * ct
         nvalid = min(ct, nx - j0)
         accs = cuda.local.array(ct, accnp)
+        lens = cuda.local.array(rows, np.int64)
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
-        while s * WARP < n_rows * lanes:
-            row, p, n = locate(row_lengths, s * WARP + lane, n_rows)
+        while s * WARP < n_streams:
+            row, p, n = locate(row_lengths, s * WARP + lane, n_rows, lens)
             zero(accs)
+            if rows > 1:
+                for q in range(rows):
+                    if row + q < n_rows and lens[q] == 0:
+                        for j in range(ct):
+                            if j < nvalid:
+                                Y[row + q, j0 + j] = 0
             walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
-                 v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, 0)
-            for j in range(ct):
-                accs[j] = row_sum(accs[j])
-            if row < n_rows and p == 0:
+                 v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, 0, lens, Y, row)
+            if rows == 1:
                 for j in range(ct):
-                    if j < nvalid:
-                        Y[row, j0 + j] = accs[j]
+                    accs[j] = row_sum(accs[j])
+                if row < n_rows and p == 0:
+                    for j in range(ct):
+                        if j < nvalid:
+                            Y[row, j0 + j] = accs[j]
             s += cuda.gridDim.x * wpb
 
     return csr_dtans_spmm
 
 
 @functools.lru_cache(maxsize=None)
-def _check_kernel(dtype_name: str, params: str, lanes: int = 1):
-    W_ = _walk(dtype_name, params, True)
+def _check_kernel(dtype_name: str, params: str, lanes: int = 1, rows: int = 1):
+    W_ = _walk(dtype_name, params, True, rows=rows)
     tables, walk = W_["tables"], W_["walk"]
-    locate = _streams(lanes)[0]
+    locate = _streams(lanes, rows)[0]
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit
@@ -631,12 +704,14 @@ def _check_kernel(dtype_name: str, params: str, lanes: int = 1):
         svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
+        n_streams = (n_rows + rows - 1) // rows * lanes
         accs = cuda.local.array(1, accnp)
+        lens = cuda.local.array(rows, np.int64)
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
-        while s * WARP < n_rows * lanes:
-            n = locate(row_lengths, s * WARP + lane, n_rows)[2]
+        while s * WARP < n_streams:
+            n = locate(row_lengths, s * WARP + lane, n_rows, lens)[2]
             if walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
-                    v_esc, v_used, d_esc, d_used, vsym, 1, 0, 1, accs, n_cols):
+                    v_esc, v_used, d_esc, d_used, vsym, 1, 0, 1, accs, n_cols, lens, flags, 0):
                 flags[0] = 1
             s += cuda.gridDim.x * wpb
 
@@ -664,8 +739,8 @@ def launch_check(D: DeviceCSRDtans, flags):
     if n_rows:
         nbytes = shared_bytes(D.dtype, D.params)
         threads = CHECK_CONFIG.threads_per_block
-        launch_smem(_check_kernel(D.dtype.name, D.params, D.lanes_per_row),
-                    _grid(n_rows * D.lanes_per_row, threads, nbytes, CHECK_CONFIG), threads, nbytes,
+        launch_smem(_check_kernel(D.dtype.name, D.params, D.lanes_per_row, D.rows_per_lane),
+                    _grid(D.n_streams, threads, nbytes, CHECK_CONFIG), threads, nbytes,
                     (*_table_args(D), np.int64(n_rows), np.int64(D.shape[1]), flags))
 
 
@@ -695,8 +770,9 @@ def _launch_spmv(D, x, y, config):
     if n_rows:
         nbytes = shared_bytes(D.dtype, D.params)
         threads = config.threads_per_block
-        launch_smem(_spmv_kernel(D.dtype.name, D.params, config, _escapes(D), D.lanes_per_row),
-                    _grid(n_rows * D.lanes_per_row, threads, nbytes, config), threads, nbytes,
+        launch_smem(_spmv_kernel(D.dtype.name, D.params, config, _escapes(D), D.lanes_per_row,
+                                 D.rows_per_lane),
+                    _grid(D.n_streams, threads, nbytes, config), threads, nbytes,
                     (*_table_args(D), x, y))
 
 
@@ -714,10 +790,10 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
         g = group_for(D.dtype, k_cols, ct)
         nbytes = shared_bytes(D.dtype, D.params)
         threads = config.threads_per_block
-        grid = (_grid(n_rows * D.lanes_per_row, threads, nbytes, config), blocks_for(k_cols, ct))
+        grid = (_grid(D.n_streams, threads, nbytes, config), blocks_for(k_cols, ct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
         launch_smem(_spmm_kernel(D.dtype.name, D.params, config, ct, g, _escapes(D),
-                                 D.lanes_per_row), grid,
+                                 D.lanes_per_row, D.rows_per_lane), grid,
                     threads, nbytes,
                     (*_table_args(D), flat, ops.out, np.int64(k_cols)))
     return finish(ops, out)
@@ -725,8 +801,8 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
 
 def ptx_targets():
     """SpMV and SpMM for every value dtype, index type and parameter set (with escape
-    events, and for the paper's parameters also without, and with 32 lanes per row); the
-    check."""
+    events, and for the paper's parameters also without, with 32 lanes per row and with 4
+    rows per lane); the check."""
     out = []
     cfg = CSRDtansConfig()
     for params in sorted(PARAMS):
@@ -754,6 +830,16 @@ def ptx_targets():
                                          head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"))
                     out.append(PTXTarget(f"csr_dtans.check[{tag},lanes32]",
                                          functools.partial(_check_kernel, dt, params, 32),
+                                         head + f"int64, int64, {array_sig('int32')})"))
+                    out.append(PTXTarget(f"csr_dtans.spmv[{tag},rows4]",
+                                         functools.partial(_spmv_kernel, dt, params, cfg, True, 1, 4),
+                                         head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
+                    out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,rows4]",
+                                         functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
+                                                           True, 1, 4),
+                                         head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"))
+                    out.append(PTXTarget(f"csr_dtans.check[{tag},rows4]",
+                                         functools.partial(_check_kernel, dt, params, 1, 4),
                                          head + f"int64, int64, {array_sig('int32')})"))
                     out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,noesc]",
                                          functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
