@@ -140,28 +140,36 @@ def test_config_fields_are_checked():
     assert K.CSRDtansConfig(max_registers=32).max_registers == 32
 
 
+LAYOUTS = [("lanes_per_row", 2), ("lanes_per_row", 8), ("lanes_per_row", 32),
+           ("rows_per_lane", 2), ("rows_per_lane", 4), ("rows_per_lane", 8)]
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("lanes", [2, 8, 32])
-def test_long_row_layout_every_lane_count(lanes):
-    """``lanes_per_row``: the ragged rows (0 to 61 nonzeros: pieces of 0, 1 and many) cut
-    into 2, 8 or 32 streams; SpMV and an SpMM of 3 columns against the exact product (outputs
-    garbage-filled), the device check, and fast encoder == reference; with escapes (float16,
-    distinct values) and without (small integers, the toy parameters too)."""
-    A, rng = ragged(np.float16, seed=4)
-    M = R.encode(A, dtype=np.float16, lanes_per_row=lanes)
-    assert M.lanes_per_row == lanes and M.n_warps == -(-A.shape[0] * lanes // 32)
+@pytest.mark.parametrize("option, value", LAYOUTS)
+def test_layouts_other_than_a_lane_per_row(option, value):
+    """``lanes_per_row`` (a row's pieces on 2, 8 or 32 lanes) and ``rows_per_lane`` (2, 4 or 8
+    rows one after another on a lane) on the ragged rows (0 to 61 nonzeros: pieces of 0, 1
+    and many; empty rows inside and at the ends of a lane's group; a partial last group):
+    SpMV and SpMM (3 columns in tiles of 2, and in tiles of one column) against the exact
+    product in garbage-filled outputs, the device check, fast encoder == reference; with
+    escapes (float16, distinct values) and without (small integers, the toy parameters too)."""
+    from spmvlab.encoders import csr_dtans as E
+    A, rng = ragged(np.float16, seed=4, n_rows=37)
+    M = R.encode(A, dtype=np.float16, **{option: value})
+    per_row = value if option == "lanes_per_row" else 1
+    assert getattr(M, option) == value and M.n_streams == -(-37 * per_row // (value // per_row))
     x = rng.standard_normal(A.shape[1]).astype(np.float16)
     X = rng.standard_normal((A.shape[1], 3)).astype(np.float16)
     check_parity(R, K, M, x, X, config=CFG)
+    check_parity(R, K, M, x, X, config=K.CSRDtansConfig(threads_per_block=32, spmm_tile=1))
     assert K.device_check(K.to_device(M, check="host")) == []
-    from spmvlab.encoders import csr_dtans as E
-    F = E.encode(A, dtype=np.float16, lanes_per_row=lanes)
+    F = E.encode(A, dtype=np.float16, **{option: value})
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(M.arrays(), F.arrays()))
     B, rng = ragged(np.float32, seed=5, n_rows=33, n_cols=70, distinct=False, contiguous=True)
     for params in ("paper", "toy"):
-        N = R.encode(B, dtype=np.float32, params=params, lanes_per_row=lanes)
+        N = R.encode(B, dtype=np.float32, params=params, **{option: value})
         x = rng.standard_normal(B.shape[1]).astype(np.float32)
-        assert_close(K.spmv(N, x, config=CFG), N.to_csr(), x, np.float32, f"lanes {lanes} {params}")
+        assert_close(K.spmv(N, x, config=CFG), N.to_csr(), x, np.float32, f"{option} {value} {params}")
 
 
 def test_long_row_layout_rejects_a_bad_lane_count_and_corruption():
@@ -183,30 +191,8 @@ def test_long_row_layout_rejects_a_bad_lane_count_and_corruption():
         wrong.validate(expensive=True)
     D = K._upload(wrong)
     assert K.device_check(D) == ["words"]
-
-
-@pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("rows", [2, 4, 8])
-def test_rows_per_lane_layout(rows):
-    """``rows_per_lane``: the ragged rows (empty ones inside and at the ends of a lane's
-    group, a partial last group) decoded several to a lane; SpMV and SpMM (3 columns, and a
-    tile of one column: 3 tiles) against the exact product in garbage-filled outputs, the
-    device check, fast encoder == reference, with escapes and without (toy parameters)."""
-    A, rng = ragged(np.float16, seed=7, n_rows=37)
-    M = R.encode(A, dtype=np.float16, rows_per_lane=rows)
-    assert M.rows_per_lane == rows and M.n_streams == -(-37 // rows)
-    x = rng.standard_normal(A.shape[1]).astype(np.float16)
-    X = rng.standard_normal((A.shape[1], 3)).astype(np.float16)
-    check_parity(R, K, M, x, X, config=CFG)
-    check_parity(R, K, M, x, X, config=K.CSRDtansConfig(threads_per_block=32, spmm_tile=1))
-    assert K.device_check(K.to_device(M, check="host")) == []
-    from spmvlab.encoders import csr_dtans as E
-    F = E.encode(A, dtype=np.float16, rows_per_lane=rows)
-    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(M.arrays(), F.arrays()))
-    B, rng = ragged(np.float32, seed=8, n_rows=33, n_cols=70, distinct=False, contiguous=True)
-    for params in ("paper", "toy"):
-        N = R.encode(B, dtype=np.float32, params=params, rows_per_lane=rows)
-        x = rng.standard_normal(B.shape[1]).astype(np.float32)
-        assert_close(K.spmv(N, x, config=CFG), N.to_csr(), x, np.float32, f"rows {rows} {params}")
-    with pytest.raises(Exception, match="rows_per_lane"):
-        R.encode(A, dtype=np.float16, rows_per_lane=rows, lanes_per_row=2)
+    with pytest.raises(OptionError, match="rows_per_lane"):        # one layout at a time
+        R.encode(A, dtype=np.float32, rows_per_lane=2, lanes_per_row=2)
+    for bad in (3, 16, True):
+        with pytest.raises(OptionError, match="rows_per_lane"):
+            E.encode(A, dtype=np.float32, rows_per_lane=bad)
