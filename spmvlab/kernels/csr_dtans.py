@@ -800,57 +800,44 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
 
 
 def ptx_targets():
-    """SpMV and SpMM for every value dtype, index type and parameter set (with escape
-    events, and for the paper's parameters also without, with 32 lanes per row and with 4
-    rows per lane); the check."""
+    """SpMV, SpMM and the check: every value dtype with the paper's parameters and int32
+    indices (SpMM with one-column tiles and with one and several vector groups); int64 indices (float64) and the toy parameters
+    (float32) once each; the kernels without escape events (float64), with 32 lanes per row
+    (float16: LLM weights) and with 4 rows per lane (float64). The walk is long to compile,
+    so the combinations that change no typing are left out."""
     out = []
     cfg = CSRDtansConfig()
-    for params in sorted(PARAMS):
+    cases = [("paper", dt, "int32") for dt in KERNEL_DTYPES]
+    cases += [("paper", "float64", "int64"), ("toy", "float32", "int32")]
+    for params, dt, it in cases:
         word = PARAMS[params].word_dtype.name
-        for dt in KERNEL_DTYPES:
-            for it in ("int32", "int64"):
-                head = (f"void({array_sig(dt)}, {array_sig('uint16')}, {array_sig('int32')}, "
-                        f"{array_sig('uint16')}, int32, int32, int32, int32, {array_sig(it)}, "
-                        f"{array_sig(it)}, {array_sig(word)}, ")
-                tag = f"{dt},{it},{params}"
-                mul = (r"mul\.hi\.u32|mul\.wide\.u32",) if params == "paper" else ()
-                out.append(PTXTarget(f"csr_dtans.spmv[{tag}]",
-                                     functools.partial(_spmv_kernel, dt, params, cfg),
-                                     head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
-                if params == "paper" and it == "int32":     # tables without escape slots
-                    out.append(PTXTarget(f"csr_dtans.spmv[{tag},noesc]",
-                                         functools.partial(_spmv_kernel, dt, params, cfg, False),
-                                         head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
-                    out.append(PTXTarget(f"csr_dtans.spmv[{tag},lanes32]",
-                                         functools.partial(_spmv_kernel, dt, params, cfg, True, 32),
-                                         head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
-                    out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,lanes32]",
-                                         functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
-                                                           True, 32),
-                                         head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"))
-                    out.append(PTXTarget(f"csr_dtans.check[{tag},lanes32]",
-                                         functools.partial(_check_kernel, dt, params, 32),
-                                         head + f"int64, int64, {array_sig('int32')})"))
-                    out.append(PTXTarget(f"csr_dtans.spmv[{tag},rows4]",
-                                         functools.partial(_spmv_kernel, dt, params, cfg, True, 1, 4),
-                                         head + f"{array_sig(dt)}, {array_sig(dt)})", mul))
-                    out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,rows4]",
-                                         functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
-                                                           True, 1, 4),
-                                         head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"))
-                    out.append(PTXTarget(f"csr_dtans.check[{tag},rows4]",
-                                         functools.partial(_check_kernel, dt, params, 1, 4),
-                                         head + f"int64, int64, {array_sig('int32')})"))
-                    out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1,noesc]",
-                                         functools.partial(_spmm_kernel, dt, params, cfg, 8, 1,
-                                                           False),
-                                         head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"))
-                cases = ptx_cases(dt) if (params == "paper" and it == "int32") else [(8, 1)]
-                for ct, g in cases:
-                    out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile{ct},g{g}]",
-                                         functools.partial(_spmm_kernel, dt, params, cfg, ct, g),
-                                         head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"))
-                out.append(PTXTarget(f"csr_dtans.check[{tag}]",
-                                     functools.partial(_check_kernel, dt, params),
-                                     head + f"int64, int64, {array_sig('int32')})"))
+        head = (f"void({array_sig(dt)}, {array_sig('uint16')}, {array_sig('int32')}, "
+                f"{array_sig('uint16')}, int32, int32, int32, int32, {array_sig(it)}, "
+                f"{array_sig(it)}, {array_sig(word)}, ")
+        spmv_sig = head + f"{array_sig(dt)}, {array_sig(dt)})"
+        spmm_sig = head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"
+        check_sig = head + f"int64, int64, {array_sig('int32')})"
+        tag = f"{dt},{it},{params}"
+        mul = (r"mul\.hi\.u32|mul\.wide\.u32",) if params == "paper" else ()
+        layouts = [("", True, 1, 1)]
+        if (params, it) == ("paper", "int32"):
+            if dt == "float64":
+                layouts += [(",noesc", False, 1, 1), (",rows4", True, 1, 4)]
+            if dt == "float16":
+                layouts += [(",lanes32", True, 32, 1)]
+        for suffix, esc, lanes, rows in layouts:
+            out.append(PTXTarget(f"csr_dtans.spmv[{tag}{suffix}]",
+                                 functools.partial(_spmv_kernel, dt, params, cfg, esc, lanes, rows),
+                                 spmv_sig, mul))
+            tiles = [(8, 1)]
+            if (params, it, suffix) == ("paper", "int32", ""):    # one-column, one and several groups
+                tiles = [(1, 1)] + [c for c in ptx_cases(dt) if c[0] in (8, 32) and c[1] > 1]
+            for ct, g in tiles:
+                out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile{ct},g{g}{suffix}]",
+                                     functools.partial(_spmm_kernel, dt, params, cfg, ct, g, esc,
+                                                       lanes, rows), spmm_sig))
+            if esc:
+                out.append(PTXTarget(f"csr_dtans.check[{tag}{suffix}]",
+                                     functools.partial(_check_kernel, dt, params, lanes, rows),
+                                     check_sig))
     return out
