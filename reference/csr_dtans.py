@@ -340,7 +340,9 @@ def _decode(M: CSRDtansMatrix):
             if M.rows_per_lane > 1:                 # each row's columns from 0
                 j = w * WARP + t
                 a = sptr[j]
-                cuts = units[(units > a) & (units < sptr[j + 1])] - a
+                lo = np.searchsorted(units, a, side="right")          # units in (a, end)
+                hi = np.searchsorted(units, sptr[j + 1], side="left")
+                cuts = units[lo:hi] - a
                 cols += [np.cumsum(part) for part in np.split(d, cuts)]
             else:
                 cols.append(np.cumsum(d))
