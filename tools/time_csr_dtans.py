@@ -7,7 +7,8 @@ against cuBLAS and MACKO on LLM weight shapes: the issue-28 benchmark.
                                    [--out FILE.json] [--quick]
 
 Synthetic matrices are ``experiments/_dtans.py``'s families at 2**e nonzeros (built on the
-host with their seeds; ``--family stencil5:25``); weight shapes are ``datasets.uniform``
+host with their seeds; ``--family stencil5:25``; the default five only where neither
+``--family`` nor ``--weights`` is given); weight shapes are ``datasets.uniform``
 masks (seed 0; ``--weights 4096x11008:0.7``) whose float16 values are drawn from the values
 the real weights keep at that sparsity (``experiments/dtans_llm_speed.matrix``, as that
 experiment builds them), or are standard normal where ``SPMVLAB_DATA`` has no weights. Each
@@ -71,7 +72,9 @@ def main(argv=None) -> int:
         print("time_csr_dtans: no CUDA GPU here (the kernels are timed on a GPU)")
         return 0
     from experiments import _dtans as D
-    fams = a.family or ([("stencil5", 22)] if a.quick else [_family(f) for f in FAMILIES])
+    # the default families only where neither --family nor --weights names what to time
+    fams = a.family or ([] if a.weights else
+                        [("stencil5", 22)] if a.quick else [_family(f) for f in FAMILIES])
     weights = [] if a.no_weights else a.weights if a.weights is not None else (
         [(4096, 11008, 0.7)] if a.quick else [_weights(w) for w in WEIGHTS])
     ours = [_csr_dtans_name(c) for c in a.configs]
@@ -102,7 +105,17 @@ def main(argv=None) -> int:
     for r, c, s in weights:
         cases.append((f"uniform_{r}x{c}_{round(s * 100)}", lambda r=r, c=c, s=s: weight_matrix(r, c, s),
                       ["float16"], DENSE_BASELINES))
-    rows = []
+    rows, path = [], None
+
+    def save():
+        # after every matrix, so a run stopped part way keeps what it measured
+        return experiment.save_results(
+            a.out or "time_csr_dtans", rows,
+            dict(families=[list(f) for f in fams], weights=[list(w) for w in weights],
+                 dtypes=a.dtypes, configs=a.configs, reps=a.reps, sms=sms,
+                 max_sm_clock_hz=clock_hz, copy=copy),
+            meta=runinfo.run_metadata())
+
     for name, make, dtypes, baselines in cases:
         A = make()
         for dt in dtypes:
@@ -129,12 +142,7 @@ def main(argv=None) -> int:
                 ("format_bytes", "bytes", "d"), ("speedup_vs_best_baseline", "x best", ".2f"),
                 ("symbols_per_s", "sym/s", ".3g"), ("symbols_per_sm_clock", "sym/SM/clk", ".2f"),
                 ("copy_us", "copy us", ".1f"), ("error", "error", "")]), flush=True)
-    path = experiment.save_results(
-        a.out or "time_csr_dtans", rows,
-        dict(families=[list(f) for f in fams], weights=[list(w) for w in weights],
-             dtypes=a.dtypes, configs=a.configs, reps=a.reps, sms=sms, max_sm_clock_hz=clock_hz,
-             copy=copy),
-        meta=runinfo.run_metadata())
+            path = save()
     print("wrote", path)
     return 0 if all(r.get("check_passed", True) is not False for r in rows) else 1
 
