@@ -8,7 +8,7 @@ against cuBLAS and MACKO on LLM weight shapes: the issue-28 benchmark.
 
 Synthetic matrices are ``experiments/_dtans.py``'s families at 2**e nonzeros (built on the
 host with their seeds; ``--family stencil5:25``; the default five only where neither
-``--family`` nor ``--weights`` is given); weight shapes are ``datasets.uniform``
+``--family`` nor ``--weights`` is given, and the same for the weights); weight shapes are ``datasets.uniform``
 masks (seed 0; ``--weights 4096x11008:0.7``) whose float16 values are drawn from the values
 the real weights keep at that sparsity (``experiments/dtans_llm_speed.matrix``, as that
 experiment builds them), or are standard normal where ``SPMVLAB_DATA`` has no weights. Each
@@ -75,7 +75,7 @@ def main(argv=None) -> int:
     # the default families only where neither --family nor --weights names what to time
     fams = a.family or ([] if a.weights else
                         [("stencil5", 22)] if a.quick else [_family(f) for f in FAMILIES])
-    weights = [] if a.no_weights else a.weights if a.weights is not None else (
+    weights = [] if a.no_weights or (a.family and not a.weights) else a.weights or (
         [(4096, 11008, 0.7)] if a.quick else [_weights(w) for w in WEIGHTS])
     ours = [_csr_dtans_name(c) for c in a.configs]
     dev = cuda.get_current_device()
