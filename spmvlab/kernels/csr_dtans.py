@@ -342,23 +342,17 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         ioff = IOFF if is_delta else IOFF + K
 
         @inline_device
-        def step(w0, w1, w2, pre, rem, col, D, B, pos, bad, any_esc, below, words, end,
+        def step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
                  svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
                  accs, n_cols, rowleft, ri, lens, Y, row0):
             valid = k < rem
             slot = unpack(w0, w1, w2)
-            info = pre[0]                                 # this position's lookups
-            tv = pre[1]
             if check:
                 used = d_used if is_delta else v_used
                 if valid and slot >= u32(used):
                     bad = True
                     slot = u32(0)
-                    info = u32(sinfo[u32(ioff)])
-                    if is_delta:
-                        tv = sdel[u32(VOFF)]
-                    else:
-                        tv = svals[0]
+            info = u32(sinfo[u32(u32(ioff) + slot)])
             escaped = False
             raw = u64(0)
             if escapes:
@@ -383,13 +377,13 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                     if escaped:
                         col = colt(col + colt(raw))
                     else:
-                        col = colt(col + colt(tv))
+                        col = colt(col + colt(sdel[u32(u32(VOFF) + slot)]))
             elif valid:
                 if check:
                     if col < 0 or col >= n_cols:
                         bad = True
                 else:
-                    v = float_from_bits(raw, svals[0]) if escaped else tv
+                    v = float_from_bits(raw, svals[0]) if escaped else svals[slot]
                     if spmv:
                         accs[0] += acc(v) * acc(Xf[u32(col)])
                     else:
@@ -417,59 +411,30 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         step = position(k)
         if k + 1 == stop:
             @inline_device
-            def last(w0, w1, w2, pre, rem, col, D, B, pos, bad, any_esc, below, words, end,
-                     svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+            def last(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals,
+                     sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                      n_cols, rowleft, ri, lens, Y, row0):
-                return step(w0, w1, w2, pre, rem, col, D, B, pos, bad, any_esc, below, words, end,
+                return step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
                             svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
                             nvalid, accs, n_cols, rowleft, ri, lens, Y, row0)
             return last
         rest = chain(k + 1, stop)
 
         @inline_device
-        def walk_from(w0, w1, w2, pre, rem, col, D, B, pos, bad, any_esc, below, words, end,
-                      svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+        def walk_from(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals,
+                      sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                       n_cols, rowleft, ri, lens, Y, row0):
             col, D, B, pos, bad, rowleft, ri = step(
-                w0, w1, w2, pre, rem, col, D, B, pos, bad, any_esc, below, words, end, svals, sdel,
+                w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals, sdel,
                 sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols, rowleft,
                 ri, lens, Y, row0)
-            return rest(w0, w1, w2, pre[2:], rem, col, D, B, pos, bad, any_esc, below, words, end,
+            return rest(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
                         svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
                         accs, n_cols, rowleft, ri, lens, Y, row0)
         return walk_from
 
     group0, group1 = chain(0, HALF), chain(HALF, L)
     unpacks = [unpacker(k) for k in range(L)]
-
-    def lookups(k: int, stop: int):
-        """``look(w0, w1, w2, svals, sdel, sinfo)``: the table entries of positions
-        [k, stop), (info, delta or value) each, as one tuple that the chain takes apart
-        (constant indices and slices: numba indexes a mixed tuple only by constants). All of a segment's shared-memory loads
-        then issue together before the positions' branches and ballots, instead of one
-        position's after the previous one's (the SpMV was stalled on them)."""
-        unpack = unpacks[k]
-        is_delta = k % 2 == 0
-        ioff = IOFF if is_delta else IOFF + K
-        rest = lookups(k + 1, stop) if k + 1 < stop else None
-
-        @inline_device
-        def here(w0, w1, w2, svals, sdel, sinfo):
-            slot = unpack(w0, w1, w2)
-            info = u32(sinfo[u32(u32(ioff) + slot)])
-            if is_delta:
-                return (info, sdel[u32(u32(VOFF) + slot)])
-            return (info, svals[slot])
-
-        if rest is None:
-            return here
-
-        @inline_device
-        def look_from(w0, w1, w2, svals, sdel, sinfo):
-            return here(w0, w1, w2, svals, sdel, sinfo) + rest(w0, w1, w2, svals, sdel, sinfo)
-        return look_from
-
-    look0, look1 = lookups(0, HALF), lookups(HALF, L)
 
     def escape_scan(k: int):
         """``mine(w0, w1, w2, rem, d_esc, v_esc)``: a valid position in [k, L) holds an
@@ -540,14 +505,12 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             any_esc = False
             if escapes:                                   # warp-uniform
                 any_esc = cuda.ballot_sync(FULL_MASK, scan(w0, w1, w2, rem, d_esc, v_esc)) != 0
-            pre0 = look0(w0, w1, w2, svals, sdel, sinfo)
-            pre1 = look1(w0, w1, w2, svals, sdel, sinfo)
             col, D0, B0, pos, bad, rowleft, ri = group0(
-                w0, w1, w2, pre0, rem, col, u32(0), u32(1), pos, bad, any_esc, below, words, end,
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, any_esc, below, words, end,
                 svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                 n_cols, rowleft, ri, lens, Y, row0)
             col, D1, B1, pos, bad, rowleft, ri = group1(
-                w0, w1, w2, pre1, rem, col, u32(0), u32(1), pos, bad, any_esc, below, words, end,
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, any_esc, below, words, end,
                 svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                 n_cols, rowleft, ri, lens, Y, row0)
             # the two checks: group g's digits join the state, then word g is extracted
