@@ -169,6 +169,40 @@ def test_best_strategy_times_the_model_top_or_the_shortlist():
         tune.best_strategy(A, 8, "float32", model=None, timer=lambda *a: float("inf"))
 
 
+def test_default_strategy_is_the_model_pick(monkeypatch):
+    """The ``generalsparse`` method's default: the strategy the fitted model ranks first on
+    the matrix (nothing timed), not the shortlist's fixed first entry; the shortlist's
+    first only without a model; the next of the ranking where a pick does not plan."""
+    from spmvlab.generalsparse import method as GM
+    from spmvlab.methods.base import Problem
+    A = sp.random(40, 36, density=0.3, format="csr", random_state=np.random.default_rng(3))
+    cands = tune.candidates(A, 4, dtype="float32")
+    feats = tune.features(A, 4, "float32")
+    want = cands[len(cands) // 2]                 # the model learns this one is fastest
+    recs = [dict(features=feats, strategy=s, time_us=1.0 if s == want else 5.0 + i)
+            for i, s in enumerate(cands)]
+    model = tune.CostModel.fit(recs, min_samples=1)
+    ranked, source, pred = tune.model_ranking(A, 4, "float32", model=model)
+    assert source == "model" and ranked[0] == want and pred == pytest.approx(1.0, rel=0.05)
+    assert want != tune.default_shortlist(4, "float32")[0]
+    assert tune.model_ranking(A, 4, "float32", model=None) == (
+        tune.default_shortlist(4, "float32"), "shortlist", None)
+    monkeypatch.setattr(GM, "model_ranking", lambda A, N, dt: tune.model_ranking(A, N, dt, model=model))
+    p = Problem.make(A, "float32", k=4)
+    m = GM.GeneralSparse(p, "default")
+    assert m.strategy == want and m.row_extra["pick_source"] == "model" and m.check().passed
+    # a first pick that does not plan for the matrix: the next one runs
+    real = GM.planner.plan_cached
+
+    def refuse(A_, s, dt):
+        if s == want:
+            raise OptionError("not for this matrix")
+        return real(A_, s, dt)
+    monkeypatch.setattr(GM.planner, "plan_cached", refuse)
+    m = GM.GeneralSparse(Problem.make(A, "float32", k=4), "default")
+    assert m.strategy == ranked[1] and m.row_extra["predicted_us"] is None
+
+
 def test_best_strategy_confirms_the_proxy_winners_on_the_matrix():
     A = sp.random(400, 50, density=0.3, format="csr", random_state=np.random.default_rng(3))
     short = tune.default_shortlist(8, "float32")

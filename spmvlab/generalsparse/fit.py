@@ -16,6 +16,9 @@ The evaluation (:func:`evaluate`), per held-out (matrix, N):
                           (the paper's "accuracy rate is approximately 90 %");
 * ``within10``            share of its strategies predicted within 10 %;
 * ``pick_rel``            exhaustive best / time of the model's first pick (1 = the best);
+* ``shortlist_rel``       the same for the first of ``shortlist.default_shortlist`` (the
+                          ``generalsparse`` method's default before the model's pick; None
+                          where the results did not time it);
 * ``top_rel``             the same for the best of the model's first ``top`` (what
                           ``best_strategy(guard=False)`` keeps);
 * ``search_rel``          the same for the best of those and the anchors
@@ -36,7 +39,7 @@ import numpy as np
 
 from .model import MODEL_PATH, CostModel, strategy_key
 from .search import search_analysis
-from .shortlist import anchors
+from .shortlist import anchors, default_shortlist
 
 __all__ = ["timing_records", "split_matrices", "choose_ridge", "evaluate", "fit_all", "main", "RIDGES"]
 
@@ -109,11 +112,16 @@ def _judge(model: CostModel, recs: list, matrices: list, top: int, per_compile: 
             best = a["best_us"]
             top_best = min(times[k] for k in keys[:top])
             guards = _anchor_keys(n, rs[0].get("dtype")) & set(times)
+            dt = rs[0].get("dtype")
+            first = strategy_key(default_shortlist(int(n), dt)[0]) if dt else None
             search_best = min([top_best] + [times[k] for k in guards])
             out.append(dict(matrix=m, n=n, strategies=len(rs),
                             accuracy=1 - float(np.median(rel)) if rel else None,
                             within10=float(np.mean(np.array(rel) <= 0.1)) if rel else None,
-                            pick_rel=a["first_pick_rel"], top_rel=best / top_best if np.isfinite(top_best) else 0.0,
+                            pick_rel=a["first_pick_rel"],
+                            shortlist_rel=(best / times[first] if first in times
+                                           and np.isfinite(times[first]) else None),
+                            top_rel=best / top_best if np.isfinite(top_best) else 0.0,
                             pick_within_10pct=a["first_within_10pct"],
                             top_within_10pct=bool(top_best <= 1.1 * best),
                             anchors=len(guards),
@@ -156,6 +164,22 @@ def choose_ridge(recs: list, matrices: list, folds: int = 4, top: int = 4,
     return best["ridge"], table
 
 
+def _slowdowns(rels) -> np.ndarray:
+    """Measured time / exhaustive best of the cases with a timed pick (``rels``: best / time)."""
+    r = np.array([float(x) for x in rels if x], dtype=np.float64)
+    return 1.0 / r[r > 0]
+
+
+def _geomean_slowdown(rels):
+    s = _slowdowns(rels)
+    return float(np.exp(np.log(s).mean())) if s.size else None
+
+
+def _worst_slowdown(rels):
+    s = _slowdowns(rels)
+    return float(s.max()) if s.size else None
+
+
 _EVALUATED: dict = {}
 
 
@@ -188,6 +212,12 @@ def evaluate(results: dict, top: int = 4) -> dict:
         summary = dict(train_matrices=len(train), held_out_matrices=len(held), cases=len(out),
                        median_accuracy=float(np.median(acc)) if acc else None,
                        pick_within_10pct=share("pick_within_10pct"),
+                       pick_geomean_slowdown=_geomean_slowdown(r["pick_rel"] for r in out),
+                       pick_worst_slowdown=_worst_slowdown(r["pick_rel"] for r in out),
+                       shortlist_first_cases=sum(r["shortlist_rel"] is not None for r in out),
+                       shortlist_first_geomean_slowdown=_geomean_slowdown(
+                           r["shortlist_rel"] for r in out),
+                       shortlist_first_worst_slowdown=_worst_slowdown(r["shortlist_rel"] for r in out),
                        top_within_10pct=share("top_within_10pct"),
                        search_within_10pct=share("search_within_10pct"),
                        cases_with_anchors=int(sum(r["anchors"] > 0 for r in out)),

@@ -14,8 +14,10 @@ and the GPU timer of the search, which builds them.
     column bases, row and thread-group arrays, offset tables); ``row_extra`` gets
     ``bytes_per_nnz`` and, for compact strategies, ``col_bits``.
 ``strategy="default"``
-    the first strategy of :func:`.shortlist.default_shortlist` ``(N)`` (one fixed kernel for
-    every matrix: a warp-group per row, CSR-vector-like);
+    the cost model's pick for (matrix, N), nothing timed (:func:`.search.model_ranking`: the
+    first of its ranking that plans for this matrix; the first of
+    :func:`.shortlist.default_shortlist` where no model has been fitted); ``row_extra``
+    gets ``pick_source`` ("model" or "shortlist") and ``predicted_us``;
 ``strategy="best"``
     :func:`.search.best_strategy` timed by :func:`gpu_timer`: the cost model's top
     candidates and the compact anchors (:func:`.shortlist.anchors`) timed (the shortlist
@@ -40,8 +42,7 @@ from reference._common import OptionError, problem
 from ..methods.base import Method, Problem
 from . import codegen, planner
 from .model import strategy_key
-from .search import best_strategy
-from .shortlist import default_shortlist
+from .search import best_strategy, model_ranking
 
 __all__ = ["GeneralSparse", "gpu_timer"]
 
@@ -62,9 +63,12 @@ class GeneralSparse(Method):
         self.problem = p
         self.row_extra = {}
         N = p.k
+        ranked = None
         if isinstance(strategy, str):
             if strategy == "default":
-                strategy = default_shortlist(N)[0]
+                ranked, source, predicted = model_ranking(p.A, N, p.dtype)
+                strategy = ranked[0]
+                self.row_extra.update(pick_source=source, predicted_us=predicted)
             elif strategy == "best":
                 search = dict(search or {})
                 search.setdefault("timer", gpu_timer(keep=p))   # sample kept for all N
@@ -77,11 +81,26 @@ class GeneralSparse(Method):
         if not isinstance(strategy, GS.Strategy):
             raise OptionError(problem("strategy", "'default', 'best' or a Strategy",
                                       type(strategy).__name__))
-        self.strategy = strategy
         # one plan per sparse layout, kept on the problem: the problems of other N made by
         # Problem.with_rhs reuse it (planner.sparse_signature: the plan arrays do not depend on N)
-        held = p.shared(("generalsparse_plan", planner.sparse_signature(strategy)),
-                        lambda: planner.plan_cached(p.A, strategy, p.dtype))
+        def plan(s):
+            return p.shared(("generalsparse_plan", planner.sparse_signature(s)),
+                            lambda: planner.plan_cached(p.A, s, p.dtype))
+        if ranked is None:
+            held = plan(strategy)
+        else:      # the model's pick, or the next one where a pick does not plan for A
+            for i, s in enumerate(ranked):
+                try:
+                    held = plan(s)
+                except OptionError:
+                    if i == len(ranked) - 1:
+                        raise
+                    continue
+                strategy = s
+                break
+            if strategy is not ranked[0]:
+                self.row_extra["predicted_us"] = None
+        self.strategy = strategy
         # the same arrays under a strategy that differs only in its dense division: a new
         # plan on purpose (checksum=None computes its own; upload validates it)
         self.plan = held if held.strategy == strategy else dataclasses.replace(

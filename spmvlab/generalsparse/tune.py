@@ -25,14 +25,14 @@ from .method import gpu_timer
 from .model import (MODEL_PATH, MODEL_VERSION, CostModel, load_model, strategy_family,
                     strategy_from_dict, strategy_key, strategy_to_dict)
 from .planner import plan_cached, sparse_signature
-from .search import SearchResult, candidates, proxy, search_analysis, supported
+from .search import SearchResult, candidates, model_ranking, proxy, search_analysis, supported
 from .shortlist import SHORTLIST_NAMES, anchors, default_shortlist
 
 __all__ = ["FEATURE_NAMES", "DESIGN_NAMES", "features", "design", "MODEL_PATH", "MODEL_VERSION",
            "CostModel", "load_model", "strategy_key", "strategy_family", "strategy_to_dict",
            "strategy_from_dict", "SHORTLIST_NAMES", "default_shortlist", "supported",
            "sparse_signature", "proxy", "candidates", "plan_cached", "SearchResult",
-           "anchors", "best_strategy", "gpu_timer", "search_analysis"]
+           "anchors", "best_strategy", "model_ranking", "gpu_timer", "search_analysis"]
 
 
 def best_strategy(A, N: int, dtype="float16", *, timer=None, **options) -> SearchResult:

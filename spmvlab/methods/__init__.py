@@ -8,8 +8,9 @@ Names (``resolve(name) -> MethodSpec``):
 ``cusparse_coo``    cuSPARSE COO SpMV (CuPy, float32/64)
 ``cusparse_sell``   cuSPARSE sliced ELL (slices of 32) SpMV through ctypes (float16/32/64)
 ``numba_dense``     spmvlab's numba dense GEMV
-``generalsparse``   GeneralSparse's generated SpMM kernel, one fixed strategy (the first of
-                    ``spmvlab.generalsparse.shortlist.default_shortlist(N)``)
+``generalsparse``   GeneralSparse's generated SpMM kernel, the strategy its fitted cost model
+                    predicts fastest for (matrix, N), nothing timed
+                    (``spmvlab.generalsparse.search.model_ranking``)
 ``generalsparse_best``  GeneralSparse with the search (``spmvlab.generalsparse.search.best_strategy``)
 ``<format>``        a registered format's kernel with its default config
 ``<method>``        a named setting of a format's registry entry (``FormatInfo.methods``,
