@@ -178,12 +178,18 @@ def test_default_strategy_is_the_model_pick(monkeypatch):
     A = sp.random(40, 36, density=0.3, format="csr", random_state=np.random.default_rng(3))
     cands = tune.candidates(A, 4, dtype="float32")
     feats = tune.features(A, 4, "float32")
-    want = cands[len(cands) // 2]                 # the model learns this one is fastest
-    recs = [dict(features=feats, strategy=s, time_us=1.0 if s == want else 5.0 + i)
-            for i, s in enumerate(cands)]
+    whole = [s for s in cands if not s.block.split]
+    want = whole[len(whole) // 2]                 # the model learns this one is fastest
+    split = next(s for s in cands if s.block.split)
+    recs = [dict(features=feats, strategy=s, time_us=1.0 if s == want else 0.5 if s == split
+                 else 5.0 + i) for i, s in enumerate(cands)]
     model = tune.CostModel.fit(recs, min_samples=1)
+    assert model.rank(feats, cands)[0] == split
     ranked, source, pred = tune.model_ranking(A, 4, "float32", model=model)
+    # rows split across blocks are never the untimed pick, however fast the model says
     assert source == "model" and ranked[0] == want and pred == pytest.approx(1.0, rel=0.05)
+    assert split not in ranked and sorted(map(tune.strategy_key, ranked)) == sorted(
+        map(tune.strategy_key, whole))
     assert want != tune.default_shortlist(4, "float32")[0]
     assert tune.model_ranking(A, 4, "float32", model=None) == (
         tune.default_shortlist(4, "float32"), "shortlist", None)

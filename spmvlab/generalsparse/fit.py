@@ -16,6 +16,9 @@ The evaluation (:func:`evaluate`), per held-out (matrix, N):
                           (the paper's "accuracy rate is approximately 90 %");
 * ``within10``            share of its strategies predicted within 10 %;
 * ``pick_rel``            exhaustive best / time of the model's first pick (1 = the best);
+* ``default_rel``         the same for the first of the model's order among the strategies
+                          that keep rows within a block (the ``generalsparse`` method's
+                          untimed default, ``search.model_ranking``);
 * ``shortlist_rel``       the same for the first of ``shortlist.default_shortlist`` (the
                           ``generalsparse`` method's default before the model's pick; None
                           where the results did not time it);
@@ -112,6 +115,8 @@ def _judge(model: CostModel, recs: list, matrices: list, top: int, per_compile: 
             best = a["best_us"]
             top_best = min(times[k] for k in keys[:top])
             guards = _anchor_keys(n, rs[0].get("dtype")) & set(times)
+            whole = [k for k in keys if k.split()[0].endswith("/nonsplit")
+                     and np.isfinite(pred[k])]                 # "B:<kind>/nonsplit ..."
             dt = rs[0].get("dtype")
             first = strategy_key(default_shortlist(int(n), dt)[0]) if dt else None
             search_best = min([top_best] + [times[k] for k in guards])
@@ -119,6 +124,8 @@ def _judge(model: CostModel, recs: list, matrices: list, top: int, per_compile: 
                             accuracy=1 - float(np.median(rel)) if rel else None,
                             within10=float(np.mean(np.array(rel) <= 0.1)) if rel else None,
                             pick_rel=a["first_pick_rel"],
+                            default_rel=(best / times[whole[0]] if whole
+                                         and np.isfinite(times[whole[0]]) else None),
                             shortlist_rel=(best / times[first] if first in times
                                            and np.isfinite(times[first]) else None),
                             top_rel=best / top_best if np.isfinite(top_best) else 0.0,
@@ -214,6 +221,8 @@ def evaluate(results: dict, top: int = 4) -> dict:
                        pick_within_10pct=share("pick_within_10pct"),
                        pick_geomean_slowdown=_geomean_slowdown(r["pick_rel"] for r in out),
                        pick_worst_slowdown=_worst_slowdown(r["pick_rel"] for r in out),
+                       default_geomean_slowdown=_geomean_slowdown(r["default_rel"] for r in out),
+                       default_worst_slowdown=_worst_slowdown(r["default_rel"] for r in out),
                        shortlist_first_cases=sum(r["shortlist_rel"] is not None for r in out),
                        shortlist_first_geomean_slowdown=_geomean_slowdown(
                            r["shortlist_rel"] for r in out),

@@ -78,13 +78,18 @@ def candidates(A, N: int, dtype=None, lossy: bool = True) -> list:
 def model_ranking(A, N: int, dtype="float16", *, model="default", max_nnz: int = 2_000_000):
     """(strategies best first, source, predicted microseconds of the first or None) for
     (A, N), nothing timed: :func:`candidates` of :func:`proxy` ``(A, max_nnz)`` (the
-    strategies the search would consider) ranked by ``model`` on the features of A itself
-    (the matrix that will run; ``model="default"``: :func:`~.model.load_model`), source
-    "model"; without a fitted model the :func:`~.shortlist.default_shortlist`, source
-    "shortlist". On the held-out matrices of the committed H200 campaign the model's first
-    pick is within 10 % of the exhaustive best in most cases, where the shortlist's first
-    entry (one fixed kernel for every matrix) is several times slower (docs/performance.md,
-    "GeneralSparse search")."""
+    strategies the search would consider) that keep each row within one block, ranked by
+    ``model`` on the features of A itself (the matrix that will run; ``model="default"``:
+    :func:`~.model.load_model`), source "model"; without a fitted model the
+    :func:`~.shortlist.default_shortlist`, source "shortlist".
+
+    Strategies that split rows across blocks (``block.split``: partial sums added
+    atomically in global memory) are left out: the model was fitted on matrices of at most
+    a few hundred thousand nonzeros, and on LLM shapes with N = 32 its block-split pick
+    took 25-50x the time of CSR SpMM; the timed search (:func:`best_strategy`) still tries
+    them. On the held-out matrices of the committed campaign the pick without them stays
+    close to the exhaustive best, where the shortlist's first entry (one fixed kernel for
+    every matrix) is several times slower (docs/performance.md, "GeneralSparse search")."""
     if model == "default":
         model = load_model()
     if model is not None and not isinstance(model, CostModel):
@@ -93,7 +98,7 @@ def model_ranking(A, N: int, dtype="float16", *, model="default", max_nnz: int =
     if model is None:
         return default_shortlist(N, dt), "shortlist", None
     C = canonical_csr(A, dt, True)
-    cands = candidates(proxy(C, max_nnz), N, dtype=dt)
+    cands = [s for s in candidates(proxy(C, max_nnz), N, dtype=dt) if not s.block.split]
     feats = features(C, N, dt)
     ranked = model.rank(feats, cands)
     if not ranked:
