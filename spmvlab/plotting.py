@@ -52,6 +52,7 @@ METHODS = {
     "ec_csr": ("EC-CSR (ours)", "tab:purple", "P"),
     "csr_dtans": ("CSR-dtANS (ours)", "tab:brown", "X"),
     "generalsparse": ("GeneralSparse default (ours)", "lightcoral", "*"),
+    "generalsparse_fixed": ("GeneralSparse fixed kernel (ours)", "rosybrown", "*"),
     "generalsparse_best": ("GeneralSparse tuned (ours)", "tab:red", "*"),
 }
 

@@ -18,6 +18,9 @@ and the GPU timer of the search, which builds them.
     first of its ranking that plans for this matrix; the first of
     :func:`.shortlist.default_shortlist` where no model has been fitted); ``row_extra``
     gets ``pick_source`` ("model" or "shortlist") and ``predicted_us``;
+``strategy="fixed"``
+    the first of :func:`.shortlist.default_shortlist` ``(N)``: one fixed kernel for every
+    matrix (a warp-group per row), the motivation figure's "existing fixed strategy";
 ``strategy="best"``
     :func:`.search.best_strategy` timed by :func:`gpu_timer`: the cost model's top
     candidates and the compact anchors (:func:`.shortlist.anchors`) timed (the shortlist
@@ -43,6 +46,7 @@ from ..methods.base import Method, Problem
 from . import codegen, planner
 from .model import strategy_key
 from .search import best_strategy, model_ranking
+from .shortlist import default_shortlist
 
 __all__ = ["GeneralSparse", "gpu_timer"]
 
@@ -69,6 +73,8 @@ class GeneralSparse(Method):
                 ranked, source, predicted = model_ranking(p.A, N, p.dtype)
                 strategy = ranked[0]
                 self.row_extra.update(pick_source=source, predicted_us=predicted)
+            elif strategy == "fixed":
+                strategy = default_shortlist(N)[0]
             elif strategy == "best":
                 search = dict(search or {})
                 search.setdefault("timer", gpu_timer(keep=p))   # sample kept for all N
@@ -77,9 +83,10 @@ class GeneralSparse(Method):
                 self.row_extra.update(found.summary())
                 self.search = found
             else:
-                raise OptionError(problem("strategy", "'default', 'best' or a Strategy", repr(strategy)))
+                raise OptionError(problem("strategy", "'default', 'fixed', 'best' or a Strategy",
+                                          repr(strategy)))
         if not isinstance(strategy, GS.Strategy):
-            raise OptionError(problem("strategy", "'default', 'best' or a Strategy",
+            raise OptionError(problem("strategy", "'default', 'fixed', 'best' or a Strategy",
                                       type(strategy).__name__))
         # one plan per sparse layout, kept on the problem: the problems of other N made by
         # Problem.with_rhs reuse it (planner.sparse_signature: the plan arrays do not depend on N)

@@ -11,6 +11,8 @@ Names (``resolve(name) -> MethodSpec``):
 ``generalsparse``   GeneralSparse's generated SpMM kernel, the strategy its fitted cost model
                     predicts fastest for (matrix, N), nothing timed
                     (``spmvlab.generalsparse.search.model_ranking``)
+``generalsparse_fixed``  GeneralSparse's one fixed kernel for every matrix (the first of
+                    ``spmvlab.generalsparse.shortlist.default_shortlist(N)``)
 ``generalsparse_best``  GeneralSparse with the search (``spmvlab.generalsparse.search.best_strategy``)
 ``<format>``        a registered format's kernel with its default config
 ``<method>``        a named setting of a format's registry entry (``FormatInfo.methods``,
@@ -74,6 +76,7 @@ def _vendor_specs() -> dict[str, MethodSpec]:
                                     "cuSPARSE sliced ELL (32-row slices) through ctypes"),
         "numba_dense": MethodSpec("numba_dense", ours.NumbaDense, ("spmv",), "numba dense GEMV"),
         "generalsparse": generalsparse_method("default", "generalsparse"),
+        "generalsparse_fixed": generalsparse_method("fixed", "generalsparse_fixed"),
         "generalsparse_best": generalsparse_method("best", "generalsparse_best"),
     }
 
@@ -81,7 +84,7 @@ def _vendor_specs() -> dict[str, MethodSpec]:
 def generalsparse_method(strategy="default", name: str | None = None, optimize: bool = True,
                          search: Mapping | None = None) -> MethodSpec:
     """GeneralSparse's generated kernel for ``strategy`` (a ``reference.generalsparse.Strategy``,
-    "default" or "best"), named ``name``; ``optimize=False`` loads every offset (code
+    "default", "fixed" or "best"), named ``name``; ``optimize=False`` loads every offset (code
     optimizer off); ``search``: keyword arguments of
     ``spmvlab.generalsparse.search.best_strategy``."""
 
