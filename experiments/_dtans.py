@@ -20,6 +20,7 @@ erdos_renyi20   ``erdos_renyi(n, 20)``                      ~20       pattern
 banded17        ``banded(n, 8)``                            ~17       laplacian
 power_law32     ``power_law(n, n, 32, alpha=2)``            32        int
 uniform16       ``uniform((n, n), 1 - 16 / n)``             16        int
+stencil27       ``stencil(nx, nx, 27, nz=nx)`` (3-D)        ~27       laplacian
 =============== ========================================== ========= ============
 
 Values: ``pattern`` all 1; ``laplacian`` -1 off the diagonal and the row's off-diagonal count
@@ -41,7 +42,7 @@ FAMILIES = {
     "stencil5": (5, "laplacian"), "stencil9": (9, "laplacian"), "erdos_renyi5": (5, "pattern"),
     "barabasi10": (10, "pattern"), "power_law8": (8, "int"), "watts20": (20, "pattern"),
     "erdos_renyi20": (20, "pattern"), "banded17": (17, "laplacian"), "power_law32": (32, "int"),
-    "uniform16": (16, "int"),
+    "uniform16": (16, "int"), "stencil27": (27, "laplacian"),
 }
 
 
@@ -84,6 +85,9 @@ def build(spec: dict) -> sp.csr_matrix:
     if fam in ("stencil5", "stencil9"):
         side = max(8, int(round(math.sqrt(nnz / per_row))))
         A = ds.stencil(side, side, points=per_row, dtype=np.float64, seed=seed)
+    elif fam == "stencil27":                 # 3-D: a cube of side (nnz / 27)^(1/3)
+        side = max(4, int(round((nnz / per_row) ** (1 / 3))))
+        A = ds.stencil(side, side, points=per_row, dtype=np.float64, seed=seed, nz=side)
     elif fam.startswith("erdos_renyi"):
         A = ds.erdos_renyi(n, per_row, dtype=np.float64, seed=seed)
     elif fam == "barabasi10":
@@ -373,7 +377,7 @@ def scatter(ax, prs: list[dict], title: str, l2_bytes=None):
 
 
 #: the GPU experiments' settings (fig7/fig8/table2/table3 share them, so one measurement
-#: serves all four): the local matrices; four families at 2^24, four at 2^26 and banded17 at
+#: serves all four): the local matrices; four families at 2^24, eight at 2^26 and banded17 at
 #: 2^27 (the paper's > 2^25 column); every family at 2^22. ``budget_s``: matrices, value
 #: types and methods not begun after that many seconds (and matrices expected to end after
 #: it) are skipped (listed in ``skipped``), so a slow host still saves; ``method_cap_s``: a
@@ -382,7 +386,8 @@ def scatter(ax, prs: list[dict], title: str, l2_bytes=None):
 #: spend measuring what fig7's saved rows miss (0: none, they use fig7's rows as they are).
 GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[22],
                 large=[["stencil5", 26], ["banded17", 26], ["watts20", 26], ["erdos_renyi20", 26],
-                       ["banded17", 27], ["stencil5", 24], ["banded17", 24], ["watts20", 24],
+                       ["stencil9", 26], ["stencil27", 26], ["erdos_renyi5", 26],
+                       ["power_law8", 26], ["banded17", 27], ["stencil5", 24], ["banded17", 24], ["watts20", 24],
                        ["uniform16", 24]],
                 dtypes=["float64", "float32"], methods=[*BASELINES, "csr_dtans"],
                 caches=["warm", "cold"], reps=20, warmup=3, budget_s=420, method_cap_s=5.0,

@@ -31,7 +31,8 @@ import sys
 
 SPARSE_BASELINES = ("cusparse", "cusparse_coo", "cusparse_sell")
 DENSE_BASELINES = ("cublas", "macko")
-FAMILIES = ("stencil5:25", "stencil9:25", "banded17:25", "erdos_renyi5:25", "watts20:25")
+FAMILIES = ("stencil5:25", "stencil9:25", "stencil27:25", "banded17:25", "erdos_renyi5:25",
+            "watts20:25", "power_law8:25")
 WEIGHTS = ("4096x11008:0.7", "4096x11008:0.9")
 
 
