@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from experiments import _dtans as D
 from reference._common import OptionError
 from spmvlab.errors import DatasetError
 from spmvlab import bench, methods, runinfo
@@ -410,6 +411,12 @@ def _run_flags(name, device):
         return dict(sparsities=X.load_experiment(name).H100_SPARSITIES)
     if (name, device) == ("dtans_llm_speed", "h200"):    # before the long-row layout existed
         return dict(methods=[m for m in X.load_experiment(name).METHODS if "lanes_per_row" not in m])
+    if (name, device) in (("fig6_dtans", "cpu"), ("table1_dtans", "cpu")):
+        return dict(synthetic=D.COMMITTED_FAMILIES)
+    if name in ("fig7_dtans", "fig8_dtans", "table2_dtans", "table3_dtans") and device == "h200":
+        return dict(synthetic=D.COMMITTED_FAMILIES, large=D.COMMITTED_LARGE)
+    if (name, device) == ("fig4_gs", "h200"):             # before generalsparse_fixed existed
+        return dict(methods=["generalsparse", "csr_vector", "generalsparse_best"])
     return _RUN_FLAGS.get(name, {})
 
 
