@@ -85,6 +85,18 @@ def sizes(A, dtype, delta_bits: int = 4, params: str = "paper") -> dict:
                 distinct_values=int(np.unique(csr.data.astype(dt)).size))
 
 
+#: a cluster sweep's cells (``--cluster``, ``spmvlab.cluster``): one per weight matrix,
+#: sparsity and value type, in the order of measure's loops
+CELL_KEYS = ("weights", "sparsities", "dtypes")
+
+
+def cells(cfg: dict) -> list[dict]:
+    """The cells of a cluster sweep (``weights`` None: every weight matrix found)."""
+    from spmvlab import cluster, datasets
+    names = cfg["weights"] if cfg["weights"] is not None else datasets.weights_names()
+    return cluster.grid(dict(cfg, weights=list(names)), CELL_KEYS)
+
+
 def measure(cfg: dict) -> dict:
     from spmvlab import datasets
     names = cfg["weights"] if cfg["weights"] is not None else datasets.weights_names()

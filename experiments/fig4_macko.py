@@ -22,6 +22,8 @@ METHODS = ["cublas", "macko", "cusparse"]
 #: the H100 run (results/h100/fig4_macko.json, 50 % only) timed no cuSPARSE
 H100_METHODS = ["cublas", "macko"]
 SPLIT_KEYS = ("shapes", "sparsities")
+#: a cluster sweep's cells (``--cluster``), in the order of measure's loops
+CELL_KEYS = ("sparsities", "shapes")
 #: settings that do not change what a row measures (parts may differ in them)
 UNCOMPARED_KEYS = ("budget_s",)
 #: the paper's sparsities (Sec. 5.1: 0 % to 95 %)

@@ -31,6 +31,8 @@ measuring is the point of running it here:
     python experiments/<name>.py --quick      a small measured run, saved as <name>.quick.json
     --device D                                plot only results/D/
     --out PATH / --fig PATH                   other results / figure paths
+    --cluster local / --scheduler ADDRESS     the sweep's cells as Dask tasks on every GPU of
+                                              this host or of a cluster (spmvlab.cluster)
 
 A measurement that replaces a saved results file says so first (the file, and the commit and
 date it was measured at). Results record how long the measurement took (``measure_s``); the
@@ -168,6 +170,8 @@ def build_parser(module) -> tuple[argparse.ArgumentParser, list[str]]:
     p.add_argument("--fig", default=None,
                    help=f"figure path, .png, with a .pdf beside it "
                         f"(default figures/<device>/{module.NAME}.png)")
+    from .cluster import main_flags
+    main_flags(p)
     before = {a.dest for a in p._actions}
     if hasattr(module, "cli"):
         module.cli(p)
@@ -432,6 +436,8 @@ def main(module, argv=None) -> int:
     except OptionError as exc:
         parser.error(str(exc))
     gpu = module.NEEDS_GPU and gpu_available()
+    if args.cluster or args.scheduler:
+        return _cluster_main(module, cfg, args)
     asked = args.measure or args.quick or args.merge
     saved = bool(args.out and os.path.isfile(args.out)) or bool(
         result_devices(results_name(module, cfg), args.quick))
@@ -456,6 +462,34 @@ def main(module, argv=None) -> int:
         run(module, cfg, quick=args.quick, out=args.out, fig=args.fig, merge=args.merge)
     except Stopped as exc:
         return 128 + exc.signum
+    return 0
+
+
+def _cluster_main(module, cfg: dict, args) -> int:
+    """``--cluster local`` / ``--scheduler ADDRESS``: the sweep as Dask tasks
+    (:mod:`spmvlab.cluster`), then each device's results plotted and reported."""
+    from . import cluster
+    if args.merge or args.plot_only:
+        raise OptionError(problem("--cluster / --scheduler", "without --merge and --plot-only",
+                                  "--merge" if args.merge else "--plot-only",
+                                  "a cluster sweep writes whole results files"))
+    if args.cluster and module.NEEDS_GPU and not gpu_available():
+        print(f"{module.NAME}: --cluster local needs a CUDA GPU on this host for a GPU "
+              "experiment (or --scheduler ADDRESS of a cluster that has them)", file=sys.stderr)
+        return 2
+    client = cluster.local_client() if args.cluster else cluster.remote_client(args.scheduler)
+    name = results_name(module, cfg)
+    try:
+        paths = cluster.sweep(module, cfg, client, quick=args.quick, out=args.out)
+    finally:
+        started = getattr(client, "cluster", None) if args.cluster else None
+        client.close()
+        if started is not None:
+            started.close()
+    for path in paths:
+        folder = os.path.dirname(path)
+        dev = os.path.basename(folder) if os.path.dirname(folder) == R.RESULTS else "cluster"
+        _publish(module, path, args.fig or figure_path(name, dev, args.quick), True)
     return 0
 
 

@@ -1,0 +1,132 @@
+"""spmvlab.cluster on a LocalCluster of two CPU worker processes (the simulator's machine):
+a sweep of a real experiment (dtans_llm: bytes per format, deterministic) gives exactly the
+serial run's rows in its order; a worker that dies is replaced and its cell run once more,
+a second death or an exception is an error row and the sweep goes on; a stopped sweep
+resumes without running its finished cells again."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reference._common import OptionError
+from spmvlab import cluster
+from spmvlab import experiment as X
+from spmvlab import results as R
+
+distributed = pytest.importorskip("distributed")
+
+LAYER = "mpnet_L00_attn_q"
+ADDED = ("gpu", "worker", "cell_index")
+
+
+@pytest.fixture(scope="module")
+def client():
+    c = cluster.local_client(gpu=False, n_workers=2)
+    yield c
+    started = c.cluster
+    c.close()
+    started.close()
+
+
+@pytest.fixture(scope="module")
+def llm():
+    mod = X.load_experiment("dtans_llm")
+    from spmvlab import datasets
+    try:
+        datasets.weights(LAYER)
+    except Exception as exc:                 # noqa: BLE001
+        pytest.skip(f"no weights data ({exc})")
+    return mod
+
+
+def _cfg(mod, sparsities=(0.5, 0.9)):
+    return mod.config(weights=[LAYER], sparsities=list(sparsities), dtypes=["float16"])
+
+
+def _own(rows):
+    return [{k: v for k, v in r.items() if k not in ADDED} for r in rows]
+
+
+def test_grid_and_faults_spec():
+    cfg = dict(a=[1, 2], b=["x", "y", "z"], c=5)
+    g = cluster.grid(cfg, ("a", "b"))
+    assert [(c["a"], c["b"]) for c in g] == [([1], ["x"]), ([1], ["y"]), ([1], ["z"]),
+                                             ([2], ["x"]), ([2], ["y"]), ([2], ["z"])]
+    assert all(c["c"] == 5 for c in g)
+    with pytest.raises(OptionError):
+        cluster.inject_fault("explode:1", 1)
+    with pytest.raises(OptionError):
+        cluster.inject_fault("exit-once:1", 1)          # needs its mark's path
+    cluster.inject_fault("raise:2,exit:3", 1)           # not this cell: nothing happens
+    with pytest.raises(RuntimeError):
+        cluster.inject_fault("raise:2", 2)
+    assert cluster.poisoned(RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access"))
+    assert not cluster.poisoned(ValueError("shape mismatch"))
+
+
+def test_sweep_repeats_the_serial_rows(client, llm, tmp_path):
+    cfg = _cfg(llm)
+    out = str(tmp_path / "dtans_llm.json")
+    paths = cluster.sweep(llm, cfg, client, out=out, fault="")
+    assert paths == [out]
+    got = R.load_results(out)
+    serial = R._jsonable(llm.measure(cfg)["rows"])
+    assert _own(got["rows"]) == serial and len(serial) == 2
+    assert [r["sparsity"] for r in got["rows"]] == [0.5, 0.9]        # the serial loop's order
+    assert all(r["worker"].startswith("tcp://") and r["gpu"] == {"simulator": True}
+               for r in got["rows"])
+    assert got["config"] == R._jsonable(cfg) and not got.get("partial")
+    assert got["cluster"]["cells_total"] == 2 and got["cluster"]["errors"] == 0
+    assert [c["cell"]["sparsities"] for c in got["cells"]] == [0.5, 0.9]
+
+
+def test_dead_workers_and_exceptions_cost_one_row_each(client, llm, tmp_path):
+    cfg = _cfg(llm, (0.5, 0.7, 0.9))
+    out = str(tmp_path / "faults.json")
+    mark = tmp_path / "mark"
+    # cell 0 ends its worker once (run again: a row), cell 1 every time (an error row after
+    # one retry), cell 2 raises (an error row, no retry)
+    cluster.sweep(llm, cfg, client, out=out, fault=f"exit-once:0:{mark},exit:1,raise:2")
+    got = R.load_results(out)
+    assert mark.exists()
+    cells = {c["index"]: c for c in got["cells"]}
+    assert cells[0]["error"] is None and cells[0]["restarts"] == 1
+    assert "KilledWorker" in cells[1]["error"] and cells[1]["restarts"] == 2
+    assert "fault injected" in cells[2]["error"] and cells[2]["restarts"] == 0
+    assert [r["method"] if "method" in r else r["sparsity"] for r in got["rows"]] == [0.5, "error", "error"]
+    assert got["rows"][1]["cell"] == {"weights": LAYER, "sparsities": 0.7, "dtypes": "float16"}
+    assert got["cluster"]["errors"] == 2 and not got.get("partial")
+    serial = R._jsonable(llm.measure(_cfg(llm, (0.5,)))["rows"])
+    assert _own(got["rows"][:1]) == serial
+
+
+def test_a_stopped_sweep_runs_only_its_missing_cells(client, llm, tmp_path):
+    cfg = _cfg(llm)
+    out = str(tmp_path / "resume.json")
+    cluster.sweep(llm, cfg, client, out=out, fault="")
+    whole = R.load_results(out)
+    with open(out) as f:                     # as if stopped after its first cell
+        doc = json.load(f)
+    doc["rows"] = [r for r in doc["rows"] if r["cell_index"] == 0]
+    doc["cells"] = [c for c in doc["cells"] if c["index"] == 0]
+    doc["partial"] = True
+    with open(out, "w") as f:
+        json.dump(doc, f)
+    # cell 0 would now end every worker it ran on: it must not run again
+    cluster.sweep(llm, cfg, client, out=out, fault="exit:0")
+    got = R.load_results(out)
+    assert not got.get("partial") and got["cluster"]["resumed"] == 1 and got["cluster"]["errors"] == 0
+    assert _own(got["rows"]) == _own(whole["rows"])
+
+
+def test_experiment_flags():
+    mod = X.load_experiment("dtans_llm")
+    p, _ = X.build_parser(mod)
+    a = p.parse_args(["--cluster", "local"])
+    assert a.cluster == "local" and a.scheduler is None
+    assert p.parse_args(["--scheduler", "tcp://10.0.0.1:8786"]).scheduler == "tcp://10.0.0.1:8786"
+    with pytest.raises(SystemExit):
+        p.parse_args(["--cluster", "local", "--scheduler", "tcp://h:1"])
+    with pytest.raises(OptionError):
+        X.main(mod, ["--cluster", "local", "--merge"])
