@@ -42,7 +42,7 @@ from . import results as R
 from .runinfo import device_info, device_slug, run_metadata
 
 __all__ = ["grid", "cells", "cell_label", "gpu_identity", "poisoned", "inject_fault", "run_cell",
-           "local_client", "remote_client", "sweep", "main_flags", "FAULT_ENV", "DASK_CONFIG"]
+           "local_client", "remote_client", "sweep", "scaling", "main_flags", "FAULT_ENV", "DASK_CONFIG"]
 
 #: faults to inject, comma-separated: ``exit:I`` (the worker running cell I exits, every
 #: attempt), ``exit-once:I:PATH`` (exits the first time, leaving PATH as its mark),
@@ -392,6 +392,78 @@ def _save(module, cfg, name, quick, out, meta, labels, results, record, partial)
     return paths
 
 
+def _spread(one: dict, many: dict) -> dict:
+    """How the per-row medians of the sweep on several workers compare with the one-worker
+    sweep's (rows matched by what they measured): quantiles of many / one, and the median
+    of the one-worker rows' own p90 / p10 (its run-to-run noise)."""
+    import numpy as np
+
+    from .experiment import _row_key
+    a = {_row_key(r): r for r in one["rows"] if r.get("median_us")}
+    ratios = [float(r["median_us"]) / float(a[_row_key(r)]["median_us"])
+              for r in many["rows"] if r.get("median_us") and _row_key(r) in a]
+    noise = [float(r["p90_us"]) / float(r["p10_us"]) for r in one["rows"]
+             if r.get("p10_us") and r.get("p90_us")]
+    if not ratios:
+        return dict(rows=0)
+    q = np.quantile(ratios, [0.1, 0.5, 0.9])
+    return dict(rows=len(ratios), ratio_p10=round(float(q[0]), 4), ratio_median=round(float(q[1]), 4),
+                ratio_p90=round(float(q[2]), 4),
+                one_worker_p90_over_p10=round(float(np.median(noise)), 4) if noise else None)
+
+
+def scaling(module, cfg: dict, workers: int, *, gpu: bool | None = None, quick: bool = False,
+            out: str | None = None, log=None) -> dict:
+    """The sweep of ``cfg`` on one worker (one GPU), then on ``workers``, each on a cluster
+    of its own started for it (:func:`local_client`), wall times from before the cluster
+    starts to the results saved. The one-worker results go beside the others as
+    ``<name>.1gpu.json`` (``.1worker.json`` without GPUs); the many-worker file, the
+    experiment's usual one (or ``out``), gets ``scaling``: {gpus, wall_s_1, wall_s_n,
+    speedup, spread} (:func:`_spread`: its rows' times against the one-worker rows').
+    Returns that record."""
+    from .experiment import gpu_available, results_name
+    gpu = gpu_available() if gpu is None else gpu
+    name = results_name(module, cfg)
+    walls, paths = {}, {}
+    for n in (1, workers):
+        t0 = time.perf_counter()
+        client = local_client(gpu=gpu, n_workers=n)
+        try:
+            if n == 1:
+                target = _single_path(out or R.results_path(name, _here(gpu, module, client),
+                                                            quick), gpu)
+            else:
+                target = out
+            got = sweep(module, cfg, client, quick=quick, out=target, log=log)
+        finally:
+            started = client.cluster
+            client.close()
+            started.close()
+        walls[n] = time.perf_counter() - t0
+        if len(got) != 1:
+            raise OptionError(problem("scaling", "a sweep on one kind of GPU", f"{len(got)} kinds"))
+        paths[n] = got[0]
+    one, many = R.load_results(paths[1]), R.load_results(paths[workers])
+    rec = dict(gpus=workers, wall_s_1=round(walls[1], 1), wall_s_n=round(walls[workers], 1),
+               speedup=round(walls[1] / walls[workers], 3), one_worker_results=R.rel(paths[1]),
+               spread=_spread(one, many))
+    extra = {k: v for k, v in many.items() if k not in ("meta", "config", "rows")}
+    extra["scaling"] = rec
+    R.save_results(paths[workers], many["rows"], many["config"], extra=extra, meta=many["meta"])
+    return rec
+
+
+def _single_path(path: str, gpu: bool) -> str:
+    root, ext = os.path.splitext(path)
+    return f"{root}.{'1gpu' if gpu else '1worker'}{ext}"
+
+
+def _here(gpu: bool, module, client) -> str:
+    """The results folder of the workers' device (asked of one of them)."""
+    info = client.submit(device_info, pure=False).result()
+    return device_slug(info) if gpu else R.results_device(run_metadata(), module.NEEDS_GPU)
+
+
 def main_flags(parser) -> None:
     """``--cluster local`` and ``--scheduler ADDRESS`` on an experiment's command line."""
     g = parser.add_mutually_exclusive_group()
@@ -401,3 +473,6 @@ def main_flags(parser) -> None:
     g.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="measure the cells as Dask tasks on a running cluster "
                         "(docs/experiments.md)")
+    parser.add_argument("--scaling", type=int, default=None, metavar="N",
+                        help="with --cluster local: measure on one GPU, then on N, and record "
+                             "the speed-up in the N-GPU results ('scaling')")

@@ -477,8 +477,16 @@ def _cluster_main(module, cfg: dict, args) -> int:
         print(f"{module.NAME}: --cluster local needs a CUDA GPU on this host for a GPU "
               "experiment (or --scheduler ADDRESS of a cluster that has them)", file=sys.stderr)
         return 2
-    client = cluster.local_client() if args.cluster else cluster.remote_client(args.scheduler)
     name = results_name(module, cfg)
+    if args.scaling:
+        if not args.cluster:
+            raise OptionError(problem("--scaling", "with --cluster local", "--scheduler",
+                                      "time the scaling on one host's GPUs"))
+        rec = cluster.scaling(module, cfg, args.scaling, quick=args.quick, out=args.out)
+        print(f"{module.NAME}: 1 GPU {rec['wall_s_1']} s, {rec['gpus']} GPUs {rec['wall_s_n']} s: "
+              f"{rec['speedup']}x; per-row times {rec['gpus']} / 1: {rec['spread']}")
+        return 0
+    client = cluster.local_client() if args.cluster else cluster.remote_client(args.scheduler)
     try:
         paths = cluster.sweep(module, cfg, client, quick=args.quick, out=args.out)
     finally:

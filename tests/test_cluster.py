@@ -130,3 +130,27 @@ def test_experiment_flags():
         p.parse_args(["--cluster", "local", "--scheduler", "tcp://h:1"])
     with pytest.raises(OptionError):
         X.main(mod, ["--cluster", "local", "--merge"])
+    assert p.parse_args(["--cluster", "local", "--scaling", "4"]).scaling == 4
+    with pytest.raises(OptionError):                    # the scaling is one host's
+        X.main(mod, ["--scheduler", "tcp://h:1", "--scaling", "4"])
+
+
+def test_scaling_records_one_and_many_workers(llm, tmp_path):
+    cfg = _cfg(llm)
+    out = str(tmp_path / "dtans_llm.json")
+    rec = cluster.scaling(llm, cfg, 2, gpu=False, out=out, log=lambda text: None)
+    assert rec["gpus"] == 2 and rec["wall_s_1"] > 0 and rec["wall_s_n"] > 0
+    assert rec["speedup"] == pytest.approx(rec["wall_s_1"] / rec["wall_s_n"], rel=0.01)
+    many, one = R.load_results(out), R.load_results(str(tmp_path / "dtans_llm.1worker.json"))
+    assert many["scaling"] == rec and "scaling" not in one
+    assert _own(many["rows"]) == _own(one["rows"]) and len(one["rows"]) == 2
+    assert len({r["worker"] for r in one["rows"]}) == 1
+    assert rec["spread"] == {"rows": 0}            # byte counts: no times to compare
+    # rows with times: many / one per row, against the one-worker rows' own spread
+    t1 = dict(rows=[dict(method="m", shape=[1, 2], median_us=10.0, p10_us=9.0, p90_us=11.0),
+                    dict(method="m", shape=[3, 4], median_us=20.0, p10_us=19.0, p90_us=22.0)])
+    tn = dict(rows=[dict(method="m", shape=[3, 4], median_us=21.0),
+                    dict(method="m", shape=[1, 2], median_us=10.0)])
+    s = cluster._spread(t1, tn)
+    assert s["rows"] == 2 and s["ratio_median"] == pytest.approx(1.025)
+    assert s["one_worker_p90_over_p10"] == pytest.approx((11 / 9 + 22 / 19) / 2, rel=1e-3)
