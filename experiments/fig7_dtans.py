@@ -66,8 +66,15 @@ def cli(p):
     D.gpu_cli(p)
 
 
+def cells(cfg: dict) -> list[dict]:
+    """A cluster sweep's cells (``--cluster``, ``spmvlab.cluster``): one per matrix, in
+    measure's order, each the config with ``cell_matrix`` naming it."""
+    return [dict(cfg, cell_matrix=name) for name, *_ in D.matrices_gpu(cfg)]
+
+
 def measure(cfg: dict) -> dict:
-    return D.measure_gpu(cfg, NAME)
+    one = cfg.get("cell_matrix")             # a cluster sweep's cell: that matrix alone
+    return D.measure_gpu(cfg, NAME, only=None if one is None else {one: {}})
 
 
 def plot(results: dict, fig_path: str) -> list[str]:

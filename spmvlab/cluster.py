@@ -92,7 +92,10 @@ def cells(module, cfg: dict) -> list[dict]:
 
 
 def cell_label(module, cell: dict) -> dict:
-    """What distinguishes a cell: its value of each cell key."""
+    """What distinguishes a cell: its value of each cell key (with ``cells(cfg)``: its
+    ``cell_*`` keys, else its one-value lists)."""
+    if hasattr(module, "cells") and any(k.startswith("cell_") for k in cell):
+        return {k: cell[k] for k in cell if k.startswith("cell_")}
     keys = _keys(module) if not hasattr(module, "cells") else tuple(
         k for k in cell if isinstance(cell[k], list) and len(cell[k]) == 1)
     return {k: cell[k][0] if isinstance(cell.get(k), list) and len(cell[k]) == 1 else cell.get(k)
@@ -384,7 +387,8 @@ def _save(module, cfg, name, quick, out, meta, labels, results, record, partial)
     for slug, g in groups.items():
         m = dict(meta, device=g["device"] or meta.get("device"))
         errors = sum(1 for c in g["cells"] if c["error"])
-        extra = dict(cluster=dict(record, cells=len(g["cells"]), errors=errors), cells=g["cells"])
+        extra = _merged_extras([c["extra"] for c in g["cells"] if c["extra"]])
+        extra.update(cluster=dict(record, cells=len(g["cells"]), errors=errors), cells=g["cells"])
         if partial:
             extra["partial"] = True
         path = out or R.results_path(name, slug, quick)
@@ -462,6 +466,23 @@ def _here(gpu: bool, module, client) -> str:
     """The results folder of the workers' device (asked of one of them)."""
     info = client.submit(device_info, pure=False).result()
     return device_slug(info) if gpu else R.results_device(run_metadata(), module.NEEDS_GPU)
+
+
+def _merged_extras(extras: list) -> dict:
+    """What the cells' ``measure`` returned besides rows, as one run's would be: lists
+    joined and dicts united in cell order, anything else the first cell's."""
+    out: dict = {}
+    for ex in extras:
+        for k, v in ex.items():
+            if k in ("rows", "config", "meta", "cluster", "cells", "partial", "measure_s"):
+                continue
+            if k not in out:
+                out[k] = list(v) if isinstance(v, list) else dict(v) if isinstance(v, dict) else v
+            elif isinstance(v, list) and isinstance(out[k], list):
+                out[k] += v
+            elif isinstance(v, dict) and isinstance(out[k], dict):
+                out[k].update(v)
+    return out
 
 
 def main_flags(parser) -> None:

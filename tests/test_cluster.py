@@ -154,3 +154,23 @@ def test_scaling_records_one_and_many_workers(llm, tmp_path):
     s = cluster._spread(t1, tn)
     assert s["rows"] == 2 and s["ratio_median"] == pytest.approx(1.025)
     assert s["one_worker_p90_over_p10"] == pytest.approx((11 / 9 + 22 / 19) / 2, rel=1e-3)
+
+
+def test_cells_of_an_experiment_with_its_own_cells(monkeypatch):
+    """fig7_dtans: a cell per matrix in measure's order, measured alone; cells' extras merge
+    as one run's (lists joined, dicts united, the rest the first cell's)."""
+    mod = X.load_experiment("fig7_dtans")
+    from experiments import _dtans as D
+    cfg = mod.config(real=[], synthetic=["stencil5", "watts20"], log2_nnz=[10], large=[["banded17", 12]])
+    cs = cluster.cells(mod, cfg)
+    names = [n for n, *_ in D.matrices_gpu(cfg)]
+    assert [c["cell_matrix"] for c in cs] == names == ["banded17_2^12", "stencil5_2^10", "watts20_2^10"]
+    assert cluster.cell_label(mod, cs[1]) == {"cell_matrix": "stencil5_2^10"}
+    seen = []
+    monkeypatch.setattr(D, "measure_gpu", lambda c, desc, only=None: seen.append(only) or {"rows": []})
+    mod.measure(cs[2])
+    mod.measure(cfg)
+    assert seen == [{"watts20_2^10": {}}, None]
+    got = cluster._merged_extras([dict(done=["a"], matrix_seconds={"a": 1.0}, l2_bytes=5),
+                                  dict(done=["b"], matrix_seconds={"b": 2.0}, l2_bytes=5)])
+    assert got == dict(done=["a", "b"], matrix_seconds={"a": 1.0, "b": 2.0}, l2_bytes=5)
