@@ -42,7 +42,7 @@ from . import results as R
 from .runinfo import device_info, device_slug, run_metadata
 
 __all__ = ["grid", "cells", "cell_label", "gpu_identity", "poisoned", "inject_fault", "run_cell",
-           "local_client", "remote_client", "sweep", "scaling", "main_flags", "FAULT_ENV", "DASK_CONFIG"]
+           "local_client", "remote_client", "sweep", "scaling", "record_scaling", "main_flags", "FAULT_ENV", "DASK_CONFIG"]
 
 #: faults to inject, comma-separated: ``exit:I`` (the worker running cell I exits, every
 #: attempt), ``exit-once:I:PATH`` (exits the first time, leaving PATH as its mark),
@@ -250,11 +250,12 @@ def remote_client(address: str):
     return Client(address)
 
 
-def _done_before(name: str, cfg: dict, quick: bool, out: str | None, n: int) -> dict:
-    """Cells (index -> their results) that a stopped sweep of the same settings finished:
-    from the partial results files of every device (or ``out``)."""
+def _done_before(name: str, cfg: dict, quick: bool, out: str | None, n: int) -> tuple[dict, float]:
+    """Cells (index -> their results) that a stopped sweep of the same settings finished,
+    from the partial results files of every device (or ``out``), and the seconds it had
+    run (its parts' wall times add up)."""
     paths = [out] if out else [R.results_path(name, d, quick) for d in R.result_devices(name, quick)]
-    done = {}
+    done, before = {}, 0.0
     for path in paths:
         if not path or not os.path.isfile(path):
             continue
@@ -265,15 +266,17 @@ def _done_before(name: str, cfg: dict, quick: bool, out: str | None, n: int) -> 
         info = saved.get("cluster") or {}
         if not saved.get("partial") or saved.get("config") != cfg or info.get("cells_total") != n:
             continue
+        before = max(before, float(info.get("wall_s") or 0.0))
         by_cell = {}
         for row in saved["rows"]:
             by_cell.setdefault(row.get("cell_index"), []).append(row)
         for c in saved.get("cells") or []:
             i = c["index"]
             if c.get("error") is None:
-                done[i] = dict(c, rows=[{k: v for k, v in r.items() if k != "cell_index"}
-                                        for r in by_cell.get(i, [])])
-    return done
+                done[i] = dict(c, device=(saved.get("meta") or {}).get("device"),
+                               rows=[{k: v for k, v in r.items() if k not in ("cell_index", "gpu", "worker")}
+                                     for r in by_cell.get(i, [])])
+    return done, before
 
 
 def sweep(module, cfg: dict, client, *, quick: bool = False, out: str | None = None,
@@ -291,7 +294,7 @@ def sweep(module, cfg: dict, client, *, quick: bool = False, out: str | None = N
     todo = cells(module, cfg)
     labels = [cell_label(module, c) for c in todo]
     n = len(todo)
-    done = _done_before(name, cfg, quick, out, n)
+    done, before = _done_before(name, cfg, quick, out, n)
     if done:
         log(f"resuming: {len(done)} of {n} cells finished before, {n - len(done)} to run")
     t0 = time.perf_counter()
@@ -320,7 +323,7 @@ def sweep(module, cfg: dict, client, *, quick: bool = False, out: str | None = N
 
     def save(partial: bool) -> list[str]:
         return _save(module, cfg, name, quick, out, meta, labels, results,
-                     dict(record, wall_s=round(time.perf_counter() - t0, 1)), partial)
+                     dict(record, wall_s=round(before + time.perf_counter() - t0, 1)), partial)
 
     running = as_completed([submit() for _ in range(min(slots(), len(waiting)))])
     for fut in running:
@@ -447,14 +450,53 @@ def scaling(module, cfg: dict, workers: int, *, gpu: bool | None = None, quick: 
         if len(got) != 1:
             raise OptionError(problem("scaling", "a sweep on one kind of GPU", f"{len(got)} kinds"))
         paths[n] = got[0]
-    one, many = R.load_results(paths[1]), R.load_results(paths[workers])
-    rec = dict(gpus=workers, wall_s_1=round(walls[1], 1), wall_s_n=round(walls[workers], 1),
-               speedup=round(walls[1] / walls[workers], 3), one_worker_results=R.rel(paths[1]),
-               spread=_spread(one, many))
+    return record_scaling(paths[1], paths[workers], (walls[1], walls[workers]), gpus=workers)
+
+
+def record_scaling(one_path: str, many_path: str, walls: tuple | None = None,
+                   gpus: int | None = None) -> dict:
+    """Write ``scaling`` into the results at ``many_path`` from those at ``one_path`` (the
+    same sweep on one GPU): ``walls`` (seconds on one, on many), default the two sweeps'
+    own ``cluster.wall_s`` (summed over the parts of a resumed sweep, start-up not
+    included); ``gpus`` default the many-worker sweep's worker count. Returns the record.
+    A one-GPU sweep longer than a machine's time limit is measured in parts (the same
+    command again resumes it) and compared afterwards with ``python -m spmvlab.cluster
+    scaling ONE.json MANY.json``."""
+    one, many = R.load_results(one_path), R.load_results(many_path)
+    for path, res in ((one_path, one), (many_path, many)):
+        if res.get("partial") or not res.get("cluster"):
+            raise OptionError(problem(f"scaling: {R.rel(path)}", "a finished cluster sweep",
+                                      "partial" if res.get("partial") else "no cluster record",
+                                      "run the same command again to finish it"))
+    if one["config"] != many["config"]:
+        raise OptionError(problem("scaling", "two sweeps of the same config",
+                                  "different configs", "measure both with the same flags"))
+    if walls is None:
+        walls = (float(one["cluster"]["wall_s"]), float(many["cluster"]["wall_s"]))
+    rec = dict(gpus=int(gpus or many["cluster"]["workers"]), wall_s_1=round(walls[0], 1),
+               wall_s_n=round(walls[1], 1), speedup=round(walls[0] / walls[1], 3),
+               one_worker_results=R.rel(one_path), spread=_spread(one, many))
     extra = {k: v for k, v in many.items() if k not in ("meta", "config", "rows")}
     extra["scaling"] = rec
-    R.save_results(paths[workers], many["rows"], many["config"], extra=extra, meta=many["meta"])
+    R.save_results(many_path, many["rows"], many["config"], extra=extra, meta=many["meta"])
     return rec
+
+
+def main(argv=None) -> int:
+    """``python -m spmvlab.cluster scaling ONE.json MANY.json``: :func:`record_scaling`."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m spmvlab.cluster",
+                                description="the speed-up of a sweep on several GPUs over one")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    sc = sub.add_parser("scaling", help="write 'scaling' into MANY from the one-GPU sweep ONE")
+    sc.add_argument("one")
+    sc.add_argument("many")
+    a = p.parse_args(argv)
+    rec = record_scaling(a.one, a.many)
+    print(f"1 GPU {rec['wall_s_1']} s, {rec['gpus']} GPUs {rec['wall_s_n']} s: {rec['speedup']}x; "
+          f"per-row times {rec['gpus']} / 1: {rec['spread']}")
+    return 0
+
 
 
 def _single_path(path: str, gpu: bool) -> str:
@@ -497,3 +539,7 @@ def main_flags(parser) -> None:
     parser.add_argument("--scaling", type=int, default=None, metavar="N",
                         help="with --cluster local: measure on one GPU, then on N, and record "
                              "the speed-up in the N-GPU results ('scaling')")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

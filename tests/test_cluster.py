@@ -174,3 +174,29 @@ def test_cells_of_an_experiment_with_its_own_cells(monkeypatch):
     got = cluster._merged_extras([dict(done=["a"], matrix_seconds={"a": 1.0}, l2_bytes=5),
                                   dict(done=["b"], matrix_seconds={"b": 2.0}, l2_bytes=5)])
     assert got == dict(done=["a", "b"], matrix_seconds={"a": 1.0, "b": 2.0}, l2_bytes=5)
+
+
+def test_a_resumed_sweep_adds_its_parts_and_scaling_from_files(client, llm, tmp_path):
+    """The wall time of a sweep measured in parts adds up; ``python -m spmvlab.cluster
+    scaling`` compares two finished sweeps' files."""
+    cfg = _cfg(llm)
+    one, many = str(tmp_path / "one.json"), str(tmp_path / "many.json")
+    cluster.sweep(llm, cfg, client, out=one, fault="")
+    with open(one) as f:
+        doc = json.load(f)
+    doc["rows"] = [r for r in doc["rows"] if r["cell_index"] == 0]
+    doc["cells"] = [c for c in doc["cells"] if c["index"] == 0]
+    doc["partial"], doc["cluster"]["wall_s"] = True, 1000.0      # a first part that ran long
+    with open(one, "w") as f:
+        json.dump(doc, f)
+    with pytest.raises(OptionError):                    # not finished yet
+        cluster.record_scaling(one, one)
+    cluster.sweep(llm, cfg, client, out=one, fault="")
+    assert R.load_results(one)["cluster"]["wall_s"] > 1000.0
+    cluster.sweep(llm, cfg, client, out=many, fault="")
+    assert cluster.main(["scaling", one, many]) == 0
+    rec = R.load_results(many)["scaling"]
+    assert rec["gpus"] == 2 and rec["wall_s_1"] > 1000.0 and rec["speedup"] > 1.0
+    with pytest.raises(OptionError):                    # not the same sweep
+        cluster.sweep(llm, _cfg(llm, (0.5,)), client, out=one, fault="")
+        cluster.record_scaling(one, many)
