@@ -223,20 +223,21 @@ def local_client(gpu: bool | None = None, n_workers: int | None = None):
                                   'pip install -e ".[cluster]"')) from None
     from .experiment import gpu_available
     gpu = gpu_available() if gpu is None else gpu
-    with dask.config.set(DASK_CONFIG):
-        if gpu:
-            try:
-                from dask_cuda import LocalCUDACluster
-            except ImportError as exc:
-                raise OptionError(problem("--cluster local on a GPU host", "dask-cuda installed",
-                                          f"{type(exc).__name__}: {exc}",
-                                          'pip install -e ".[cluster]"')) from None
-            cluster = LocalCUDACluster(threads_per_worker=1, **(
-                {"n_workers": n_workers} if n_workers else {}))
-        else:
-            cluster = LocalCluster(n_workers=n_workers or min(4, os.cpu_count() or 1),
-                                   threads_per_worker=1, processes=True)
-        return Client(cluster)
+    # for good, not for a block: a nanny reads the config again when it restarts a worker
+    dask.config.set(DASK_CONFIG)
+    if gpu:
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError as exc:
+            raise OptionError(problem("--cluster local on a GPU host", "dask-cuda installed",
+                                      f"{type(exc).__name__}: {exc}",
+                                      'pip install -e ".[cluster]"')) from None
+        cluster = LocalCUDACluster(threads_per_worker=1, **(
+            {"n_workers": n_workers} if n_workers else {}))
+    else:
+        cluster = LocalCluster(n_workers=n_workers or min(4, os.cpu_count() or 1),
+                               threads_per_worker=1, processes=True)
+    return Client(cluster)
 
 
 def remote_client(address: str):
