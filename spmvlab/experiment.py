@@ -436,7 +436,7 @@ def main(module, argv=None) -> int:
     except OptionError as exc:
         parser.error(str(exc))
     gpu = module.NEEDS_GPU and gpu_available()
-    if args.cluster or args.scheduler:
+    if args.cluster or args.scheduler or args.scaling:
         return _cluster_main(module, cfg, args)
     asked = args.measure or args.quick or args.merge
     saved = bool(args.out and os.path.isfile(args.out)) or bool(
@@ -480,7 +480,8 @@ def _cluster_main(module, cfg: dict, args) -> int:
     name = results_name(module, cfg)
     if args.scaling:
         if not args.cluster:
-            raise OptionError(problem("--scaling", "with --cluster local", "--scheduler",
+            raise OptionError(problem("--scaling", "with --cluster local",
+                                      "--scheduler" if args.scheduler else "no --cluster",
                                       "time the scaling on one host's GPUs"))
         rec = cluster.scaling(module, cfg, args.scaling, quick=args.quick, out=args.out)
         print(f"{module.NAME}: 1 GPU {rec['wall_s_1']} s, {rec['gpus']} GPUs {rec['wall_s_n']} s: "

@@ -133,6 +133,8 @@ def test_experiment_flags():
     assert p.parse_args(["--cluster", "local", "--scaling", "4"]).scaling == 4
     with pytest.raises(OptionError):                    # the scaling is one host's
         X.main(mod, ["--scheduler", "tcp://h:1", "--scaling", "4"])
+    with pytest.raises(OptionError):                    # not ignored without --cluster
+        X.main(mod, ["--scaling", "4"])
 
 
 def test_scaling_records_one_and_many_workers(llm, tmp_path):
