@@ -474,8 +474,9 @@ def record_scaling(one_path: str, many_path: str, walls: tuple | None = None,
                                   "different configs", "measure both with the same flags"))
     if walls is None:
         walls = (float(one["cluster"]["wall_s"]), float(many["cluster"]["wall_s"]))
-    rec = dict(gpus=int(gpus or many["cluster"]["workers"]), wall_s_1=round(walls[0], 1),
-               wall_s_n=round(walls[1], 1), speedup=round(walls[0] / walls[1], 3),
+    w1, wn = round(walls[0], 1), round(walls[1], 1)     # the speed-up is what they give
+    rec = dict(gpus=int(gpus or many["cluster"]["workers"]), wall_s_1=w1, wall_s_n=wn,
+               speedup=round(w1 / wn, 3),
                one_worker_results=R.rel(one_path), spread=_spread(one, many))
     extra = {k: v for k, v in many.items() if k not in ("meta", "config", "rows")}
     extra["scaling"] = rec
