@@ -92,13 +92,12 @@ def cells(module, cfg: dict) -> list[dict]:
 
 
 def cell_label(module, cell: dict) -> dict:
-    """What distinguishes a cell: its value of each cell key (with ``cells(cfg)``: its
-    ``cell_*`` keys, else its one-value lists)."""
-    if hasattr(module, "cells") and any(k.startswith("cell_") for k in cell):
-        return {k: cell[k] for k in cell if k.startswith("cell_")}
-    keys = _keys(module) if not hasattr(module, "cells") else tuple(
-        k for k in cell if isinstance(cell[k], list) and len(cell[k]) == 1)
-    return {k: cell[k][0] if isinstance(cell.get(k), list) and len(cell[k]) == 1 else cell.get(k)
+    """What distinguishes a cell: its value of each of ``CELL_KEYS`` (default
+    ``SPLIT_KEYS``), or, for an experiment that names neither, its ``cell_*`` settings."""
+    keys = tuple(getattr(module, "CELL_KEYS", None) or getattr(module, "SPLIT_KEYS", ()))
+    if not keys:
+        return {k: v for k, v in cell.items() if k.startswith("cell_")}
+    return {k: cell[k][0] if isinstance(cell[k], list) and len(cell[k]) == 1 else cell[k]
             for k in keys}
 
 
