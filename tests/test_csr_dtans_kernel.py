@@ -54,6 +54,28 @@ def test_expanded_tables_are_the_reference_tables(params):
                [int(s) for s in tab.symbol if s is not R.dtans.ESCAPE]
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_packed_tables_hold_each_slot_whole(dtype):
+    """One word per slot: the symbol's bits low, its info above them (float64: apart)."""
+    A, _ = ragged(dtype, seed=2, distinct=True)
+    M = R.encode(A, dtype=dtype)
+    vsym, vinfo, _, _ = K.table_layout(M.values, M.value_counts)
+    dsym, dinfo, _, _ = K.table_layout(M.deltas.astype(np.int32), M.delta_counts)
+    vtab, dtab = K.packed_tables(vsym, vinfo, dsym, dinfo)
+    assert dtab.dtype == np.uint64
+    assert ((dtab & 0xFFFFFFFF).astype(np.uint32).view(np.int32) == dsym).all()
+    assert ((dtab >> np.uint64(32)) == dinfo).all()
+    width = np.dtype(dtype).itemsize * 8
+    if width == 64:
+        assert vtab is vsym
+        return
+    assert vtab.dtype == (np.uint32 if width == 16 else np.uint64)
+    low = (vtab & vtab.dtype.type((1 << width) - 1)).astype(f"u{width // 8}")
+    assert (low == vsym.view(f"u{width // 8}")).all()
+    assert ((vtab >> vtab.dtype.type(width)) == vinfo).all()
+    assert (dinfo > 0xFF).any() and (vinfo > 0xFF).any()      # bases above 1 reach the top bits
+
+
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_ragged_warp_with_escapes_every_dtype(dtype):

@@ -10,20 +10,21 @@ Thread and data mapping
 * Blocks are persistent: a block copies both tables into shared memory once, then its warps
   take slices ``blockIdx.x * warps + warp``, stepping by the grid's warps. The grid has at
   most as many blocks as fit on the device at once (shared memory and threads per SM).
-* Shared memory (dynamic, one buffer): the value table's symbols (K values), the delta
-  table's symbols (K int32) and one uint16 per slot and domain, ``digit | (base - 1) << 8``
-  (K for deltas, then K for values): ``K * (value bytes + 8)`` bytes, 40/48/64 KiB for
-  float16/32/64 with the paper's K = 4096. The device copies of the tables are expanded on
-  the host by ``to_device`` (slots in stored order, the escape's last; only the used slots
-  are copied, the rest is never read by a valid stream).
+* Shared memory (dynamic, one buffer): a slot's symbol and its ``digit | (base - 1) << 8``
+  packed into one word (:func:`packed_tables`), so that a decoded symbol costs one
+  shared-memory load instead of two: K uint64 delta slots, then K value slots (uint32 for
+  float16, uint64 for float32; float64 values keep their uint16 infos apart), 48/64/72 KiB
+  for float16/32/64 with the paper's K = 4096. The device copies of the tables are expanded
+  on the host by ``to_device`` (slots in stored order, the escape's last; only the used
+  slots are copied, the rest is never read by a valid stream).
 * Words: every read of the decoder is a warp-wide event in the order of
   :func:`reference.csr_dtans.decode_warp`: the lanes that read at an event are the ballot
   of a predicate (``ballot_sync``), lane ``t`` reads word ``pos + popc(ballot & lanes below
   t)`` and the warp's position advances by ``popc(ballot)``. Per segment ``j`` the events
-  are: the escape words (position ``k`` of the segment, word ``e``; only when the warp has an
-  escape in the segment, found with one ballot, and only for matrices with escape slots;
-  the words of one escape are consecutive events of the same lanes, so one ballot per
-  position ``k`` serves all of them),
+  are: the escape words (position ``k`` of the segment, word ``e``; only for the domains
+  whose table has escape slots; the words of one escape are consecutive events of the same
+  lanes, so one ballot per position ``k`` serves all of them, taken without a branch around
+  it so that a segment's positions stay one block of code),
   the ``f = 2`` checks (lanes whose radix stays below W after the digit group), the
   unconditional load of the third word (lanes not in their last segment). The ``o = 3``
   initial words are three events with one ballot (lanes with a nonempty row).
@@ -77,6 +78,10 @@ __all__ = ["CSRDtansConfig", "DeviceCSRDtans", "to_device", "device_check", "lau
 
 KERNEL_DTYPES = formats.get("csr_dtans").kernel_dtypes
 CHECK_FIELDS = ("words",)
+#: the kernels' ``escapes``: which tables have escape slots (a domain without them has no
+#: escape events in the walk at all)
+ESC_DELTAS, ESC_VALUES = 1, 2
+ESC_BOTH = ESC_DELTAS | ESC_VALUES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +94,7 @@ class CSRDtansConfig:
     blocks_per_sm      blocks of the persistent grid per SM (0: as many as shared memory and
                        threads allow)
     max_registers      SpMV: register cap per thread (None: the compiler's choice); with
-                       the tables' 40-64 KiB of shared memory per block, 768 threads at 40
+                       the tables' 48-72 KiB of shared memory per block, 768 threads at 40
                        registers keep two blocks (48 warps) on an SM. The SpMM, whose tile
                        of accumulators needs 48-69 registers, is not capped (at 40 it spills)
 
@@ -124,14 +129,16 @@ class CSRDtansConfig:
 @dataclasses.dataclass(frozen=True, eq=False)
 class DeviceCSRDtans:
     """A :class:`CSRDtansMatrix` on the device, its tables expanded to one entry per used
-    slot (``vsym``/``dsym``: symbols, ``vinfo``/``dinfo``: ``digit | (base - 1) << 8``;
-    escape slots hold symbol 0); ``*_esc`` is the escape's first slot, ``*_used`` the used
-    slots (equal when the table has no escape)."""
+    slot (:func:`table_layout`: ``vsym`` the value symbols, ``vinfo`` their
+    ``digit | (base - 1) << 8``; escape slots hold symbol 0) and packed for the kernels
+    (:func:`packed_tables`: ``dtab`` one word per delta slot, ``vtab`` per value slot);
+    ``*_esc`` is the escape's first slot, ``*_used`` the used slots (equal when the table
+    has no escape)."""
 
     vsym: object
     vinfo: object
-    dsym: object
-    dinfo: object
+    vtab: object
+    dtab: object
     v_esc: int
     v_used: int
     d_esc: int
@@ -194,6 +201,21 @@ def to_device(M: CSRDtansMatrix, check: str = "auto") -> DeviceCSRDtans:
                              host_entries=_host_entries)
 
 
+def packed_tables(vsym: np.ndarray, vinfo: np.ndarray, dsym: np.ndarray, dinfo: np.ndarray):
+    """(value table, delta table) as the kernels read them, one entry per used slot, so that
+    a slot costs one shared-memory load: a delta slot is the uint64 ``delta | info << 32``
+    (the delta's 32 bits, int32); a float16 or float32 value slot the uint32 or uint64
+    ``bits | info << (16 or 32)``; float64 values stay as they are (the kernel reads their
+    infos from ``vinfo``: 80 bits do not fit a word)."""
+    dtab = dsym.astype(np.int32).view(np.uint32).astype(np.uint64) | (dinfo.astype(np.uint64) << np.uint64(32))
+    width = vsym.dtype.itemsize * 8
+    if width == 64:
+        return vsym, dtab
+    word = np.uint32 if width == 16 else np.uint64
+    bits = vsym.view(f"u{vsym.dtype.itemsize}").astype(word)
+    return bits | (vinfo.astype(word) << word(width)), dtab
+
+
 def _nonempty(a: np.ndarray) -> np.ndarray:
     """``a``, or one zero of its dtype when empty (the kernels take no empty arrays)."""
     return a if a.size else np.zeros(1, a.dtype)
@@ -206,9 +228,10 @@ def _upload(M: CSRDtansMatrix) -> DeviceCSRDtans:
     # deltas fit int32 in a valid matrix (< cols); larger ones are clipped, still out of range
     deltas = np.minimum(M.deltas.astype(np.int64), np.iinfo(np.int32).max).astype(np.int32)
     dsym, dinfo, d_esc, d_used = table_layout(deltas, M.delta_counts)
+    vtab, dtab = packed_tables(vsym, vinfo, dsym, dinfo)
     return DeviceCSRDtans(
-        vsym=to_dev(_nonempty(vsym)), vinfo=to_dev(_nonempty(vinfo)), dsym=to_dev(_nonempty(dsym)),
-        dinfo=to_dev(_nonempty(dinfo)), v_esc=v_esc, v_used=v_used, d_esc=d_esc, d_used=d_used,
+        vsym=to_dev(_nonempty(vsym)), vinfo=to_dev(_nonempty(vinfo)), vtab=to_dev(_nonempty(vtab)),
+        dtab=to_dev(_nonempty(dtab)), v_esc=v_esc, v_used=v_used, d_esc=d_esc, d_used=d_used,
         row_lengths=to_dev(_nonempty(M.row_lengths)), lanes_per_row=int(M.lanes_per_row),
         rows_per_lane=int(M.rows_per_lane),
         warp_ptr=to_dev(M.warp_ptr),
@@ -217,8 +240,10 @@ def _upload(M: CSRDtansMatrix) -> DeviceCSRDtans:
 
 
 def shared_bytes(dtype, params: str) -> int:
-    """Dynamic shared memory per block: K value symbols, K int32 deltas, 2 K uint16 infos."""
-    return int(PARAMS[params].K) * (np.dtype(dtype).itemsize + 8)
+    """Dynamic shared memory per block (:func:`packed_tables`): K uint64 delta slots and K
+    value slots (4 or 8 bytes; float64: the value and a uint16 info)."""
+    vb = np.dtype(dtype).itemsize
+    return int(PARAMS[params].K) * (8 + {2: 4, 4: 8, 8: 10}[vb])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -227,11 +252,12 @@ def shared_bytes(dtype, params: str) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
-          escapes: bool = True, rows: int = 1, spmv: bool = False):
+          escapes: int = ESC_BOTH, rows: int = 1, spmv: bool = False):
     """``fill(...)`` (the tables into shared memory) and ``walk(...)`` (one slice) for value
     dtype, parameter set and mode: products into ``ct`` accumulators (``check=False``) or
-    the device check's tests (``check=True``). ``escapes``: the matrix has escape slots (a
-    walk without them has no escape events at all). ``rows``: rows per stream (the
+    the device check's tests (``check=True``). ``escapes``: the tables with escape slots
+    (:data:`ESC_DELTAS` | :data:`ESC_VALUES`; the positions of a domain without them have
+    no escape events at all). ``rows``: rows per stream (the
     matrix's ``rows_per_lane``). ``spmv``: x is a vector (one accumulator, gathered
     directly), else X is flat with ``ct`` accumulators per stream.
 
@@ -269,31 +295,41 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             zero(accs)
     u64, u32, i32, i64 = np.uint64, np.uint32, np.int32, np.int64
     colt = np.int64 if check else np.int32
-    VOFF = K * np.dtype(dtype_name).itemsize // 4          # int32 deltas after the values
-    IOFF = K * (np.dtype(dtype_name).itemsize + 4) // 2    # uint16 infos after the deltas
-    vtype, t_int32, t_uint16 = numba_type(dtype_name), numba_type("int32"), numba_type("uint16")
+    # shared memory (packed_tables): K uint64 delta slots from byte 0, then the value slots
+    # from byte 8 K: packed words (float16, float32) or float64 values and, from byte 16 K,
+    # their uint16 infos
+    PACKED = vbits < 64
+    VWORD = np.uint32 if vbits == 16 else np.uint64       # a packed value slot
+    VOFF = 8 * K // np.dtype(VWORD).itemsize if PACKED else K   # value slots' first element
+    IOFF = 8 * K                                          # float64: infos' first uint16
+    vtype = numba_type(dtype_name)
+    t_u64, t_uint16 = numba_type("uint64"), numba_type("uint16")
+    t_vword = numba_type(np.dtype(VWORD).name)
 
     @inline_device
-    def tables(vsym, vinfo, dsym, dinfo, v_used, d_used):
+    def tables(vtab, vinfo, dtab, v_used, d_used):
         """The block's threads copy the used slots into shared memory, then meet at a
-        barrier; returns the three views of the one dynamic buffer (values from element 0,
-        deltas from int32 element VOFF, infos from uint16 element IOFF: K for deltas, then
-        K for values)."""
-        svals = cuda.shared.array(0, vtype)
-        sdel = cuda.shared.array(0, t_int32)
-        sinfo = cuda.shared.array(0, t_uint16)
-        i = cuda.threadIdx.x
-        while i < v_used:
-            svals[i] = vsym[i]
-            sinfo[IOFF + K + i] = vinfo[i]
-            i += cuda.blockDim.x
+        barrier; returns (value slots, delta slots, float64 infos), views of the one
+        dynamic buffer (the third is the first for packed values)."""
+        sdel = cuda.shared.array(0, t_u64)
         i = cuda.threadIdx.x
         while i < d_used:
-            sdel[VOFF + i] = dsym[i]
-            sinfo[IOFF + i] = dinfo[i]
+            sdel[i] = dtab[i]
+            i += cuda.blockDim.x
+        if PACKED:
+            sval = cuda.shared.array(0, t_vword)
+            sinfo = sval
+        else:
+            sval = cuda.shared.array(0, vtype)
+            sinfo = cuda.shared.array(0, t_uint16)
+        i = cuda.threadIdx.x
+        while i < v_used:
+            sval[VOFF + i] = vtab[i]
+            if not PACKED:
+                sinfo[IOFF + i] = vinfo[i]
             i += cuda.blockDim.x
         cuda.syncthreads()
-        return svals, sdel, sinfo
+        return sval, sdel, sinfo
 
     def unpacker(k: int):
         """``unpack(w0, w1, w2)``: slot ``k`` of the segment, bits [k SB, k SB + SB) of
@@ -320,15 +356,21 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         hi = libdevice.umulhi(a, b)
         return (u64(hi) << u64(32)) | u64(lo)
 
-    @inline_device
-    def read(words, i, end, bad):
-        """Word ``i`` as uint64; in the check, an index past the warp's words is flagged and
-        clamped into the array."""
-        if check:
-            if i >= end:
+    if check:
+        @inline_device
+        def read(words, start, i, end, bad):
+            """Word ``start + i`` as uint64; an index past the warp's words is flagged and
+            clamped into the array."""
+            j = i64(start) + i64(i)
+            if j >= end:
                 bad = True
-            i = min(i, i64(words.shape[0] - 1))
-        return u64(words[u64(i)]), bad
+            j = min(j, i64(words.shape[0] - 1))
+            return u64(words[u64(j)]), bad
+    else:
+        @inline_device
+        def read(words, start, i, end, bad):
+            """Word ``i`` of the warp's words (``words`` starts at the warp's first word)."""
+            return u64(words[u32(i)]), bad
 
     def position(k: int):
         """``step(...)``: position k of a segment (a delta for even k, a value for odd):
@@ -339,11 +381,11 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         nraw = RAW_D if is_delta else RAW_V
         spill = SPILL_D if is_delta else SPILL_V
         bits = dbits if is_delta else vbits
-        ioff = IOFF if is_delta else IOFF + K
+        esc_here = bool(escapes & (ESC_DELTAS if is_delta else ESC_VALUES))
 
         @inline_device
-        def step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
-                 svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+        def step(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end,
+                 sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
                  accs, n_cols, rowleft, ri, lens, Y, row0):
             valid = k < rem
             slot = unpack(w0, w1, w2)
@@ -352,38 +394,51 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                 if valid and slot >= u32(used):
                     bad = True
                     slot = u32(0)
-            info = u32(sinfo[u32(u32(ioff) + slot)])
+            # the slot's table entry: one shared-memory load (float64 values: two)
+            if is_delta:
+                ent = u64(sdel[slot])
+                info = u32(ent >> u64(32))
+            elif PACKED:
+                ent = sval[u32(u32(VOFF) + slot)]
+                info = u32(ent >> VWORD(vbits))
+            else:
+                info = u32(sinfo[u32(u32(IOFF) + slot)])
             escaped = False
             raw = u64(0)
-            if escapes:
+            if esc_here:
                 first = d_esc if is_delta else v_esc
                 escaped = valid and slot >= u32(first)
-                if any_esc:                               # warp-uniform
-                    # events (k, e) for e = 0 .. nraw - 1 follow each other with the same
-                    # lanes: one ballot, word e of lane t at pos + e * popc + rank
-                    eb = cuda.ballot_sync(FULL_MASK, escaped)
-                    ecnt = i64(cuda.popc(eb))
-                    if escaped:
-                        at = pos + i64(cuda.popc(u32(eb) & below))
-                        for e in range(nraw):
-                            wd, bad = read(words, at + e * ecnt, end, bad)
-                            raw |= wd << u64(e * WB)
-                    pos += nraw * ecnt
-                    if check and escaped:
-                        if spill and (raw >> u64(bits)) != u64(0):
-                            bad = True
+                # events (k, e) for e = 0 .. nraw - 1 follow each other with the same
+                # lanes: one ballot, word e of lane t at pos + e * popc + rank; no branch
+                # around it, so the positions' code stays one block the compiler schedules
+                eb = u32(cuda.ballot_sync(FULL_MASK, escaped))
+                ecnt = u32(cuda.popc(eb))
+                if escaped:
+                    at = u32(pos + u32(cuda.popc(eb & below)))
+                    for e in range(nraw):
+                        wd, bad = read(words, start, u32(at + u32(e) * ecnt), end, bad)
+                        raw |= wd << u64(e * WB)
+                pos = u32(pos + u32(nraw) * ecnt)
+                if check and escaped:
+                    if spill and (raw >> u64(bits)) != u64(0):
+                        bad = True
             if is_delta:
                 if valid:
                     if escaped:
                         col = colt(col + colt(raw))
                     else:
-                        col = colt(col + colt(sdel[u32(u32(VOFF) + slot)]))
+                        col = colt(col + colt(i32(u32(ent & u64(0xFFFFFFFF)))))
             elif valid:
                 if check:
                     if col < 0 or col >= n_cols:
                         bad = True
                 else:
-                    v = float_from_bits(raw, svals[0]) if escaped else svals[slot]
+                    if escaped:
+                        v = float_from_bits(raw, vsym[0])
+                    elif PACKED:
+                        v = float_from_bits(ent, vsym[0])
+                    else:
+                        v = sval[u32(u32(VOFF) + slot)]
                     if spmv:
                         accs[0] += acc(v) * acc(Xf[u32(col)])
                     else:
@@ -411,61 +466,41 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         step = position(k)
         if k + 1 == stop:
             @inline_device
-            def last(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals,
-                     sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+            def last(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end, sval,
+                     sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                      n_cols, rowleft, ri, lens, Y, row0):
-                return step(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
-                            svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
+                return step(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end,
+                            sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
                             nvalid, accs, n_cols, rowleft, ri, lens, Y, row0)
             return last
         rest = chain(k + 1, stop)
 
         @inline_device
-        def walk_from(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals,
-                      sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+        def walk_from(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end, sval,
+                      sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                       n_cols, rowleft, ri, lens, Y, row0):
             col, D, B, pos, bad, rowleft, ri = step(
-                w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end, svals, sdel,
-                sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols, rowleft,
+                w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end, sval, sdel,
+                sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols, rowleft,
                 ri, lens, Y, row0)
-            return rest(w0, w1, w2, rem, col, D, B, pos, bad, any_esc, below, words, end,
-                        svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+            return rest(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end,
+                        sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
                         accs, n_cols, rowleft, ri, lens, Y, row0)
         return walk_from
 
     group0, group1 = chain(0, HALF), chain(HALF, L)
-    unpacks = [unpacker(k) for k in range(L)]
-
-    def escape_scan(k: int):
-        """``mine(w0, w1, w2, rem, d_esc, v_esc)``: a valid position in [k, L) holds an
-        escape slot."""
-        unpack = unpacks[k]
-        is_delta = k % 2 == 0
-        rest = escape_scan(k + 1) if k + 1 < L else None
-
-        if rest is None:
-            @inline_device
-            def mine(w0, w1, w2, rem, d_esc, v_esc):
-                return k < rem and unpack(w0, w1, w2) >= u32(d_esc if is_delta else v_esc)
-            return mine
-
-        @inline_device
-        def mine_from(w0, w1, w2, rem, d_esc, v_esc):
-            here = k < rem and unpack(w0, w1, w2) >= u32(d_esc if is_delta else v_esc)
-            return rest(w0, w1, w2, rem, d_esc, v_esc) or here
-        return mine_from
-
-    scan = escape_scan(0)
 
     @inline_device
-    def walk(words, start, end, n, lane, svals, sdel, sinfo, v_esc, v_used, d_esc, d_used,
+    def walk(words, start, end, n, lane, sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used,
              Xf, nx, j0, nvalid, accs, n_cols, lens, Y, row0):
         """Decode this lane's stream of ``n`` symbols from the warp's words ``[start, end)``
         (every lane of the warp calls it; see the module docstring) and add its products
         to ``accs`` (row ``c`` of X at ``Xf[c * nx + j0:]``); returns True where the check
         found an error (always False for products). With ``rows`` > 1 the stream holds the
         rows ``row0 ..`` of lengths ``lens`` (a local array of ``rows``): each row's sums go
-        to ``Y`` when its last nonzero is in, and its columns restart at 0."""
+        to ``Y`` when its last nonzero is in, and its columns restart at 0. ``words`` is the
+        whole array in the check and the array from ``start`` on otherwise, so that the
+        walk's positions are 32-bit offsets."""
         bad = False
         below = u32((u64(1) << u64(lane)) - u64(1))   # lanes below this one
         nseg = i32((n + (L - 1)) // L)
@@ -474,19 +509,20 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         while off > 0:
             most = max(most, cuda.shfl_xor_sync(FULL_MASK, most, off))
             off //= 2
-        pos = i64(start)
+        pos = u32(0)                   # this warp's words read so far
+        wend = end if check else u32(end - start)
         # initial words: three events, the same lanes
         bal = cuda.ballot_sync(FULL_MASK, nseg > 0)
-        cnt = i64(cuda.popc(bal))
-        rank = i64(cuda.popc(u32(bal) & below))
+        cnt = u32(cuda.popc(bal))
+        rank = u32(cuda.popc(u32(bal) & below))
         w0 = u64(0)
         w1 = u64(0)
         w2 = u64(0)
         if nseg > 0:
-            w0, bad = read(words, pos + rank, end, bad)
-            w1, bad = read(words, pos + cnt + rank, end, bad)
-            w2, bad = read(words, pos + 2 * cnt + rank, end, bad)
-        pos += 3 * cnt
+            w0, bad = read(words, start, u32(pos + rank), wend, bad)
+            w1, bad = read(words, start, u32(pos + cnt + rank), wend, bad)
+            w2, bad = read(words, start, u32(pos + u32(2) * cnt + rank), wend, bad)
+        pos = u32(pos + u32(3) * cnt)
         d = u32(0)
         r = u32(1)
         col = colt(0)
@@ -502,16 +538,13 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         while j < most:
             notlast = j < nseg - 1
             rem = i32(max(min(left, i64(L)), i64(0)))
-            any_esc = False
-            if escapes:                                   # warp-uniform
-                any_esc = cuda.ballot_sync(FULL_MASK, scan(w0, w1, w2, rem, d_esc, v_esc)) != 0
             col, D0, B0, pos, bad, rowleft, ri = group0(
-                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, any_esc, below, words, end,
-                svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, start, below, words, wend,
+                sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                 n_cols, rowleft, ri, lens, Y, row0)
             col, D1, B1, pos, bad, rowleft, ri = group1(
-                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, any_esc, below, words, end,
-                svals, sdel, sinfo, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, start, below, words, wend,
+                sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                 n_cols, rowleft, ri, lens, Y, row0)
             # the two checks: group g's digits join the state, then word g is extracted
             # from it (radix >= W) or read
@@ -531,19 +564,21 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                     else:
                         d = u32(dp)
                         r = u32(rp)
-                        wg, bad = read(words, pos + i64(cuda.popc(u32(cb) & below)), end, bad)
+                        wg, bad = read(words, start, u32(pos + u32(cuda.popc(u32(cb) & below))),
+                                       wend, bad)
                     if grp == 0:
                         w0 = wg
                     else:
                         w1 = wg
-                pos += i64(cuda.popc(cb))
+                pos = u32(pos + u32(cuda.popc(cb)))
             lb = cuda.ballot_sync(FULL_MASK, notlast)
             if notlast:
-                w2, bad = read(words, pos + i64(cuda.popc(u32(lb) & below)), end, bad)
-            pos += i64(cuda.popc(lb))
+                w2, bad = read(words, start, u32(pos + u32(cuda.popc(u32(lb) & below))), wend,
+                               bad)
+            pos = u32(pos + u32(cuda.popc(lb)))
             left -= L
             j += 1
-        if check and pos != end:
+        if check and i64(start) + i64(pos) != end:
             bad = True
         return bad
 
@@ -602,7 +637,7 @@ def _streams(lanes: int, rows: int):
 
 
 @functools.lru_cache(maxsize=None)
-def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: bool = True,
+def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: int = ESC_BOTH,
                  lanes: int = 1, rows: int = 1):
     W_ = _walk(dtype_name, params, False, escapes=escapes, rows=rows, spmv=True)
     tables, walk = W_["tables"], W_["walk"]
@@ -610,13 +645,13 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: boo
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit(**jit_options(max_registers=cfg.max_registers))
-    def csr_dtans_spmv(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
+    def csr_dtans_spmv(vsym, vinfo, vtab, dtab, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, x, y):
         """Warp w of block b decodes slices b * warps + w, + grid warps, ...; lane t of a
         slice s decodes stream 32 s + t (row 32 s + t in the paper's layout): with several
         lanes per row they add up their pieces and the row's first writes y[row]; with
         several rows per lane the walk writes each row as it ends (empty ones here)."""
-        svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
+        sval, sdel, sinfo = tables(vtab, vinfo, dtab, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
         n_rows = y.shape[0]
@@ -631,8 +666,8 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: boo
                 for q in range(rows):
                     if row + q < n_rows and lens[q] == 0:
                         y[row + q] = 0
-            walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
-                 v_esc, v_used, d_esc, d_used, x, 1, 0, 1, accs, 0, lens, y, row)
+            walk(words[warp_ptr[s]:], warp_ptr[s], warp_ptr[s + 1], n, lane, sval, sdel,
+                 sinfo, vsym, v_esc, v_used, d_esc, d_used, x, 1, 0, 1, accs, 0, lens, y, row)
             if rows == 1:
                 v = row_sum(accs[0])
                 if row < n_rows and p == 0:
@@ -644,7 +679,7 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: boo
 
 @functools.lru_cache(maxsize=None)
 def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: int,
-                 escapes: bool = True, lanes: int = 1, rows: int = 1):
+                 escapes: int = ESC_BOTH, lanes: int = 1, rows: int = 1):
     W_ = _walk(dtype_name, params, False, ct, g, escapes, rows)
     tables, walk = W_["tables"], W_["walk"]
     locate, row_sum = _streams(lanes, rows)
@@ -652,11 +687,11 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit
-    def csr_dtans_spmm(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
+    def csr_dtans_spmm(vsym, vinfo, vtab, dtab, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, Xf, Y, nx):
         """As the SpMV for X's columns [ct * blockIdx.y, + ct): lane t of slice s keeps ct
         accumulators for its stream; rows are written as in the SpMV."""
-        svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
+        sval, sdel, sinfo = tables(vtab, vinfo, dtab, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
         n_rows = Y.shape[0]
@@ -675,8 +710,8 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
                         for j in range(ct):
                             if j < nvalid:
                                 Y[row + q, j0 + j] = 0
-            walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
-                 v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, 0, lens, Y, row)
+            walk(words[warp_ptr[s]:], warp_ptr[s], warp_ptr[s + 1], n, lane, sval, sdel,
+                 sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, 0, lens, Y, row)
             if rows == 1:
                 for j in range(ct):
                     accs[j] = row_sum(accs[j])
@@ -697,11 +732,11 @@ def _check_kernel(dtype_name: str, params: str, lanes: int = 1, rows: int = 1):
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit
-    def csr_dtans_check(vsym, vinfo, dsym, dinfo, v_esc, v_used, d_esc, d_used,
+    def csr_dtans_check(vsym, vinfo, vtab, dtab, v_esc, v_used, d_esc, d_used,
                         row_lengths, warp_ptr, words, n_rows, n_cols, flags):
         """The SpMV's walk with the check's tests instead of products (slices as in the
         SpMV); a lane that finds an error sets flags[0] (``words``)."""
-        svals, sdel, sinfo = tables(vsym, vinfo, dsym, dinfo, v_used, d_used)
+        sval, sdel, sinfo = tables(vtab, vinfo, dtab, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
         n_streams = (n_rows + rows - 1) // rows * lanes
@@ -710,7 +745,7 @@ def _check_kernel(dtype_name: str, params: str, lanes: int = 1, rows: int = 1):
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
         while s * WARP < n_streams:
             n = locate(row_lengths, s * WARP + lane, n_rows, lens)[2]
-            if walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, svals, sdel, sinfo,
+            if walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, sval, sdel, sinfo, vsym,
                     v_esc, v_used, d_esc, d_used, vsym, 1, 0, 1, accs, n_cols, lens, flags, 0):
                 flags[0] = 1
             s += cuda.gridDim.x * wpb
@@ -718,15 +753,15 @@ def _check_kernel(dtype_name: str, params: str, lanes: int = 1, rows: int = 1):
     return csr_dtans_check
 
 
-def _escapes(D: DeviceCSRDtans) -> bool:
-    """Whether either table has escape slots (else the kernels are built without escape
-    events; the check kernel always has them)."""
-    return D.v_esc < D.v_used or D.d_esc < D.d_used
+def _escapes(D: DeviceCSRDtans) -> int:
+    """The tables with escape slots (:data:`ESC_DELTAS` | :data:`ESC_VALUES`): the kernels
+    are built with escape events for those domains only; the check kernel always has both."""
+    return (ESC_DELTAS if D.d_esc < D.d_used else 0) | (ESC_VALUES if D.v_esc < D.v_used else 0)
 
 
 def _table_args(D: DeviceCSRDtans) -> tuple:
     i32 = np.int32
-    return (D.vsym, D.vinfo, D.dsym, D.dinfo, i32(D.v_esc), i32(D.v_used), i32(D.d_esc),
+    return (D.vsym, D.vinfo, D.vtab, D.dtab, i32(D.v_esc), i32(D.v_used), i32(D.d_esc),
             i32(D.d_used), D.row_lengths, D.warp_ptr, D.words)
 
 
@@ -802,7 +837,7 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
 def ptx_targets():
     """SpMV, SpMM and the check: every value dtype with the paper's parameters and int32
     indices (SpMM with one-column tiles and with one and several vector groups); int64 indices (float64) and the toy parameters
-    (float32) once each; the kernels without escape events (float64), with 32 lanes per row
+    (float32) once each; the kernels with escape events for deltas only (float64), with 32 lanes per row
     (float16: LLM weights) and with 4 rows per lane (float64). The walk is long to compile,
     so the combinations that change no typing are left out."""
     out = []
@@ -811,20 +846,21 @@ def ptx_targets():
     cases += [("paper", "float64", "int64"), ("toy", "float32", "int32")]
     for params, dt, it in cases:
         word = PARAMS[params].word_dtype.name
-        head = (f"void({array_sig(dt)}, {array_sig('uint16')}, {array_sig('int32')}, "
-                f"{array_sig('uint16')}, int32, int32, int32, int32, {array_sig(it)}, "
+        vtab = {2: "uint32", 4: "uint64", 8: "float64"}[np.dtype(dt).itemsize]
+        head = (f"void({array_sig(dt)}, {array_sig('uint16')}, {array_sig(vtab)}, "
+                f"{array_sig('uint64')}, int32, int32, int32, int32, {array_sig(it)}, "
                 f"{array_sig(it)}, {array_sig(word)}, ")
         spmv_sig = head + f"{array_sig(dt)}, {array_sig(dt)})"
         spmm_sig = head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)"
         check_sig = head + f"int64, int64, {array_sig('int32')})"
         tag = f"{dt},{it},{params}"
         mul = (r"mul\.hi\.u32|mul\.wide\.u32",) if params == "paper" else ()
-        layouts = [("", True, 1, 1)]
+        layouts = [("", ESC_BOTH, 1, 1)]
         if (params, it) == ("paper", "int32"):
             if dt == "float64":
-                layouts += [(",noesc", False, 1, 1), (",rows4", True, 1, 4)]
+                layouts += [(",deltaesc", ESC_DELTAS, 1, 1), (",rows4", ESC_BOTH, 1, 4)]
             if dt == "float16":
-                layouts += [(",lanes32", True, 32, 1)]
+                layouts += [(",lanes32", ESC_BOTH, 32, 1)]
         for suffix, esc, lanes, rows in layouts:
             out.append(PTXTarget(f"csr_dtans.spmv[{tag}{suffix}]",
                                  functools.partial(_spmv_kernel, dt, params, cfg, esc, lanes, rows),
@@ -836,7 +872,7 @@ def ptx_targets():
                 out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile{ct},g{g}{suffix}]",
                                      functools.partial(_spmm_kernel, dt, params, cfg, ct, g, esc,
                                                        lanes, rows), spmm_sig))
-            if esc:
+            if esc == ESC_BOTH:
                 out.append(PTXTarget(f"csr_dtans.check[{tag}{suffix}]",
                                      functools.partial(_check_kernel, dt, params, lanes, rows),
                                      check_sig))
