@@ -224,6 +224,7 @@ def _nonempty(a: np.ndarray) -> np.ndarray:
 def _upload(M: CSRDtansMatrix) -> DeviceCSRDtans:
     check_value_dtype(M.dtype, KERNEL_DTYPES, "CSR-dtANS kernel")
     check_int32("shape[1] (columns)", M.n_cols)      # columns are decoded in int32
+    check_int32("words.size", M.words.size)          # words are addressed in 32 bits
     vsym, vinfo, v_esc, v_used = table_layout(M.values, M.value_counts)
     # deltas fit int32 in a valid matrix (< cols); larger ones are clipped, still out of range
     deltas = np.minimum(M.deltas.astype(np.int64), np.iinfo(np.int32).max).astype(np.int32)
@@ -345,7 +346,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                 s = w0 >> u64(p - 2 * WB)
             else:
                 s = (lo >> u64(p)) | (w0 << u64(2 * WB - p))
-            return u32(s) & u32(K - 1)
+            return u32(u32(s) & u32(K - 1))      # numba widens u32 & u32 to 64 bits
 
         return unpack
 
@@ -358,6 +359,11 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
 
     if check:
         @inline_device
+        def to_base(start):
+            """The warp's first word (64-bit: a corrupt warp_ptr may point anywhere)."""
+            return i64(start)
+
+        @inline_device
         def read(words, start, i, end, bad):
             """Word ``start + i`` as uint64; an index past the warp's words is flagged and
             clamped into the array."""
@@ -368,9 +374,15 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             return u64(words[u64(j)]), bad
     else:
         @inline_device
+        def to_base(start):
+            """The warp's first word as the 32-bit base of its positions."""
+            return u32(start)
+
+        @inline_device
         def read(words, start, i, end, bad):
-            """Word ``i`` of the warp's words (``words`` starts at the warp's first word)."""
-            return u64(words[u32(i)]), bad
+            """Word ``start + i`` as uint64 (``to_device`` keeps the words below 2**31: one
+            32-bit add and a wide multiply-add make the address)."""
+            return u64(words[u32(start + i)]), bad
 
     def position(k: int):
         """``step(...)``: position k of a segment (a delta for even k, a value for odd):
@@ -498,9 +510,8 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         to ``accs`` (row ``c`` of X at ``Xf[c * nx + j0:]``); returns True where the check
         found an error (always False for products). With ``rows`` > 1 the stream holds the
         rows ``row0 ..`` of lengths ``lens`` (a local array of ``rows``): each row's sums go
-        to ``Y`` when its last nonzero is in, and its columns restart at 0. ``words`` is the
-        whole array in the check and the array from ``start`` on otherwise, so that the
-        walk's positions are 32-bit offsets."""
+        to ``Y`` when its last nonzero is in, and its columns restart at 0. The walk's
+        positions are 32-bit offsets from ``start`` (64-bit in the check)."""
         bad = False
         below = u32((u64(1) << u64(lane)) - u64(1))   # lanes below this one
         nseg = i32((n + (L - 1)) // L)
@@ -510,7 +521,8 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             most = max(most, cuda.shfl_xor_sync(FULL_MASK, most, off))
             off //= 2
         pos = u32(0)                   # this warp's words read so far
-        wend = end if check else u32(end - start)
+        wend = end
+        base = to_base(start)
         # initial words: three events, the same lanes
         bal = cuda.ballot_sync(FULL_MASK, nseg > 0)
         cnt = u32(cuda.popc(bal))
@@ -519,9 +531,9 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         w1 = u64(0)
         w2 = u64(0)
         if nseg > 0:
-            w0, bad = read(words, start, u32(pos + rank), wend, bad)
-            w1, bad = read(words, start, u32(pos + cnt + rank), wend, bad)
-            w2, bad = read(words, start, u32(pos + u32(2) * cnt + rank), wend, bad)
+            w0, bad = read(words, base, u32(pos + rank), wend, bad)
+            w1, bad = read(words, base, u32(pos + cnt + rank), wend, bad)
+            w2, bad = read(words, base, u32(pos + u32(2) * cnt + rank), wend, bad)
         pos = u32(pos + u32(3) * cnt)
         d = u32(0)
         r = u32(1)
@@ -539,11 +551,11 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             notlast = j < nseg - 1
             rem = i32(max(min(left, i64(L)), i64(0)))
             col, D0, B0, pos, bad, rowleft, ri = group0(
-                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, start, below, words, wend,
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, wend,
                 sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                 n_cols, rowleft, ri, lens, Y, row0)
             col, D1, B1, pos, bad, rowleft, ri = group1(
-                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, start, below, words, wend,
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, wend,
                 sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                 n_cols, rowleft, ri, lens, Y, row0)
             # the two checks: group g's digits join the state, then word g is extracted
@@ -564,7 +576,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                     else:
                         d = u32(dp)
                         r = u32(rp)
-                        wg, bad = read(words, start, u32(pos + u32(cuda.popc(u32(cb) & below))),
+                        wg, bad = read(words, base, u32(pos + u32(cuda.popc(u32(cb) & below))),
                                        wend, bad)
                     if grp == 0:
                         w0 = wg
@@ -573,7 +585,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                 pos = u32(pos + u32(cuda.popc(cb)))
             lb = cuda.ballot_sync(FULL_MASK, notlast)
             if notlast:
-                w2, bad = read(words, start, u32(pos + u32(cuda.popc(u32(lb) & below))), wend,
+                w2, bad = read(words, base, u32(pos + u32(cuda.popc(u32(lb) & below))), wend,
                                bad)
             pos = u32(pos + u32(cuda.popc(lb)))
             left -= L
@@ -666,8 +678,8 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: int
                 for q in range(rows):
                     if row + q < n_rows and lens[q] == 0:
                         y[row + q] = 0
-            walk(words[warp_ptr[s]:], warp_ptr[s], warp_ptr[s + 1], n, lane, sval, sdel,
-                 sinfo, vsym, v_esc, v_used, d_esc, d_used, x, 1, 0, 1, accs, 0, lens, y, row)
+            walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, sval, sdel, sinfo, vsym,
+                 v_esc, v_used, d_esc, d_used, x, 1, 0, 1, accs, 0, lens, y, row)
             if rows == 1:
                 v = row_sum(accs[0])
                 if row < n_rows and p == 0:
@@ -710,8 +722,8 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
                         for j in range(ct):
                             if j < nvalid:
                                 Y[row + q, j0 + j] = 0
-            walk(words[warp_ptr[s]:], warp_ptr[s], warp_ptr[s + 1], n, lane, sval, sdel,
-                 sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, 0, lens, Y, row)
+            walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, sval, sdel, sinfo, vsym,
+                 v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, 0, lens, Y, row)
             if rows == 1:
                 for j in range(ct):
                     accs[j] = row_sum(accs[j])
