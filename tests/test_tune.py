@@ -169,6 +169,16 @@ def test_best_strategy_times_the_model_top_or_the_shortlist():
         tune.best_strategy(A, 8, "float32", model=None, timer=lambda *a: float("inf"))
 
 
+def test_a_key_tells_whether_its_strategies_split_rows_across_blocks():
+    """``key_splits_blocks`` (what the fit's evaluation reads from a record's key) agrees
+    with ``block.split`` (what ``model_ranking`` reads from a strategy) on every candidate."""
+    from spmvlab.generalsparse.model import key_splits_blocks
+    A = sp.random(40, 36, density=0.3, format="csr", random_state=np.random.default_rng(3))
+    cands = tune.candidates(A, 4, dtype="float32")
+    assert {s.block.split for s in cands} == {True, False}
+    assert all(key_splits_blocks(tune.strategy_key(s)) == s.block.split for s in cands)
+
+
 def test_default_strategy_is_the_model_pick(monkeypatch):
     """The ``generalsparse`` method's default: the strategy the fitted model ranks first on
     the matrix (nothing timed), not the shortlist's fixed first entry; the shortlist's

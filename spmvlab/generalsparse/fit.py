@@ -40,7 +40,7 @@ import sys
 
 import numpy as np
 
-from .model import MODEL_PATH, CostModel, strategy_key
+from .model import MODEL_PATH, CostModel, key_splits_blocks, strategy_key
 from .search import search_analysis
 from .shortlist import anchors, default_shortlist
 
@@ -115,8 +115,7 @@ def _judge(model: CostModel, recs: list, matrices: list, top: int, per_compile: 
             best = a["best_us"]
             top_best = min(times[k] for k in keys[:top])
             guards = _anchor_keys(n, rs[0].get("dtype")) & set(times)
-            whole = [k for k in keys if k.split()[0].endswith("/nonsplit")
-                     and np.isfinite(pred[k])]                 # "B:<kind>/nonsplit ..."
+            whole = [k for k in keys if not key_splits_blocks(k) and np.isfinite(pred[k])]
             dt = rs[0].get("dtype")
             first = strategy_key(default_shortlist(int(n), dt)[0]) if dt else None
             search_best = min([top_best] + [times[k] for k in guards])

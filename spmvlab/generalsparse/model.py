@@ -29,7 +29,7 @@ from reference._common import OptionError, problem
 
 from .features import DESIGN_NAMES, design
 
-__all__ = ["MODEL_VERSION", "MODEL_PATH", "strategy_key", "strategy_family", "strategy_to_dict",
+__all__ = ["MODEL_VERSION", "MODEL_PATH", "strategy_key", "key_splits_blocks", "strategy_family", "strategy_to_dict",
            "strategy_from_dict", "CostModel", "load_model"]
 
 MODEL_VERSION = 1
@@ -82,6 +82,13 @@ def strategy_key(s: GS.Strategy) -> str:
         adj += "b"
     return (f"{strategy_family(s)} bs:{_block_size_rel(s)} x{s.warps_per_block}w"
             f" L{s.group_lanes} G{s.group_warps} v{s.vector_width}{(' ' + adj) if adj else ''}")
+
+
+def key_splits_blocks(key: str) -> bool:
+    """Whether the strategies of :func:`strategy_key` ``key`` split rows across blocks
+    (``block.split``): its first word is ``B:<block.label>``, ``<rows>/split`` or
+    ``<rows>/nonsplit``."""
+    return key.split()[0].endswith("/split")
 
 
 def _fit(X: np.ndarray, y: np.ndarray, ridge: float) -> np.ndarray:
