@@ -617,7 +617,12 @@ def _streams(lanes: int, rows: int):
     ``rows * st ..``, whose lengths go to the local array ``lens``); no symbols past the
     last row;
     ``row_sum(v)``: the sum of ``v`` over the ``lanes`` lanes of a row (all of them hold it;
-    ``lanes`` divides 32, so a row's lanes are one aligned group)."""
+    ``lanes`` divides 32, so a row's lanes are one aligned group);
+    ``count(n_rows)``: the streams of ``n_rows`` rows (``DeviceCSRDtans.n_streams``)."""
+    @inline_device
+    def count(n_rows):
+        return (n_rows + rows - 1) // rows * lanes
+
     @inline_device
     def locate(row_lengths, st, n_rows, lens):
         n = np.int64(0)
@@ -645,7 +650,7 @@ def _streams(lanes: int, rows: int):
             off //= 2
         return v
 
-    return locate, row_sum
+    return locate, row_sum, count
 
 
 @functools.lru_cache(maxsize=None)
@@ -653,7 +658,7 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: int
                  lanes: int = 1, rows: int = 1):
     W_ = _walk(dtype_name, params, False, escapes=escapes, rows=rows, spmv=True)
     tables, walk = W_["tables"], W_["walk"]
-    locate, row_sum = _streams(lanes, rows)
+    locate, row_sum, count = _streams(lanes, rows)
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit(**jit_options(max_registers=cfg.max_registers))
@@ -667,7 +672,7 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: int
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
         n_rows = y.shape[0]
-        n_streams = (n_rows + rows - 1) // rows * lanes
+        n_streams = count(n_rows)
         accs = cuda.local.array(1, accnp)
         lens = cuda.local.array(rows, np.int64)
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
@@ -694,7 +699,7 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
                  escapes: int = ESC_BOTH, lanes: int = 1, rows: int = 1):
     W_ = _walk(dtype_name, params, False, ct, g, escapes, rows)
     tables, walk = W_["tables"], W_["walk"]
-    locate, row_sum = _streams(lanes, rows)
+    locate, row_sum, count = _streams(lanes, rows)
     zero = tile_parts(dtype_name, ct, g)["zero"]
     accnp = accumulator_np(dtype_name)
 
@@ -707,7 +712,7 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
         n_rows = Y.shape[0]
-        n_streams = (n_rows + rows - 1) // rows * lanes
+        n_streams = count(n_rows)
         j0 = cuda.blockIdx.y * ct
         nvalid = min(ct, nx - j0)
         accs = cuda.local.array(ct, accnp)
@@ -740,7 +745,7 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
 def _check_kernel(dtype_name: str, params: str, lanes: int = 1, rows: int = 1):
     W_ = _walk(dtype_name, params, True, rows=rows)
     tables, walk = W_["tables"], W_["walk"]
-    locate = _streams(lanes, rows)[0]
+    locate, _, count = _streams(lanes, rows)
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit
@@ -751,7 +756,7 @@ def _check_kernel(dtype_name: str, params: str, lanes: int = 1, rows: int = 1):
         sval, sdel, sinfo = tables(vtab, vinfo, dtab, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
-        n_streams = (n_rows + rows - 1) // rows * lanes
+        n_streams = count(n_rows)
         accs = cuda.local.array(1, accnp)
         lens = cuda.local.array(rows, np.int64)
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
