@@ -24,6 +24,9 @@ H100_METHODS = ["cublas", "macko"]
 SPLIT_KEYS = ("shapes", "sparsities")
 #: a cluster sweep's cells (``--cluster``), in the order of measure's loops
 CELL_KEYS = ("sparsities", "shapes")
+#: eight shapes a cell: its problems are built ahead in processes while the GPU times
+#: the current one, as in a serial run (a cell of one shape would wait for each build)
+CELL_CHUNKS = {"shapes": 8}
 #: settings that do not change what a row measures (parts may differ in them)
 UNCOMPARED_KEYS = ("budget_s",)
 #: the paper's sparsities (Sec. 5.1: 0 % to 95 %)

@@ -72,12 +72,18 @@ def _keys(module) -> tuple:
     return keys
 
 
-def grid(cfg: dict, keys) -> list[dict]:
+def grid(cfg: dict, keys, chunks: dict | None = None) -> list[dict]:
     """``cfg`` with each of ``keys`` (list-valued settings) narrowed to one value, every
-    combination, the first key outermost."""
+    combination, the first key outermost; a key in ``chunks`` is narrowed to consecutive
+    runs of that many values instead (the last may be shorter)."""
+    chunks = chunks or {}
     out = [{}]
     for k in keys:
-        out = [dict(c, **{k: [v]}) for c in out for v in cfg[k]]
+        vals, size = list(cfg[k]), int(chunks.get(k, 1))
+        if size < 1:
+            raise OptionError(problem(f"CELL_CHUNKS[{k!r}]", "an int >= 1", size))
+        runs = [vals[i:i + size] for i in range(0, len(vals), size)]
+        out = [dict(c, **{k: run}) for c in out for run in runs]
     return [dict(cfg, **c) for c in out]
 
 
@@ -85,15 +91,18 @@ def cells(module, cfg: dict) -> list[dict]:
     """The configs of ``cfg``'s cells: ``module.cells(cfg)`` where the experiment defines it
     (e.g. to list the data a None setting stands for), else :func:`grid` over its
     ``CELL_KEYS`` (default ``SPLIT_KEYS``), which name the serial run's loops outermost
-    first."""
+    first, in runs of ``CELL_CHUNKS[key]`` values where the experiment sets it (a cell of
+    several problems builds the next ones while it times the current one, as a serial run
+    does: ``spmvlab.workers.problems``)."""
     if hasattr(module, "cells"):
         return [dict(c) for c in module.cells(cfg)]
-    return grid(cfg, _keys(module))
+    return grid(cfg, _keys(module), getattr(module, "CELL_CHUNKS", None))
 
 
 def cell_label(module, cell: dict) -> dict:
     """What distinguishes a cell: its value of each of ``CELL_KEYS`` (default
-    ``SPLIT_KEYS``), or, for an experiment that names neither, its ``cell_*`` settings."""
+    ``SPLIT_KEYS``; a run of ``CELL_CHUNKS`` values as a list), or, for an experiment that
+    names neither, its ``cell_*`` settings."""
     keys = tuple(getattr(module, "CELL_KEYS", None) or getattr(module, "SPLIT_KEYS", ()))
     if not keys:
         return {k: v for k, v in cell.items() if k.startswith("cell_")}

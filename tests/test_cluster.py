@@ -54,6 +54,15 @@ def test_grid_and_faults_spec():
     assert [(c["a"], c["b"]) for c in g] == [([1], ["x"]), ([1], ["y"]), ([1], ["z"]),
                                              ([2], ["x"]), ([2], ["y"]), ([2], ["z"])]
     assert all(c["c"] == 5 for c in g)
+    g = cluster.grid(cfg, ("a", "b"), {"b": 2})
+    assert [(c["a"], c["b"]) for c in g] == [([1], ["x", "y"]), ([1], ["z"]),
+                                             ([2], ["x", "y"]), ([2], ["z"])]
+    mod = X.load_experiment("fig4_macko")
+    cs = cluster.cells(mod, mod.config(sparsities=[0.5, 0.9]))
+    shapes = mod.config()["shapes"]
+    assert len(cs) == 2 * -(-len(shapes) // mod.CELL_CHUNKS["shapes"])
+    assert [sh for c in cs[:len(cs) // 2] for sh in c["shapes"]] == shapes
+    assert cluster.cell_label(mod, cs[-1]) == {"sparsities": 0.9, "shapes": cs[-1]["shapes"]}
     with pytest.raises(OptionError):
         cluster.inject_fault("explode:1", 1)
     with pytest.raises(OptionError):
