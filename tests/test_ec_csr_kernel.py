@@ -89,6 +89,31 @@ def test_spmm_with_n_not_a_multiple_of_the_tile(dtype, k, tile):
     assert_close(Y, M.to_csr(), X, dtype, "kernel spmm")
 
 
+def test_temporaries_come_from_the_callers_allocator():
+    """Inside ``launching(stream, alloc)`` the float16 SpMM's float32 accumulator (and an
+    output the caller did not give) come from ``alloc``, as spmvlab.torch needs for CUDA-graph
+    capture; the result is the same."""
+    from spmvlab._cuda import cuda
+    from spmvlab.kernels._common import launch_stream, launching
+    rng = np.random.default_rng(5)
+    A = sp.random(6, 90, density=0.3, random_state=5, format="csr", dtype=np.float64)
+    M = R.encode(A, dtype=np.float16, warp_size=2, vector_size=2)
+    X = rng.standard_normal((90, 12)).astype(np.float16)
+    cfg = K.ECCSRConfig(threads_per_block=32, spmm_tile=8)
+    asked = []
+
+    def alloc(shape, dtype):
+        asked.append((shape, np.dtype(dtype)))
+        return cuda.device_array(shape, dtype=dtype)
+    stream = cuda.stream()
+    with launching(stream, alloc):
+        assert launch_stream() is stream
+        Y = K.spmm(M, cuda.to_device(X), config=cfg).copy_to_host()
+    assert launch_stream() == 0
+    assert asked == [((6, 12), np.dtype(np.float16)), (6 * 12, np.dtype(np.float32))]
+    assert_close(Y, M.to_csr(), X, np.float16, "kernel spmm on the caller's stream")
+
+
 def test_inf_in_x_at_padding_columns_is_skipped():
     """Alignment zeros repeat a block's last column, gap zeros sit between columns: where X
     holds Inf there, the fast path's 0 * Inf = NaN is discarded and the careful path gives

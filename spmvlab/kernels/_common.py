@@ -4,6 +4,8 @@ list of (kernel, signature) pairs the PTX compile check walks.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 from typing import Callable, Iterable
 
@@ -18,6 +20,38 @@ from .._cuda import SIMULATOR, cuda, inline_device
 
 WARP = 32
 FULL_MASK = 0xFFFFFFFF
+
+
+#: where the kernel wrappers launch and allocate: (stream, allocator of temporaries or None)
+_LAUNCH = contextvars.ContextVar("spmvlab_launch", default=(0, None))
+
+
+@contextlib.contextmanager
+def launching(stream=0, alloc: Callable | None = None):
+    """Inside the block, every kernel the wrappers launch goes to ``stream`` (a numba stream,
+    e.g. ``cuda.external_stream(torch.cuda.current_stream().cuda_stream)``; 0: the default
+    stream) and every temporary array they need comes from ``alloc(shape, dtype)`` (a device
+    array; None: ``cuda.device_array``), so a caller such as ``spmvlab.torch`` keeps its
+    work on its own stream and in its own allocator (and CUDA-graph capture sees no
+    allocation of numba's)."""
+    token = _LAUNCH.set((stream, alloc))
+    try:
+        yield
+    finally:
+        _LAUNCH.reset(token)
+
+
+def launch_stream():
+    """The stream of :func:`launching` (0 outside it)."""
+    return _LAUNCH.get()[0]
+
+
+def scratch(shape, dtype):
+    """A temporary device array: from :func:`launching`'s allocator, else numba's."""
+    alloc = _LAUNCH.get()[1]
+    if alloc is None:
+        return cuda.device_array(shape, dtype=np.dtype(dtype))
+    return alloc(shape, np.dtype(dtype))
 
 
 def is_device_array(a) -> bool:
@@ -153,7 +187,7 @@ def prepare(x, out, n: int, out_shape, dtype, name="x", ndim=1) -> Operands:
     if out is not None:
         check_out(out, out_shape, dtype)
     host = isinstance(x, np.ndarray)
-    d_out = to_dev(out) if out is not None else cuda.device_array(out_shape, dtype=np.dtype(dtype))
+    d_out = to_dev(out) if out is not None else scratch(out_shape, dtype)
     return Operands(x=to_dev(x), out=d_out, host=host)
 
 
@@ -193,7 +227,7 @@ def launch_spmv(D, x, out, kernel: Callable, arrays: tuple, threads: int, rows_p
     n_rows, n_cols = D.shape
     ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
     if n_rows:
-        kernel()[blocks_for(n_rows, rows_per_block), threads](*arrays, ops.x, ops.out)
+        kernel()[blocks_for(n_rows, rows_per_block), threads, launch_stream()](*arrays, ops.x, ops.out)
     return finish(ops, out)
 
 
@@ -204,7 +238,7 @@ def launch_spmm(D, X, out, kernel: Callable, arrays: tuple, threads: int, rows_p
     ops, k_cols = prepare_spmm(D, X, out)
     if D.shape[0] and k_cols:
         grid = (blocks_for(D.shape[0], rows_per_block), blocks_for(k_cols, cols_per_block))
-        kernel()[grid, threads](*arrays, ops.x, ops.out)
+        kernel()[grid, threads, launch_stream()](*arrays, ops.x, ops.out)
     return finish(ops, out)
 
 

@@ -52,7 +52,7 @@ import numpy as np
 from reference._common import OptionError, problem
 
 from .._cuda import cuda, inline_device
-from ._common import WARP, blocks_for, finish, jit_options, prepare_spmm
+from ._common import WARP, blocks_for, finish, jit_options, launch_stream, prepare_spmm
 from ._intrinsics import mma16816, pack_half2, sget, sput, sstore4, sword, vwords4
 from ._macko_device import CHUNK, _parts, _row_tile, _words
 from ._spmm import accumulator_np, group_for, launch_smem, tile_parts
@@ -353,7 +353,8 @@ def launch_mma(D: DeviceMacko, X, out, config: MackoConfig, spmv_kernel):
     arrays = (D.row_ptr, _words(D), D.values)
     if n_rows and k_cols == 1:
         spmv_kernel()[
-            blocks_for(n_rows, config.threads_per_block // WARP), config.threads_per_block](
+            blocks_for(n_rows, config.threads_per_block // WARP), config.threads_per_block,
+            launch_stream()](
             *arrays, ops.x.reshape(ops.x.shape[0]), ops.out.reshape(n_rows))
     elif n_rows and k_cols:
         ct = mma_tile(k_cols)

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._cuda import SIMULATOR, cuda, inline_device
 from ._common import (
-    WARP, acc_type, blocks_for, finish, numba_type, prepare_spmm, warp_sum,
+    WARP, acc_type, blocks_for, finish, launch_stream, numba_type, prepare_spmm, warp_sum,
 )
 from ._intrinsics import sload1, sload2, sload4, sload8, vload1, vload2, vload4, vload8
 
@@ -218,7 +218,7 @@ def _allow_dynamic_smem(kernel, launch_config):
 
 def launch_smem(kernel, grid, threads: int, nbytes: int, args: tuple):
     """Launch ``kernel`` with ``nbytes`` of dynamic shared memory (any size the device allows)."""
-    cfg = kernel[grid, threads, 0, nbytes]
+    cfg = kernel[grid, threads, launch_stream(), nbytes]
     if not SIMULATOR and nbytes > 48 * 1024:
         cfg.pre_launch_callbacks.append(_allow_dynamic_smem)
     cfg(*args)
@@ -247,7 +247,7 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
     sct = smem_tile(tile_dtype, n_k, k_cols, max_tile, block_limit) if shared is not None else 0
     if n_rows and k_cols == 1 and spmv is not None:
         factory, sthreads, srows = spmv
-        factory()[blocks_for(n_rows, srows), sthreads](
+        factory()[blocks_for(n_rows, srows), sthreads, launch_stream()](
             *arrays, ops.x.reshape(ops.x.shape[0]), ops.out.reshape(n_rows))
     elif n_rows and sct:
         factory, sthreads, _ = shared
@@ -265,7 +265,7 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
         g = group_for(D.dtype, k_cols, ct)
         grid = (blocks_for(D.shape[0], rows_per_block), blocks_for(k_cols, ct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
-        kernel(ct, g)[grid, threads](*arrays, flat, ops.out, np.int64(k_cols))
+        kernel(ct, g)[grid, threads, launch_stream()](*arrays, flat, ops.out, np.int64(k_cols))
     return finish(ops, out)
 
 

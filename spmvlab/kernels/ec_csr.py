@@ -127,7 +127,8 @@ from .. import formats
 from .._cuda import cuda
 from ._common import (
     CHECK_THREADS, PTXTarget, array_sig, blocks_for, check_config, check_threads_per_block,
-    check_value_dtype, checked_to_device, finish, prepare, prepare_spmm, run_device_check, to_dev,
+    check_value_dtype, checked_to_device, finish, launch_stream, prepare, prepare_spmm,
+    run_device_check, scratch, to_dev,
 )
 from ._ec_csr_device import _NF, _code_parts
 from ._ec_csr_spmm import _spmm_kernel
@@ -328,7 +329,7 @@ _FLAT_BLOCKS = 1024
 
 def _flat(kernel, n: int, threads: int, *args):
     if n:
-        kernel[min(blocks_for(n, threads), _FLAT_BLOCKS), threads](*args)
+        kernel[min(blocks_for(n, threads), _FLAT_BLOCKS), threads, launch_stream()](*args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,7 +428,8 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
         _flat(_zero_kernel(), n_rows, threads, y)
     if D.n_blocks:
         kernel = _spmv_kernel_for(D, config)
-        kernel[blocks_for(D.n_blocks, threads // D.warp_size), threads](*_matrix_args(D), x, yacc)
+        kernel[blocks_for(D.n_blocks, threads // D.warp_size), threads, launch_stream()](
+            *_matrix_args(D), x, yacc)
     if f16:
         _flat(_finish_kernel(), n_rows, threads, D.scratch, y)
 
@@ -455,14 +457,15 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
         size = n_rows * k
         flat_out = ops.out.reshape(size)
         f16 = D.dtype == np.float16
-        Yacc = cuda.device_array(size, np.float32) if f16 else flat_out
+        Yacc = scratch(size, np.float32) if f16 else flat_out
         _flat(_zero_kernel(), size, threads, Yacc)
         if D.n_blocks:
             ct = tile_for(k, config.spmm_tile)
             gx = group_for(D.dtype, k, ct)
             kernel = _spmm_kernel(*_kernel_key(D), config, ct, gx)
             grid = (blocks_for(D.n_blocks, threads // D.warp_size), blocks_for(k, ct))
-            kernel[grid, threads](*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc, np.int64(k))
+            kernel[grid, threads, launch_stream()](*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc,
+                                                   np.int64(k))
         if f16:
             _flat(_finish_kernel(), size, threads, Yacc, flat_out)
     return finish(ops, out)

@@ -108,6 +108,7 @@ from reference._common import (
 )
 from reference.offsets import compress
 
+from ...kernels._common import launch_stream, scratch
 from ..shortlist import default_shortlist
 from . import _emit, _runtime
 from ._spec import Offset, Spec
@@ -423,20 +424,21 @@ def spmm(plan, B, out=None, generated: Generated | None = None):
     host = isinstance(B, np.ndarray)
     dB = cuda.to_device(B) if host else B
     dC = (cuda.to_device(out) if isinstance(out, np.ndarray) else out) if out is not None else \
-        cuda.device_array((M, N), dtype=d.dtype)
+        scratch((M, N), d.dtype)
     acc = np.dtype(accumulator_dtype(d.dtype))
     target = dC
     if d.atomic and acc != d.dtype:
-        target = cuda.device_array((M, N), dtype=acc)
+        target = scratch((M, N), acc)
+    stream = launch_stream()
     if (d.zero_init or d.atomic) and M:
         g2, b2 = _runtime.grid2((M, N))
-        _runtime.zero2[g2, b2](target)
+        _runtime.zero2[g2, b2, stream](target)
     grid = (d.grid_x, -(-N // d.block_cols))
     if grid[0] and M:
-        d.generated.kernel[grid, d.threads](*d.arrays, _b_arg(d, dB), target, np.int64(N))
+        d.generated.kernel[grid, d.threads, stream](*d.arrays, _b_arg(d, dB), target, np.int64(N))
     if target is not dC and M:
         g2, b2 = _runtime.grid2((M, N))
-        _runtime.narrow[g2, b2](target, dC)
+        _runtime.narrow[g2, b2, stream](target, dC)
     if isinstance(out, np.ndarray):
         dC.copy_to_host(out)
         return out
