@@ -1,0 +1,268 @@
+"""PyTorch layers on spmvlab's kernels (the optional ``torch`` extra: ``pip install -e
+".[torch]"``; nothing else in spmvlab imports torch).
+
+    from spmvlab.torch import SparseLinear, sparsify, memory_report
+    layer = SparseLinear.from_linear(linear, format="macko")     # one nn.Linear
+    sparsify(model, 0.7, "macko", include=r"mlp|self_attn")      # every matching nn.Linear
+    print(memory_report(model)["total"])
+
+:class:`SparseLinear` holds one weight encoded in a registered kernel format on the GPU and
+multiplies by it in ``forward``: one token (the leading dimensions of ``x`` multiply to 1)
+runs the format's SpMV kernel, several its SpMM kernel (X = the tokens as columns), the bias
+is added by torch. The kernels read and write torch's tensors in place (their
+``__cuda_array_interface__``, taken without a host synchronisation), run on torch's current
+stream and take any temporary they need from torch's allocator
+(:func:`spmvlab.kernels._common.launching`), so ``forward`` can be captured in a CUDA graph.
+It is a ``torch.library`` custom op (``spmvlab::sparse_linear``) to ``torch.compile``,
+which treats it as one opaque call with a shape function.
+
+In the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, no GPU) the same layer takes CPU tensors
+and runs the kernels in the simulator: slow, for tests.
+"""
+from __future__ import annotations
+
+import itertools
+import re
+import weakref
+
+import numpy as np
+import scipy.sparse as sp
+import torch
+
+from reference._common import DTypeError, OptionError, ShapeError, describe, problem
+
+from . import formats
+from ._cuda import SIMULATOR, cuda
+from .kernels._common import launching
+
+__all__ = ["SparseLinear", "sparsify", "memory_report", "sparse_formats"]
+
+_NP = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
+_TORCH = {np.dtype(v): k for k, v in _NP.items()}
+
+#: the layers the custom op can reach, by handle (weak: a deleted layer leaves no weight)
+_LAYERS: "weakref.WeakValueDictionary[int, SparseLinear]" = weakref.WeakValueDictionary()
+_NEXT = itertools.count(1)
+_STREAMS: dict = {}
+
+
+def sparse_formats(dtype=torch.float16) -> list[str]:
+    """The registered formats whose SpMV and SpMM kernels take ``dtype``."""
+    name = np.dtype(_NP[dtype]).name
+    return [f.name for f in formats.all_formats()
+            if {"spmv", "spmm"} <= f.capabilities and name in f.kernel_dtypes]
+
+
+def _np_dtype(dtype) -> np.dtype:
+    if dtype not in _NP:
+        raise DTypeError(problem("dtype", "torch.float16, torch.float32 or torch.float64", dtype))
+    return np.dtype(_NP[dtype])
+
+
+class SparseLinear(torch.nn.Module):
+    """``y = x @ W.T + b`` with ``W`` held encoded in one kernel format (module docstring).
+
+    Build it with :meth:`from_linear` (or from any 2-D matrix: :meth:`from_weight`).
+    ``format``: a registered format with SpMV and SpMM kernels for ``dtype``
+    (:func:`sparse_formats`); ``config``: that format's kernel config (default settings
+    when None). The encoded weight lives on the current CUDA device of numba (device 0
+    unless changed), not in ``state_dict``; ``bias`` is an ordinary parameter."""
+
+    def __init__(self, device_matrix, shape: tuple, dtype, format: str, nbytes: int, nnz: int,
+                 bias: torch.Tensor | None = None, config=None):
+        super().__init__()
+        info = formats.get(format)
+        self.format = format
+        self.out_features, self.in_features = (int(s) for s in shape)
+        self.dtype = dtype
+        self.nbytes = int(nbytes)
+        self.nnz = int(nnz)
+        self._kernels = info.kernel_module()
+        self._config = config if config is not None else info.make_config()
+        self._matrix = device_matrix
+        self.bias = torch.nn.Parameter(bias.detach().clone(), requires_grad=False) \
+            if bias is not None else None
+        self._handle = next(_NEXT)
+        _LAYERS[self._handle] = self
+
+    @classmethod
+    def from_weight(cls, weight, bias=None, *, format: str = "macko", dtype=None, config=None,
+                    **encode_options) -> "SparseLinear":
+        """Encode ``weight`` (out_features x in_features: a torch tensor, NumPy array or scipy
+        matrix; its zeros are not stored) in ``format`` for ``dtype`` (default the tensor's
+        float dtype, else float16) and put it on the GPU."""
+        info = formats.get(format)
+        if isinstance(weight, torch.Tensor):
+            dtype = dtype or (weight.dtype if weight.dtype in _NP else torch.float16)
+            w = weight.detach().to("cpu", torch.float32).numpy()
+        else:
+            dtype = dtype or torch.float16
+            w = weight
+        nd = _np_dtype(dtype)
+        missing = {"spmv", "spmm"} - info.capabilities
+        if missing or nd.name not in info.kernel_dtypes:
+            raise OptionError(problem("format", f"a format with SpMV and SpMM kernels for "
+                                      f"{nd.name}", repr(format),
+                                      f"one of {sparse_formats(dtype)}"))
+        A = w.tocsr() if sp.issparse(w) else sp.csr_matrix(np.asarray(w))
+        A.eliminate_zeros()
+        if A.ndim != 2:
+            raise ShapeError(problem("weight", "a 2-D matrix", describe(w)))
+        M = info.encode(A, dtype=nd, fast=True, **encode_options)
+        D = info.kernel_module().to_device(M)
+        return cls(D, A.shape, dtype, format, M.nbytes, A.nnz, bias=bias, config=config)
+
+    @classmethod
+    def from_linear(cls, linear: torch.nn.Linear, *, format: str = "macko", dtype=None,
+                    config=None, **encode_options) -> "SparseLinear":
+        """The layer of ``linear``'s weight (its zeros dropped) and bias."""
+        if not isinstance(linear, torch.nn.Linear):
+            raise OptionError(problem("linear", "a torch.nn.Linear", describe(linear)))
+        return cls.from_weight(linear.weight, linear.bias, format=format, dtype=dtype,
+                               config=config, **encode_options)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"format={self.format!r}, nnz={self.nnz}, nbytes={self.nbytes}, "
+                f"dtype={self.dtype}, bias={self.bias is not None}")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self._check(x)
+        y = torch.ops.spmvlab.sparse_linear(x, self._handle)
+        return y if self.bias is None else y + self.bias
+
+    def _check(self, x):
+        if not isinstance(x, torch.Tensor):
+            raise DTypeError(problem("x", "a torch.Tensor", describe(x)))
+        if x.dtype != self.dtype:
+            raise DTypeError(problem("x.dtype", f"{self.dtype} (the layer's)", x.dtype,
+                                     f"x.to({self.dtype}) or a layer built with dtype={x.dtype}"))
+        if x.ndim < 1 or x.shape[-1] != self.in_features:
+            raise ShapeError(problem("x.shape", f"(..., {self.in_features})", tuple(x.shape)))
+        want = "cpu" if SIMULATOR else "cuda"
+        if x.device.type != want:
+            raise OptionError(problem("x.device", f"a {want} tensor"
+                                      + ("" if SIMULATOR else " on numba's current device"),
+                                      x.device, f"x.to({want!r})"))
+        if not SIMULATOR and x.device.index not in (None, cuda.get_current_device().id):
+            raise OptionError(problem("x.device", f"cuda:{cuda.get_current_device().id} (where "
+                                      "the weight is)", x.device))
+
+    def _multiply(self, x: torch.Tensor) -> torch.Tensor:
+        """The product without the bias: SpMV for one token, else SpMM on the tokens as
+        X's columns (the kernels' Y = W @ X), on torch's stream and allocator."""
+        lead = tuple(x.shape[:-1])
+        n = int(np.prod(lead, dtype=np.int64)) if lead else 1
+        out = torch.empty(lead + (self.out_features,), dtype=x.dtype, device=x.device)
+        if n == 0:
+            return out
+        x2 = x.reshape(n, self.in_features)
+        with launching(*_stream_and_alloc(x.device)):
+            if n == 1:
+                self._kernels.spmv(self._matrix, _view(x2.reshape(self.in_features).contiguous()),
+                                   out=_view(out.view(self.out_features)), config=self._config)
+                return out
+            X = x2.t().contiguous()                                    # (in, n)
+            Y = torch.empty((self.out_features, n), dtype=x.dtype, device=x.device)
+            self._kernels.spmm(self._matrix, _view(X), out=_view(Y), config=self._config)
+        out.view(n, self.out_features).copy_(Y.t())
+        return out
+
+
+def _view(t: torch.Tensor):
+    """The kernels' view of ``t``, sharing its memory: a numba device array (no stream
+    synchronisation) or, in the simulator, a NumPy array."""
+    if SIMULATOR:
+        return t.detach().numpy()
+    return cuda.as_cuda_array(t.detach(), sync=False)
+
+
+def _stream_and_alloc(device):
+    if SIMULATOR:
+        return 0, None
+    ptr = torch.cuda.current_stream(device).cuda_stream
+    stream = _STREAMS.get(ptr)
+    if stream is None:
+        stream = _STREAMS[ptr] = cuda.external_stream(ptr)
+
+    def alloc(shape, dtype):
+        return cuda.as_cuda_array(torch.empty(shape, dtype=_TORCH[np.dtype(dtype)] if np.dtype(dtype)
+                                              in _TORCH else torch.float32, device=device),
+                                  sync=False)
+    return stream, alloc
+
+
+@torch.library.custom_op("spmvlab::sparse_linear", mutates_args=())
+def _sparse_linear(x: torch.Tensor, handle: int) -> torch.Tensor:
+    layer = _LAYERS.get(handle)
+    if layer is None:
+        raise OptionError(problem("handle", "a live SparseLinear", handle))
+    return layer._multiply(x)
+
+
+@_sparse_linear.register_fake
+def _(x, handle):
+    layer = _LAYERS[handle]
+    return x.new_empty(tuple(x.shape[:-1]) + (layer.out_features,))
+
+
+# ---------------------------------------------------------------------------------------------
+# whole models
+# ---------------------------------------------------------------------------------------------
+
+def _prune_rows(w: np.ndarray, sparsity: float) -> np.ndarray:
+    from .datasets import prune
+    return prune(w, sparsity, method="magnitude", per_row=True)
+
+
+def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "macko", *,
+             pruning: str = "magnitude", include: str | None = None, exclude: str | None = None,
+             dtype=None, config=None, **encode_options) -> list[str]:
+    """Swap the ``nn.Linear`` layers of ``model`` whose qualified names match ``include``
+    (a regex searched in the name; None: all) and not ``exclude`` for :class:`SparseLinear`
+    layers in ``format``, in place; returns the names swapped.
+
+    ``pruning``: "magnitude" zeros the ``round(sparsity * in_features)`` smallest weights
+    of every row first; "keep" stores the zeros the weights already hold (``sparsity``
+    unused)."""
+    if pruning not in ("magnitude", "keep"):
+        raise OptionError(problem("pruning", "'magnitude' or 'keep'", repr(pruning)))
+    if pruning == "magnitude" and (sparsity is None or not 0.0 <= float(sparsity) < 1.0):
+        raise OptionError(problem("sparsity", "a float in [0, 1) with pruning='magnitude'",
+                                  repr(sparsity)))
+    inc = re.compile(include) if include else None
+    exc = re.compile(exclude) if exclude else None
+    targets = [(name, mod) for name, mod in model.named_modules()
+               if isinstance(mod, torch.nn.Linear)
+               and (inc is None or inc.search(name)) and not (exc and exc.search(name))]
+    done = []
+    for name, lin in targets:
+        w = lin.weight.detach().to("cpu", torch.float32).numpy()
+        if pruning == "magnitude":
+            w = _prune_rows(w, float(sparsity))
+        layer = SparseLinear.from_weight(w, lin.bias, format=format,
+                                         dtype=dtype or lin.weight.dtype, config=config,
+                                         **encode_options)
+        parent, _, leaf = name.rpartition(".")
+        setattr(model.get_submodule(parent) if parent else model, leaf, layer)
+        done.append(name)
+    return done
+
+
+def memory_report(model: torch.nn.Module) -> dict:
+    """Bytes of the model's linear weights: one row per ``nn.Linear`` / :class:`SparseLinear`
+    (name, format, shape, nonzeros, bytes; a dense layer's format is "dense"), and the total
+    and the bytes per format."""
+    rows = []
+    for name, mod in model.named_modules():
+        if isinstance(mod, SparseLinear):
+            rows.append(dict(name=name, format=mod.format, shape=(mod.out_features, mod.in_features),
+                             nnz=mod.nnz, bytes=mod.nbytes))
+        elif isinstance(mod, torch.nn.Linear):
+            w = mod.weight
+            rows.append(dict(name=name, format="dense", shape=tuple(w.shape), nnz=int(w.numel()),
+                             bytes=int(w.numel() * w.element_size())))
+    per = {}
+    for r in rows:
+        per[r["format"]] = per.get(r["format"], 0) + r["bytes"]
+    return dict(layers=rows, by_format=per, total=sum(per.values()))

@@ -1,0 +1,142 @@
+"""spmvlab.torch: SparseLinear against the dense product of the same stored weights for every
+format with SpMV and SpMM kernels (one token, several, several leading dimensions, bias),
+torch.compile through the custom op, sparsify and memory_report on a small model, and the
+layer's argument errors. Skipped without torch (CI installs it only with the ``torch`` extra);
+in the CUDA simulator the layer takes CPU tensors, on a GPU CUDA tensors (and there a
+captured CUDA graph is replayed)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+torch = pytest.importorskip("torch", reason="spmvlab.torch needs torch (the 'torch' extra)")
+
+from reference._common import DTypeError, OptionError, ShapeError  # noqa: E402
+from spmvlab._cuda import SIMULATOR  # noqa: E402
+from spmvlab import torch as ST  # noqa: E402
+from tests.parity import assert_close  # noqa: E402
+
+DEV = "cpu" if SIMULATOR else "cuda"
+OUT, IN = 70, 96          # more rows than one warp's and one block's share in the simulator
+
+
+def _weight(seed=0, sparsity=0.7, dtype=torch.float16):
+    g = torch.Generator().manual_seed(seed)
+    w = torch.randn(OUT, IN, generator=g)
+    w[torch.rand(OUT, IN, generator=g) < sparsity] = 0
+    w[3] = 0                                              # an empty row
+    return w.to(dtype)
+
+
+def _stored(w: torch.Tensor) -> sp.csr_matrix:
+    A = sp.csr_matrix(w.to(torch.float64).numpy())
+    A.eliminate_zeros()
+    return A
+
+
+def _check(layer, w, x, bias=None):
+    y = layer(x.to(DEV))
+    assert y.shape == x.shape[:-1] + (OUT,) and y.dtype == x.dtype and y.device.type == DEV
+    X = x.reshape(-1, IN).to(torch.float64).numpy().T
+    got = y.reshape(-1, OUT).cpu()
+    if bias is not None:
+        got = got - bias.to(got.dtype).cpu()       # the bias is torch's add: compare the rest
+    assert_close(got.numpy().T.copy(), _stored(w), X.copy(), np.float16, f"{layer.format}")
+
+
+@pytest.mark.parametrize("fmt", ST.sparse_formats(torch.float16))
+def test_every_format_one_token_and_several(fmt):
+    w = _weight()
+    lin = torch.nn.Linear(IN, OUT, bias=False).to(torch.float16)
+    with torch.no_grad():
+        lin.weight.copy_(w)
+    layer = ST.SparseLinear.from_linear(lin, format=fmt)
+    assert layer.nnz == int((w != 0).sum()) and layer.nbytes > 0
+    g = torch.Generator().manual_seed(1)
+    for shape in [(IN,), (1, IN), (3, IN), (2, 1, IN)]:
+        _check(layer, w, torch.randn(*shape, generator=g).to(torch.float16))
+
+
+def test_bias_and_compile_through_the_custom_op():
+    w = _weight(seed=2)
+    b = torch.randn(OUT).to(torch.float16)
+    layer = ST.SparseLinear.from_weight(w, b, format="csr").to(DEV)
+    x = torch.randn(2, IN).to(torch.float16)
+    y = layer(x.to(DEV))
+    assert torch.equal((y - b.to(DEV)).cpu(), layer(x.to(DEV)).cpu() - b)
+    _check(layer, w, x, bias=b)
+    compiled = torch.compile(layer, backend="aot_eager", fullgraph=True)
+    assert torch.equal(compiled(x.to(DEV)).cpu(), y.cpu())
+
+
+def test_errors_are_typed():
+    w = _weight()
+    layer = ST.SparseLinear.from_weight(w, format="csr")
+    with pytest.raises(DTypeError):
+        layer(torch.zeros(IN, dtype=torch.float32, device=DEV))
+    with pytest.raises(ShapeError):
+        layer(torch.zeros(IN + 1, dtype=torch.float16, device=DEV))
+    with pytest.raises(DTypeError):
+        layer(np.zeros(IN, np.float16))
+    with pytest.raises(OptionError):                     # MACKO has no float64 kernels
+        ST.SparseLinear.from_weight(w.double(), format="macko")
+    with pytest.raises(OptionError):
+        ST.SparseLinear.from_linear(torch.nn.Conv1d(2, 2, 1), format="csr")
+    with pytest.raises(OptionError):
+        ST.sparsify(torch.nn.Linear(4, 4), 1.5, "csr")
+    with pytest.raises(OptionError):
+        ST.sparsify(torch.nn.Linear(4, 4), 0.5, "csr", pruning="random")
+
+
+def test_sparsify_swaps_the_matching_layers_and_reports_bytes():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(IN, OUT), torch.nn.ReLU(),
+                                torch.nn.Linear(OUT, IN), torch.nn.ReLU(),
+                                torch.nn.Linear(IN, 8)).to(torch.float16)
+    dense = [m.weight.detach().clone() for m in model if isinstance(m, torch.nn.Linear)]
+    swapped = ST.sparsify(model, 0.75, "csr", exclude=r"^4$")
+    assert swapped == ["0", "2"]
+    assert isinstance(model[0], ST.SparseLinear) and isinstance(model[4], torch.nn.Linear)
+    # every row lost exactly round(0.75 * in_features) weights, the largest kept
+    for layer, w in ((model[0], dense[0]), (model[2], dense[1])):
+        assert layer.nnz == w.shape[0] * (w.shape[1] - round(0.75 * w.shape[1]))
+    rep = ST.memory_report(model)
+    assert [r["name"] for r in rep["layers"]] == ["0", "2", "4"]
+    assert rep["by_format"]["dense"] == 8 * IN * 2
+    assert rep["total"] == sum(r["bytes"] for r in rep["layers"]) == \
+        rep["by_format"]["dense"] + rep["by_format"]["csr"]
+    # the same function as the dense model holding the same zeros
+    ref = torch.nn.Sequential(*[torch.nn.Linear(a, b) for a, b in ((IN, OUT), (OUT, IN))])
+    with torch.no_grad():
+        x = torch.randn(3, IN).to(torch.float16)
+        h = x.float()
+        for k, lin in ((0, model[0]), (2, model[2])):
+            w = dense[k // 2].float()
+            keep = torch.zeros_like(w, dtype=torch.bool)
+            keep.scatter_(1, w.abs().topk(w.shape[1] - round(0.75 * w.shape[1]), dim=1).indices, True)
+            h = torch.relu(h @ (w * keep).t() + lin.bias.float().cpu())
+        got = model[:4](x.to(DEV)).float().cpu()
+    assert torch.allclose(got, h, rtol=2e-2, atol=2e-2)
+    del ref
+
+
+@pytest.mark.skipif(SIMULATOR, reason="CUDA graphs need a GPU")
+def test_cuda_graph_capture_and_replay():
+    w = _weight(seed=4)
+    layer = ST.SparseLinear.from_weight(w, torch.randn(OUT).half(), format="macko").to("cuda")
+    static = torch.randn(4, IN, device="cuda", dtype=torch.float16)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            layer(static)                             # warm-up: compile outside the capture
+    torch.cuda.current_stream().wait_stream(s)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = layer(static)
+    for seed in range(3):
+        static.copy_(torch.randn(4, IN, generator=torch.Generator().manual_seed(seed)).half())
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(out, layer(static))
