@@ -17,7 +17,8 @@ It is a ``torch.library`` custom op (``spmvlab::sparse_linear``) to ``torch.comp
 which treats it as one opaque call with a shape function.
 
 In the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, no GPU) the same layer takes CPU tensors
-and runs the kernels in the simulator: slow, for tests.
+and runs the kernels in the simulator with the registry's small test settings: slow, for
+tests.
 """
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from . import formats
 from ._cuda import SIMULATOR, cuda
 from .kernels._common import launching
 
-__all__ = ["SparseLinear", "sparsify", "memory_report", "sparse_formats"]
+__all__ = ["SparseLinear", "sparsify", "memory_report", "sparse_formats", "encode_weight"]
 
 _NP = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
 _TORCH = {np.dtype(v): k for k, v in _NP.items()}
@@ -78,7 +79,10 @@ class SparseLinear(torch.nn.Module):
         self.nbytes = int(nbytes)
         self.nnz = int(nnz)
         self._kernels = info.kernel_module()
-        self._config = config if config is not None else info.make_config()
+        # the simulator runs one Python thread per CUDA thread: there, the registry's small
+        # test settings
+        self._config = config if config is not None else info.make_config(
+            **(dict(info.test_configs[0]) if SIMULATOR else {}))
         self._matrix = device_matrix
         self.bias = torch.nn.Parameter(bias.detach().clone(), requires_grad=False) \
             if bias is not None else None
@@ -104,13 +108,17 @@ class SparseLinear(torch.nn.Module):
             raise OptionError(problem("format", f"a format with SpMV and SpMM kernels for "
                                       f"{nd.name}", repr(format),
                                       f"one of {sparse_formats(dtype)}"))
-        A = w.tocsr() if sp.issparse(w) else sp.csr_matrix(np.asarray(w))
-        A.eliminate_zeros()
-        if A.ndim != 2:
-            raise ShapeError(problem("weight", "a 2-D matrix", describe(w)))
-        M = info.encode(A, dtype=nd, fast=True, **encode_options)
+        M = encode_weight(w, format, nd.name, **encode_options)
+        return cls.from_encoded(M, bias, format=format, dtype=dtype, config=config)
+
+    @classmethod
+    def from_encoded(cls, M, bias=None, *, format: str, dtype=None, config=None) -> "SparseLinear":
+        """The layer of a matrix already encoded in ``format`` (e.g. by :func:`encode_weight`
+        in another process), put on the GPU."""
+        info = formats.get(format)
         D = info.kernel_module().to_device(M)
-        return cls(D, A.shape, dtype, format, M.nbytes, A.nnz, bias=bias, config=config)
+        dtype = dtype or _TORCH[np.dtype(M.dtype)]
+        return cls(D, M.shape, dtype, format, M.nbytes, M.nnz, bias=bias, config=config)
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, *, format: str = "macko", dtype=None,
@@ -210,6 +218,17 @@ def _(x, handle):
 # whole models
 # ---------------------------------------------------------------------------------------------
 
+def encode_weight(w, format: str, dtype: str, **encode_options):
+    """``w`` (a NumPy array or scipy matrix; its zeros are not stored) encoded in ``format``
+    for ``dtype`` with the fast encoder: a module-level function, so that :func:`sparsify`
+    can run it in worker processes."""
+    if not sp.issparse(w) and np.ndim(w) != 2:
+        raise ShapeError(problem("weight", "a 2-D matrix", describe(w)))
+    A = w.tocsr() if sp.issparse(w) else sp.csr_matrix(np.asarray(w))
+    A.eliminate_zeros()
+    return formats.get(format).encode(A, dtype=np.dtype(dtype), fast=True, **encode_options)
+
+
 def _prune_rows(w: np.ndarray, sparsity: float) -> np.ndarray:
     from .datasets import prune
     return prune(w, sparsity, method="magnitude", per_row=True)
@@ -217,14 +236,15 @@ def _prune_rows(w: np.ndarray, sparsity: float) -> np.ndarray:
 
 def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "macko", *,
              pruning: str = "magnitude", include: str | None = None, exclude: str | None = None,
-             dtype=None, config=None, **encode_options) -> list[str]:
+             dtype=None, config=None, workers: int = 0, **encode_options) -> list[str]:
     """Swap the ``nn.Linear`` layers of ``model`` whose qualified names match ``include``
     (a regex searched in the name; None: all) and not ``exclude`` for :class:`SparseLinear`
     layers in ``format``, in place; returns the names swapped.
 
     ``pruning``: "magnitude" zeros the ``round(sparsity * in_features)`` smallest weights
     of every row first; "keep" stores the zeros the weights already hold (``sparsity``
-    unused)."""
+    unused). ``workers`` > 0 encodes the layers in that many spawned processes (the fast
+    encoders are single-threaded NumPy: a 7B model's 224 layers take minutes on one core)."""
     if pruning not in ("magnitude", "keep"):
         raise OptionError(problem("pruning", "'magnitude' or 'keep'", repr(pruning)))
     if pruning == "magnitude" and (sparsity is None or not 0.0 <= float(sparsity) < 1.0):
@@ -235,18 +255,38 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
     targets = [(name, mod) for name, mod in model.named_modules()
                if isinstance(mod, torch.nn.Linear)
                and (inc is None or inc.search(name)) and not (exc and exc.search(name))]
-    done = []
     for name, lin in targets:
+        dt = dtype or lin.weight.dtype
+        _np_dtype(dt)
+        info = formats.get(format)
+        if not {"spmv", "spmm"} <= info.capabilities or _np_dtype(dt).name not in info.kernel_dtypes:
+            raise OptionError(problem("format", f"a format with SpMV and SpMM kernels for {dt}",
+                                      repr(format), f"one of {sparse_formats(dt)}"))
+
+    def weight(lin):
         w = lin.weight.detach().to("cpu", torch.float32).numpy()
-        if pruning == "magnitude":
-            w = _prune_rows(w, float(sparsity))
-        layer = SparseLinear.from_weight(w, lin.bias, format=format,
-                                         dtype=dtype or lin.weight.dtype, config=config,
-                                         **encode_options)
+        return _prune_rows(w, float(sparsity)) if pruning == "magnitude" else w
+
+    def swap(name, lin, M):
+        layer = SparseLinear.from_encoded(M, lin.bias, format=format, dtype=dtype or lin.weight.dtype,
+                                          config=config)
         parent, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, leaf, layer)
-        done.append(name)
-    return done
+
+    if workers and len(targets) > 1:
+        import concurrent.futures as cf
+        import multiprocessing as mp
+        with cf.ProcessPoolExecutor(int(workers), mp_context=mp.get_context("spawn")) as pool:
+            futs = [pool.submit(encode_weight, weight(lin), format,
+                                _np_dtype(dtype or lin.weight.dtype).name, **encode_options)
+                    for _, lin in targets]
+            for (name, lin), fut in zip(targets, futs):
+                swap(name, lin, fut.result())
+    else:
+        for name, lin in targets:
+            swap(name, lin, encode_weight(weight(lin), format, _np_dtype(dtype or lin.weight.dtype).name,
+                                          **encode_options))
+    return [name for name, _ in targets]
 
 
 def memory_report(model: torch.nn.Module) -> dict:

@@ -1,0 +1,264 @@
+"""A Llama-style decoder in plain PyTorch for ``e2e_decode``: the shapes of a Hugging Face
+``transformers`` config, seeded random fp16 weights (nothing downloaded), a static KV cache,
+and one decode step whose every index is a tensor (the position, the token buffer), so the
+whole step can be captured once in a CUDA graph and replayed per token; dense and sparse
+models run the same code, only their linear layers differ (``nn.Linear`` or
+``spmvlab.torch.SparseLinear``).
+
+Blocks: RMSNorm, q/k/v/o projections with rotary position embedding and grouped-query
+attention over the cache (positions after the current one masked), RMSNorm, the gated SiLU
+MLP (gate, up, down); a final RMSNorm and a dense LM head. No biases (Llama's).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+#: the models of the experiment: ``transformers.LlamaConfig`` fields (the published shapes)
+MODELS = {
+    "llama2-7b": dict(hidden_size=4096, intermediate_size=11008, num_hidden_layers=32,
+                      num_attention_heads=32, num_key_value_heads=32, vocab_size=32000,
+                      rms_norm_eps=1e-5, rope_theta=10000.0),
+    "llama3.1-8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                        num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
+                        rms_norm_eps=1e-5, rope_theta=500000.0),
+    "llama2-13b": dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
+                       num_attention_heads=40, num_key_value_heads=40, vocab_size=32000,
+                       rms_norm_eps=1e-5, rope_theta=10000.0),
+    # for tests: the same code at a size the CUDA simulator runs
+    "tiny": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, vocab_size=80, rms_norm_eps=1e-5, rope_theta=10000.0),
+}
+#: the linear layers of a block (the ones a sparse model swaps)
+PROJ = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+
+
+def hf_config(name: str):
+    """The ``transformers.LlamaConfig`` of ``name`` (no weights)."""
+    from transformers import LlamaConfig
+    return LlamaConfig(**MODELS[name])
+
+
+def _theta(c) -> float:
+    """The rotary base of a config (``rope_theta``; transformers 5 keeps it in
+    ``rope_parameters``)."""
+    theta = getattr(c, "rope_theta", None)
+    if theta is None:
+        theta = (getattr(c, "rope_parameters", None) or {}).get("rope_theta")
+    return float(theta if theta is not None else 10000.0)
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, n: int, eps: float):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(n), requires_grad=False)
+        self.eps = eps
+
+    def forward(self, x):
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        return (h * self.weight.float()).to(x.dtype)
+
+
+class Block(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, f = c.hidden_size, c.intermediate_size
+        self.heads, self.kv_heads = c.num_attention_heads, c.num_key_value_heads
+        self.head_dim = h // self.heads
+        lin = lambda i, o: torch.nn.Linear(i, o, bias=False)       # noqa: E731
+        self.attn_norm, self.mlp_norm = RMSNorm(h, c.rms_norm_eps), RMSNorm(h, c.rms_norm_eps)
+        self.q_proj, self.o_proj = lin(h, h), lin(h, h)
+        self.k_proj = lin(h, self.kv_heads * self.head_dim)
+        self.v_proj = lin(h, self.kv_heads * self.head_dim)
+        self.gate_proj, self.up_proj, self.down_proj = lin(h, f), lin(h, f), lin(f, h)
+
+    def forward(self, x, pos, cos, sin, k_cache, v_cache, mask):
+        """``x``: (B, hidden), the token at position ``pos`` (a 1-element long tensor)."""
+        B = x.shape[0]
+        a = self.attn_norm(x)
+        q = self.q_proj(a).view(B, self.heads, 1, self.head_dim)
+        k = self.k_proj(a).view(B, self.kv_heads, 1, self.head_dim)
+        v = self.v_proj(a).view(B, self.kv_heads, 1, self.head_dim)
+        q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+        k_cache.index_copy_(2, pos, k)
+        v_cache.index_copy_(2, pos, v)
+        rep = self.heads // self.kv_heads
+        kk = k_cache.repeat_interleave(rep, dim=1) if rep > 1 else k_cache
+        vv = v_cache.repeat_interleave(rep, dim=1) if rep > 1 else v_cache
+        o = torch.nn.functional.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
+        x = x + self.o_proj(o.reshape(B, self.heads * self.head_dim))
+        m = self.mlp_norm(x)
+        return x + self.down_proj(torch.nn.functional.silu(self.gate_proj(m)) * self.up_proj(m))
+
+
+def _rotate(t, cos, sin):
+    half = t.shape[-1] // 2
+    rot = torch.cat((-t[..., half:], t[..., :half]), dim=-1)
+    return (t * cos + rot * sin).to(t.dtype)
+
+
+class Decoder(torch.nn.Module):
+    """The model of ``config`` (a ``LlamaConfig``) with weights ``N(0, 0.02)`` from ``seed``,
+    in ``dtype`` on ``device``; :meth:`caches` makes the static KV cache of a batch."""
+
+    def __init__(self, config, dtype=torch.float16, device="cuda", seed: int = 0):
+        super().__init__()
+        c = config
+        self.config = c
+        self.embed = torch.nn.Embedding(c.vocab_size, c.hidden_size)
+        self.layers = torch.nn.ModuleList(Block(c) for _ in range(c.num_hidden_layers))
+        self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
+        self.lm_head = torch.nn.Linear(c.hidden_size, c.vocab_size, bias=False)
+        g = torch.Generator(device="cpu").manual_seed(seed)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.requires_grad_(False)
+                if p.dim() == 2:
+                    p.copy_(torch.randn(p.shape, generator=g) * 0.02)
+        self.to(device=device, dtype=dtype)
+        for m in self.modules():
+            if isinstance(m, RMSNorm):
+                m.weight.data = m.weight.data.float()
+
+    def caches(self, batch: int, max_len: int):
+        """(k caches, v caches): one (batch, kv_heads, max_len, head_dim) pair per block."""
+        c, p = self.config, next(self.parameters())
+        hd = c.hidden_size // c.num_attention_heads
+        shape = (batch, c.num_key_value_heads, max_len, hd)
+        ks = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
+        vs = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
+        return ks, vs
+
+    def rope(self, max_len: int):
+        """cos and sin tables, (max_len, head_dim)."""
+        c, p = self.config, next(self.parameters())
+        hd = c.hidden_size // c.num_attention_heads
+        inv = 1.0 / (_theta(c) ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
+        ang = torch.outer(torch.arange(max_len, dtype=torch.float64), inv)
+        ang = torch.cat((ang, ang), dim=-1)
+        return ang.cos().to(p.device, torch.float32), ang.sin().to(p.device, torch.float32)
+
+    def step(self, tokens, pos, kv, rope):
+        """Logits (B, vocab) of the next token after ``tokens`` (B,) at position ``pos`` (a
+        1-element long tensor); writes the blocks' keys and values at ``pos``."""
+        cos_t, sin_t = rope
+        max_len = cos_t.shape[0]
+        cos, sin = cos_t.index_select(0, pos), sin_t.index_select(0, pos)
+        mask = torch.arange(max_len, device=pos.device).view(1, 1, 1, max_len) <= pos
+        x = self.embed(tokens)
+        for layer, kc, vc in zip(self.layers, *kv):
+            x = layer(x, pos, cos, sin, kc, vc, mask)
+        return self.lm_head(self.norm(x)).float()
+
+
+def prune_(model: Decoder, sparsity_of, *, seed: int = 0) -> None:
+    """Zero, in every block's projections, the ``round(s * in_features)`` smallest weights of
+    each row (magnitude, ties to the lower index), ``s = sparsity_of(block index)``."""
+    del seed
+    with torch.no_grad():
+        for i, layer in enumerate(model.layers):
+            s = float(sparsity_of(i))
+            for name in PROJ:
+                w = getattr(layer, name).weight
+                k = round(s * w.shape[1])
+                if k:
+                    idx = w.abs().float().argsort(dim=1, stable=True)[:, :k]
+                    w.scatter_(1, idx, 0)
+
+
+def mix_sparsity(n_layers: int, outer: float, inner: float, outer_share: float = 0.25):
+    """GeneralSparse's end-to-end mix: ``outer`` for the first and last ``outer_share`` of the
+    blocks (at least one each), ``inner`` between."""
+    edge = max(1, math.ceil(outer_share * n_layers))
+    return lambda i: outer if i < edge or i >= n_layers - edge else inner
+
+
+class Runner:
+    """Greedy decoding of a batch with a static cache: :meth:`prefill` feeds the prompt one
+    token a step (eagerly), :meth:`decode` generates ``n`` tokens, each step the same call
+    (``graph=True``: captured once in a CUDA graph, then replayed)."""
+
+    def __init__(self, model: Decoder, batch: int, max_len: int):
+        p = next(model.parameters())
+        self.model, self.batch, self.max_len = model, batch, max_len
+        self.kv = model.caches(batch, max_len)
+        self.rope = model.rope(max_len)
+        self.tok = torch.zeros(batch, dtype=torch.long, device=p.device)
+        self.pos = torch.zeros(1, dtype=torch.long, device=p.device)
+        self.out = torch.zeros(batch, max_len, dtype=torch.long, device=p.device)
+        self.logits = None
+        self.graph = None
+
+    def reset(self, prompt: torch.Tensor):
+        for c in self.kv[0] + self.kv[1]:
+            c.zero_()
+        self.pos.zero_()
+        self.out.zero_()
+        self.out[:, :prompt.shape[1]] = prompt
+        self.prompt_len = prompt.shape[1]
+
+    def _step(self):
+        logits = self.model.step(self.tok, self.pos, self.kv, self.rope)
+        nxt = logits.argmax(-1)
+        self.tok.copy_(nxt)
+        self.pos.add_(1)
+        self.out.index_copy_(1, self.pos, nxt.view(-1, 1))
+        return logits
+
+    @torch.no_grad()
+    def prefill(self, prompt: torch.Tensor) -> torch.Tensor:
+        """Feed ``prompt`` (B, T); returns the logits after its last token (and the first
+        generated token in the token buffer)."""
+        self.reset(prompt)
+        for t in range(prompt.shape[1]):
+            self.tok.copy_(prompt[:, t])
+            self.pos.fill_(t)
+            logits = self.model.step(self.tok, self.pos, self.kv, self.rope)
+        nxt = logits.argmax(-1)
+        self.tok.copy_(nxt)
+        self.out[:, prompt.shape[1]] = nxt
+        self.pos.fill_(prompt.shape[1])
+        return logits
+
+    @torch.no_grad()
+    def capture(self):
+        """Capture one decode step (the model's kernels compiled by a warm-up step on a side
+        stream first, the state restored after it)."""
+        saved = (self.tok.clone(), self.pos.clone(), self.out.clone(),
+                 [c.clone() for c in self.kv[0] + self.kv[1]])
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            self._step()
+        torch.cuda.current_stream().wait_stream(s)
+        self._restore(saved)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            self.logits = self._step()
+        self._restore(saved)              # capturing ran nothing, but be exact about it
+
+    def _restore(self, saved):
+        tok, pos, out, caches = saved
+        self.tok.copy_(tok)
+        self.pos.copy_(pos)
+        self.out.copy_(out)
+        for c, v in zip(self.kv[0] + self.kv[1], caches):
+            c.copy_(v)
+
+    @torch.no_grad()
+    def decode(self, n: int, graph: bool):
+        """Generate ``n`` tokens after :meth:`prefill`; returns the last step's logits."""
+        logits = None
+        for _ in range(n):
+            if graph:
+                self.graph.replay()
+                logits = self.logits
+            else:
+                logits = self._step()
+        return logits
+
+    def tokens(self, n: int) -> torch.Tensor:
+        """The ``n`` generated tokens of each sequence (the first one from the prefill)."""
+        return self.out[:, self.prompt_len:self.prompt_len + n]

@@ -1,0 +1,236 @@
+"""End-to-end greedy decoding of pruned LLM-shaped models in PyTorch on our kernels
+(issue 30; MACKO Table 1, EC-SpMV Table 3 and GeneralSparse Fig. 20 are whole-model numbers).
+
+    python experiments/e2e_decode.py [--models llama2-7b] [--formats macko,csr] [--quick]
+
+Models (``experiments/_decoder.py``): the shapes of Hugging Face ``transformers`` Llama
+configs (Llama-2-7B, Llama-3.1-8B, Llama-2-13B) with seeded N(0, 0.02) fp16 weights, a
+static KV cache and one decode step with every index a tensor. Per model and sparsity
+(0.5 / 0.7 / 0.9, and GeneralSparse's ``mix``: 0.7 in the first and last quarter of the
+blocks, 0.9 between), the block projections are pruned per row by magnitude; that dense
+model, holding the zeros, is the baseline (cuBLAS through ``nn.Linear``) and the reference;
+each format then swaps its projections for ``spmvlab.torch.SparseLinear`` (LM head and
+embeddings stay dense). For batch B a 64-token random prompt (seeded) is fed token by
+token, then ``n`` tokens are generated greedily, timed with CUDA events: with the step
+captured in one CUDA graph and replayed (``graph`` true) and eagerly from Python (false):
+tokens/s = B n / time. Each row records the weights' bytes (``spmvlab.torch.memory_report``)
+and torch's peak memory (the encoded weights are numba allocations, outside it).
+
+Checks, for every format and batch: the logits after the prompt against the dense model's
+(``max_rel_err``: the largest |difference| over the dense logits' largest magnitude) and
+the first ``check_tokens`` greedy tokens (``tokens_match``; else ``first_divergence``, the
+step, and ``gap_there``, the dense model's top-2 logit gap at that step: a tie broken the
+other way by rounding is not a bug).
+"""
+from __future__ import annotations
+
+import copy
+import os
+import sys
+import time
+
+from spmvlab import experiment as X
+from spmvlab import plotting as P
+
+NAME = "e2e_decode"
+NEEDS_GPU = True
+#: written without a GPU (spmvlab.torch ran only in the simulator): goes with its first results
+AWAITING_FIRST_GPU_RUN = True
+SPLIT_KEYS = ("models", "sparsities")
+FULL = dict(models=["llama2-7b"], sparsities=[0.5, 0.7, 0.9, "mix"],
+            formats=["macko", "ec_csr", "csr", "csr_dtans"], batches=[1, 8, 32],
+            new_tokens=[64, 128, 256], prompt=64, check_tokens=64, graphs=[True, False],
+            encode_workers=None, seed=0)
+QUICK = dict(sparsities=[0.7], formats=["macko"], batches=[1, 8], new_tokens=[64],
+             graphs=[True])
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+
+
+def cli(p):
+    p.add_argument("--models", type=X.words, help="comma-separated: llama2-7b, llama3.1-8b, llama2-13b")
+    p.add_argument("--formats", type=X.words, help="comma-separated kernel formats")
+    p.add_argument("--batches", type=lambda t: [int(v) for v in X.floats(t)])
+
+
+def _sparsity_of(model, s):
+    from experiments import _decoder as DM
+    n = model.config.num_hidden_layers
+    return DM.mix_sparsity(n, 0.7, 0.9) if s == "mix" else (lambda i: float(s))
+
+
+def _device(model):
+    return next(model.parameters()).device
+
+
+def _timed(runner, n: int, graph: bool) -> float:
+    """Seconds of ``n`` decode steps (CUDA events; the host clock in the simulator)."""
+    import torch
+    if _device(runner.model).type != "cuda":
+        t0 = time.perf_counter()
+        runner.decode(n, graph=False)
+        return time.perf_counter() - t0
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    runner.decode(n, graph)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3
+
+
+def _reference(model, prompt, steps: int) -> dict:
+    """The dense model's logits after the prompt, its greedy tokens and top-2 gaps."""
+    import torch
+    from experiments import _decoder as DM
+    r = DM.Runner(model, prompt.shape[0], prompt.shape[1] + steps + 1)
+    logits = r.prefill(prompt)
+    gaps = [(logits.topk(2).values[:, 0] - logits.topk(2).values[:, 1]).cpu()]
+    for _ in range(steps - 1):
+        lg = r.decode(1, graph=False)
+        top = lg.topk(2).values
+        gaps.append((top[:, 0] - top[:, 1]).cpu())
+    return dict(logits=logits.cpu(), tokens=r.tokens(steps).cpu(), gaps=torch.stack(gaps, 1))
+
+
+def _check(model, prompt, ref: dict, steps: int) -> dict:
+    from experiments import _decoder as DM
+    r = DM.Runner(model, prompt.shape[0], prompt.shape[1] + steps + 1)
+    logits = r.prefill(prompt).cpu()
+    r.decode(steps - 1, graph=False)
+    toks = r.tokens(steps).cpu()
+    scale = float(ref["logits"].abs().max())
+    out = dict(max_rel_err=float((logits - ref["logits"]).abs().max()) / scale,
+               tokens_match=bool((toks == ref["tokens"]).all()))
+    if not out["tokens_match"]:
+        diff = (toks != ref["tokens"]).nonzero()
+        first = int(diff[:, 1].min())
+        b = int(diff[diff[:, 1] == first][0, 0])
+        out.update(first_divergence=first, gap_there=float(ref["gaps"][b, first]))
+    return out
+
+
+def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: dict) -> list[dict]:
+    import torch
+    from experiments import _decoder as DM
+    from spmvlab.torch import memory_report
+    rows = []
+    rep = memory_report(model)
+    gpu = _device(model).type == "cuda"
+    for B in cfg["batches"]:
+        chk = _check(model, prompts[B], refs[B], cfg["check_tokens"])
+        r = DM.Runner(model, B, cfg["prompt"] + max(cfg["new_tokens"]) + 2)
+        for graph in cfg["graphs"]:
+            if graph and not gpu:
+                continue
+            for n in cfg["new_tokens"]:
+                r.prefill(prompts[B])
+                if graph and r.graph is None:
+                    r.capture()
+                secs = _timed(r, n, graph)
+                rows.append(dict(extra, method=fmt, batch=B, new_tokens=n, graph=graph,
+                                 tokens_per_s=B * n / secs, ms_per_step=1e3 * secs / n,
+                                 weights_bytes=rep["total"],
+                                 kernel="spmv" if B == 1 else "spmm", **chk))
+                print(f"{NAME}: {extra['model']} {extra['sparsity']} {fmt:9s} B={B:<3d} n={n:<4d} "
+                      f"graph={graph!s:5s} {B * n / secs:9.1f} tok/s  check {chk}",
+                      file=sys.stderr, flush=True)
+        del r
+        if gpu:
+            torch.cuda.synchronize()
+    if gpu:
+        for row in rows:
+            row["peak_torch_bytes"] = int(torch.cuda.max_memory_allocated())
+    return rows
+
+
+def measure(cfg: dict) -> dict:
+    import torch
+    from experiments import _decoder as DM
+    from spmvlab._cuda import SIMULATOR
+    from spmvlab.torch import sparsify
+    device = "cpu" if SIMULATOR else "cuda"
+    workers = cfg["encode_workers"]
+    if workers is None:
+        workers = 0 if SIMULATOR else min(16, os.cpu_count() or 1)
+    rows = []
+    for name in cfg["models"]:
+        base = DM.Decoder(DM.hf_config(name), device=device, seed=cfg["seed"])
+        g = torch.Generator().manual_seed(cfg["seed"] + 1)
+        prompts = {B: torch.randint(0, base.config.vocab_size, (B, cfg["prompt"]), generator=g).to(device)
+                   for B in cfg["batches"]}
+        for s in cfg["sparsities"]:
+            dense = copy.deepcopy(base)
+            DM.prune_(dense, _sparsity_of(dense, s))
+            refs = {B: _reference(dense, prompts[B], cfg["check_tokens"]) for B in cfg["batches"]}
+            extra = dict(model=name, sparsity=s)
+            if device == "cuda":
+                torch.cuda.reset_peak_memory_stats()
+            rows += _time_model(dense, "dense", cfg, prompts, refs, extra)
+            X.checkpoint(dict(rows=rows))
+            for fmt in cfg["formats"]:
+                sparse = copy.deepcopy(dense)
+                t0 = time.perf_counter()
+                sparsify(sparse, None, fmt, pruning="keep", include=r"^layers\.\d+\.",
+                         workers=workers)
+                enc = time.perf_counter() - t0
+                if device == "cuda":
+                    torch.cuda.reset_peak_memory_stats()
+                rows += [dict(r, encode_s=round(enc, 1)) for r in
+                         _time_model(sparse, fmt, cfg, prompts, refs, extra)]
+                del sparse
+                X.checkpoint(dict(rows=rows))
+            del dense
+    return dict(rows=rows)
+
+
+def table(results: dict) -> list[dict]:
+    """Graph-captured tokens/s per (model, sparsity, batch, n) with each format's speedup
+    over the dense model of the same run."""
+    out = []
+    rs = [r for r in results["rows"] if r.get("graph", True) and "tokens_per_s" in r]
+    dense = {(r["model"], str(r["sparsity"]), r["batch"], r["new_tokens"]): r["tokens_per_s"]
+             for r in rs if r["method"] == "dense"}
+    for r in rs:
+        d = dense.get((r["model"], str(r["sparsity"]), r["batch"], r["new_tokens"]))
+        out.append(dict(model=r["model"], sparsity=str(r["sparsity"]), method=r["method"],
+                        batch=r["batch"], new_tokens=r["new_tokens"], tok_s=r["tokens_per_s"],
+                        speedup=r["tokens_per_s"] / d if d else None,
+                        gb=r["weights_bytes"] / 1e9, ok=r.get("tokens_match")))
+    return out
+
+
+def plot(results: dict, fig_path: str) -> list[str]:
+    """Tokens/s over dense by sparsity, one panel per batch (graph-captured steps, the
+    longest generation), one line per format."""
+    plt = P.pyplot()
+    rows = table(results)
+    n = max(r["new_tokens"] for r in rows)
+    batches = sorted({r["batch"] for r in rows})
+    sps = [str(s) for s in results["config"]["sparsities"]]
+    fig, axes = plt.subplots(1, len(batches), figsize=(P.PAGE_WIDTH, 2.8), squeeze=False)
+    for ax, B in zip(axes[0], batches):
+        for m in sorted({r["method"] for r in rows} - {"dense"}):
+            pts = [(sps.index(r["sparsity"]), r["speedup"]) for r in rows
+                   if r["method"] == m and r["batch"] == B and r["new_tokens"] == n and r["speedup"]]
+            if pts:
+                ax.plot(*zip(*sorted(pts)), **P.line_style(m))
+        ax.axhline(1.0, color="gray", lw=0.8, ls="--")
+        ax.set_xticks(range(len(sps)), [s if s == "mix" else f"{100 * float(s):.0f}%" for s in sps])
+        ax.set(title=f"batch {B}", xlabel="sparsity", ylabel="tokens/s over dense")
+    models = ", ".join(sorted({r["model"] for r in rows}))
+    fig.suptitle(f"{models}, {n} generated tokens, decode step in a CUDA graph; {P.device_name(results)}")
+    P.legend_below(fig, axes[0], room=0.18)
+    return P.savefig(fig, fig_path, tight=False)
+
+
+def report(results: dict):
+    cols = [("model", "model", ""), ("sparsity", "sparsity", ""), ("method", "method", ""),
+            ("batch", "B", "d"), ("new_tokens", "n", "d"), ("tok_s", "tok/s", ".1f"),
+            ("speedup", "x dense", ".2f"), ("gb", "GB", ".2f"), ("ok", "tokens ok", "")]
+    P.print_table(table(results), cols)
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(sys.modules[__name__]))
