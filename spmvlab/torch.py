@@ -36,7 +36,8 @@ from . import formats
 from ._cuda import SIMULATOR, cuda
 from .kernels._common import launching
 
-__all__ = ["SparseLinear", "sparsify", "memory_report", "sparse_formats", "encode_weight"]
+__all__ = ["SparseLinear", "sparsify", "memory_report", "sparse_formats", "encode_weight",
+           "pick_format"]
 
 _NP = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
 _TORCH = {np.dtype(v): k for k, v in _NP.items()}
@@ -234,9 +235,38 @@ def _prune_rows(w: np.ndarray, sparsity: float) -> np.ndarray:
     return prune(w, sparsity, method="magnitude", per_row=True)
 
 
+#: ``format="auto"`` choices: (out, in, nonzeros, batch, dtype) -> format
+_AUTO: dict = {}
+
+
+def pick_format(w: np.ndarray, dtype, batch: int = 1, reps: int = 20) -> str:
+    """The fastest of :func:`sparse_formats` on the GPU for weight ``w`` (its zeros dropped)
+    and ``batch`` tokens: each format's product is checked and timed by
+    ``spmvlab.methods`` (cold L2, median of ``reps``); the choice is cached by shape,
+    nonzeros, batch and dtype."""
+    if SIMULATOR:
+        raise OptionError(problem("format='auto'", "a CUDA GPU (it times every format)",
+                                  "the CUDA simulator", "name a format"))
+    from . import methods
+    A = sp.csr_matrix(np.asarray(w, dtype=np.float32))
+    A.eliminate_zeros()
+    nd = _np_dtype(dtype)
+    key = (A.shape[0], A.shape[1], int(A.nnz), int(batch), nd.name)
+    if key not in _AUTO:
+        rows = methods.measure(A, nd.name, sparse_formats(dtype), k=None if batch == 1 else int(batch),
+                               reps=reps, warmup=3, keep_going=True)
+        ok = [r for r in rows if r.get("median_us") and r.get("check_passed")]
+        if not ok:
+            raise OptionError(problem("format='auto'", "a format that runs this layer",
+                                      "; ".join(f"{r['method']}: {r.get('error')}" for r in rows)))
+        _AUTO[key] = min(ok, key=lambda r: r["median_us"])["method"]
+    return _AUTO[key]
+
+
 def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "macko", *,
              pruning: str = "magnitude", include: str | None = None, exclude: str | None = None,
-             dtype=None, config=None, workers: int = 0, **encode_options) -> list[str]:
+             dtype=None, config=None, workers: int = 0, batch: int = 1,
+             **encode_options) -> list[str]:
     """Swap the ``nn.Linear`` layers of ``model`` whose qualified names match ``include``
     (a regex searched in the name; None: all) and not ``exclude`` for :class:`SparseLinear`
     layers in ``format``, in place; returns the names swapped.
@@ -244,7 +274,10 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
     ``pruning``: "magnitude" zeros the ``round(sparsity * in_features)`` smallest weights
     of every row first; "keep" stores the zeros the weights already hold (``sparsity``
     unused). ``workers`` > 0 encodes the layers in that many spawned processes (the fast
-    encoders are single-threaded NumPy: a 7B model's 224 layers take minutes on one core)."""
+    encoders are single-threaded NumPy: a 7B model's 224 layers take minutes on one core).
+    ``format="auto"``: each layer in the format :func:`pick_format` times fastest for its
+    weight and ``batch`` tokens (on a GPU; ``config`` and ``encode_options`` must then be
+    left out, being one format's)."""
     if pruning not in ("magnitude", "keep"):
         raise OptionError(problem("pruning", "'magnitude' or 'keep'", repr(pruning)))
     if pruning == "magnitude" and (sparsity is None or not 0.0 <= float(sparsity) < 1.0):
@@ -255,9 +288,16 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
     targets = [(name, mod) for name, mod in model.named_modules()
                if isinstance(mod, torch.nn.Linear)
                and (inc is None or inc.search(name)) and not (exc and exc.search(name))]
+    auto = format == "auto"
+    if auto and (config is not None or encode_options):
+        raise OptionError(problem("format='auto'", "no config or encode options (they are one "
+                                  "format's)", sorted(encode_options) or "config",
+                                  "name a format to pass them"))
     for name, lin in targets:
         dt = dtype or lin.weight.dtype
         _np_dtype(dt)
+        if auto:
+            continue
         info = formats.get(format)
         if not {"spmv", "spmm"} <= info.capabilities or _np_dtype(dt).name not in info.kernel_dtypes:
             raise OptionError(problem("format", f"a format with SpMV and SpMM kernels for {dt}",
@@ -267,25 +307,28 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         w = lin.weight.detach().to("cpu", torch.float32).numpy()
         return _prune_rows(w, float(sparsity)) if pruning == "magnitude" else w
 
-    def swap(name, lin, M):
-        layer = SparseLinear.from_encoded(M, lin.bias, format=format, dtype=dtype or lin.weight.dtype,
+    def swap(name, lin, M, fmt):
+        layer = SparseLinear.from_encoded(M, lin.bias, format=fmt, dtype=dtype or lin.weight.dtype,
                                           config=config)
         parent, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, leaf, layer)
 
-    if workers and len(targets) > 1:
+    jobs = []
+    for name, lin in targets:
+        w, dt = weight(lin), dtype or lin.weight.dtype
+        jobs.append((name, lin, w, pick_format(w, dt, batch) if auto else format,
+                     _np_dtype(dt).name))
+    if workers and len(jobs) > 1:
         import concurrent.futures as cf
         import multiprocessing as mp
         with cf.ProcessPoolExecutor(int(workers), mp_context=mp.get_context("spawn")) as pool:
-            futs = [pool.submit(encode_weight, weight(lin), format,
-                                _np_dtype(dtype or lin.weight.dtype).name, **encode_options)
-                    for _, lin in targets]
-            for (name, lin), fut in zip(targets, futs):
-                swap(name, lin, fut.result())
+            futs = [pool.submit(encode_weight, w, fmt, dt, **encode_options)
+                    for _, _, w, fmt, dt in jobs]
+            for (name, lin, _, fmt, _), fut in zip(jobs, futs):
+                swap(name, lin, fut.result(), fmt)
     else:
-        for name, lin in targets:
-            swap(name, lin, encode_weight(weight(lin), format, _np_dtype(dtype or lin.weight.dtype).name,
-                                          **encode_options))
+        for name, lin, w, fmt, dt in jobs:
+            swap(name, lin, encode_weight(w, fmt, dt, **encode_options), fmt)
     return [name for name, _ in targets]
 
 

@@ -120,6 +120,25 @@ def test_sparsify_swaps_the_matching_layers_and_reports_bytes():
     del ref
 
 
+def test_auto_format_times_every_format_on_a_gpu():
+    """``format="auto"``: the fastest checked format of the layer's shape and batch (on a
+    GPU), the choice cached; in the simulator a typed error; no other format's options."""
+    model = torch.nn.Sequential(torch.nn.Linear(IN, OUT, bias=False)).to(torch.float16)
+    with pytest.raises(OptionError):
+        ST.sparsify(model, 0.7, "auto", delta_bits=4)
+    if SIMULATOR:
+        with pytest.raises(OptionError):
+            ST.sparsify(model, 0.7, "auto")
+        return
+    w = model[0].weight.detach().clone()
+    ST.sparsify(model, 0.7, "auto", batch=4)
+    assert model[0].format in ST.sparse_formats(torch.float16)
+    assert ST._AUTO and set(ST._AUTO.values()) <= set(ST.sparse_formats(torch.float16))
+    x = torch.randn(4, IN, device="cuda", dtype=torch.float16)
+    pruned = torch.from_numpy(ST._prune_rows(w.float().cpu().numpy(), 0.7)).half()
+    _check(model[0], pruned, x.cpu())
+
+
 @pytest.mark.skipif(SIMULATOR, reason="CUDA graphs need a GPU")
 def test_cuda_graph_capture_and_replay():
     w = _weight(seed=4)
