@@ -132,25 +132,41 @@ def warm_tasks(work: list, size: int = 8) -> list:
     return tasks
 
 
+_POOL: list = []
+
+
+def compile_pool(workers: int):
+    """The compile processes, started once per process and kept (a cluster sweep's worker
+    measures one (matrix, N) cell after another: starting 16 processes that import numba for
+    each cell cost about as much as the compiles once the kernel cache holds them)."""
+    import concurrent.futures as cf
+    import multiprocessing as mp
+    if _POOL and _POOL[0][0] == workers and not getattr(_POOL[0][1], "_broken", False):
+        return _POOL[0][1]
+    while _POOL:
+        _POOL.pop()[1].shutdown(wait=False, cancel_futures=True)
+    _POOL.append((workers, cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))))
+    return _POOL[0][1]
+
+
 def warm_kernels(work: list, workers: int) -> dict:
     """Compile every distinct kernel of ``work`` ((spec, n, dtype, K, candidates) per matrix
     and N) once, in ``workers`` processes, before anything is timed. A kernel is the bare
     strategy's for a dtype (and, for compact storage, 16- or 32-bit columns: K above
     ``SPAN16`` may need 32), so each is compiled for the first (matrix, N) that lists it."""
     import concurrent.futures as cf
-    import multiprocessing as mp
     tasks = warm_tasks(work)
     t0 = time.perf_counter()
     done = dict(kernels=sum(len(t[2]) for t in tasks), compiled=0, loaded=0, failed=0, workers=workers)
-    with cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn")) as pool:
-        futs = {pool.submit(_warm, *t): t for t in tasks}
-        for f in X.progress(cf.as_completed(futs), total=len(futs), desc=f"{NAME}: compile"):
-            try:
-                for k, v in f.result().items():
-                    done[k] += v
-            except Exception as exc:   # noqa: BLE001 (the timed pass compiles what is missing)
-                done["failed"] += len(futs[f][2])
-                done.setdefault("errors", []).append(f"{futs[f][0]}: {type(exc).__name__}: {exc}"[:300])
+    pool = compile_pool(workers)
+    futs = {pool.submit(_warm, *t): t for t in tasks}
+    for f in X.progress(cf.as_completed(futs), total=len(futs), desc=f"{NAME}: compile"):
+        try:
+            for k, v in f.result().items():
+                done[k] += v
+        except Exception as exc:   # noqa: BLE001 (the timed pass compiles what is missing)
+            done["failed"] += len(futs[f][2])
+            done.setdefault("errors", []).append(f"{futs[f][0]}: {type(exc).__name__}: {exc}"[:300])
     done["seconds"] = round(time.perf_counter() - t0, 1)
     return done
 

@@ -77,6 +77,23 @@ def test_compile_tasks_name_each_kernel_once():
     assert dataclasses.is_dataclass(tasks[0][2][0])
 
 
+def test_the_compile_pool_is_kept_between_cells():
+    """A cluster worker measures cell after cell: its compile processes start once (the same
+    processes answer the next cell's tasks) and a different worker count replaces them."""
+    import os
+    exp = X.load_experiment("search_gs")
+    try:
+        a = exp.compile_pool(2)
+        assert a.submit(os.getpid).result() != os.getpid()
+        assert exp.compile_pool(2) is a
+        assert a.submit(os.getpid).result() != os.getpid()        # still running
+        b = exp.compile_pool(1)
+        assert b is not a and exp.compile_pool(1) is b
+    finally:
+        while exp._POOL:
+            exp._POOL.pop()[1].shutdown(wait=True)
+
+
 def _fabricated_search(n_mat=8, seed=0, slow_anchors=False):
     """search_gs-like results where time = exp(design(features) @ c_key) exactly
     (``slow_anchors``: the anchors' laws 20x slower, so the model never ranks them first)."""
