@@ -313,21 +313,29 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         parent, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, leaf, layer)
 
-    jobs = []
-    for name, lin in targets:
+    def job(name, lin):
         w, dt = weight(lin), dtype or lin.weight.dtype
-        jobs.append((name, lin, w, pick_format(w, dt, batch) if auto else format,
-                     _np_dtype(dt).name))
-    if workers and len(jobs) > 1:
+        return w, (pick_format(w, dt, batch) if auto else format), _np_dtype(dt).name
+
+    if workers and len(targets) > 1:
+        # at most twice the workers' layers in flight: a 13B model's weights as float32
+        # would not fit in host memory at once
+        import collections
         import concurrent.futures as cf
         import multiprocessing as mp
         with cf.ProcessPoolExecutor(int(workers), mp_context=mp.get_context("spawn")) as pool:
-            futs = [pool.submit(encode_weight, w, fmt, dt, **encode_options)
-                    for _, _, w, fmt, dt in jobs]
-            for (name, lin, _, fmt, _), fut in zip(jobs, futs):
+            todo, flight = list(targets), collections.deque()
+            while todo or flight:
+                while todo and len(flight) < 2 * int(workers):
+                    name, lin = todo.pop(0)
+                    w, fmt, dt = job(name, lin)
+                    flight.append((name, lin, fmt, pool.submit(encode_weight, w, fmt, dt,
+                                                               **encode_options)))
+                name, lin, fmt, fut = flight.popleft()
                 swap(name, lin, fut.result(), fmt)
     else:
-        for name, lin, w, fmt, dt in jobs:
+        for name, lin in targets:
+            w, fmt, dt = job(name, lin)
             swap(name, lin, encode_weight(w, fmt, dt, **encode_options), fmt)
     return [name for name, _ in targets]
 

@@ -118,6 +118,15 @@ def test_sparsify_swaps_the_matching_layers_and_reports_bytes():
         got = model[:4](x.to(DEV)).float().cpu()
     assert torch.allclose(got, h, rtol=2e-2, atol=2e-2)
     del ref
+    # encoded in two worker processes: the same layers
+    again = torch.nn.Sequential(torch.nn.Linear(IN, OUT), torch.nn.ReLU(),
+                                torch.nn.Linear(OUT, IN)).to(torch.float16)
+    with torch.no_grad():
+        for k in (0, 2):
+            again[k].weight.copy_(dense[k // 2])
+            again[k].bias.copy_(model[k].bias)
+    assert ST.sparsify(again, 0.75, "csr", workers=2) == ["0", "2"]
+    assert torch.equal(again(x.to(DEV)).cpu(), model[:3](x.to(DEV)).cpu())
 
 
 def test_auto_format_times_every_format_on_a_gpu():
