@@ -153,10 +153,9 @@ class Decoder(torch.nn.Module):
         return self.lm_head(self.norm(x)).float()
 
 
-def prune_(model: Decoder, sparsity_of, *, seed: int = 0) -> None:
+def prune_(model: Decoder, sparsity_of) -> None:
     """Zero, in every block's projections, the ``round(s * in_features)`` smallest weights of
     each row (magnitude, ties to the lower index), ``s = sparsity_of(block index)``."""
-    del seed
     with torch.no_grad():
         for i, layer in enumerate(model.layers):
             s = float(sparsity_of(i))

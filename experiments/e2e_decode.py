@@ -86,9 +86,11 @@ def _reference(model, prompt, steps: int) -> dict:
     from experiments import _decoder as DM
     r = DM.Runner(model, prompt.shape[0], prompt.shape[1] + steps + 1)
     logits = r.prefill(prompt)
-    gaps = [(logits.topk(2).values[:, 0] - logits.topk(2).values[:, 1]).cpu()]
-    for _ in range(steps - 1):
-        lg = r.decode(1, graph=False)
+    gaps = []
+    lg = logits
+    for i in range(steps):
+        if i:
+            lg = r.decode(1, graph=False)
         top = lg.topk(2).values
         gaps.append((top[:, 0] - top[:, 1]).cpu())
     return dict(logits=logits.cpu(), tokens=r.tokens(steps).cpu(), gaps=torch.stack(gaps, 1))

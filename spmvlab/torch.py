@@ -61,6 +61,16 @@ def _np_dtype(dtype) -> np.dtype:
     return np.dtype(_NP[dtype])
 
 
+def _check_format(format: str, dtype) -> np.dtype:
+    """``dtype``'s NumPy dtype, once ``format`` is known to have SpMV and SpMM kernels for it."""
+    nd = _np_dtype(dtype)
+    info = formats.get(format)
+    if not {"spmv", "spmm"} <= info.capabilities or nd.name not in info.kernel_dtypes:
+        raise OptionError(problem("format", f"a format with SpMV and SpMM kernels for {nd.name}",
+                                  repr(format), f"one of {sparse_formats(dtype)}"))
+    return nd
+
+
 class SparseLinear(torch.nn.Module):
     """``y = x @ W.T + b`` with ``W`` held encoded in one kernel format (module docstring).
 
@@ -96,19 +106,13 @@ class SparseLinear(torch.nn.Module):
         """Encode ``weight`` (out_features x in_features: a torch tensor, NumPy array or scipy
         matrix; its zeros are not stored) in ``format`` for ``dtype`` (default the tensor's
         float dtype, else float16) and put it on the GPU."""
-        info = formats.get(format)
         if isinstance(weight, torch.Tensor):
             dtype = dtype or (weight.dtype if weight.dtype in _NP else torch.float16)
             w = weight.detach().to("cpu", torch.float32).numpy()
         else:
             dtype = dtype or torch.float16
             w = weight
-        nd = _np_dtype(dtype)
-        missing = {"spmv", "spmm"} - info.capabilities
-        if missing or nd.name not in info.kernel_dtypes:
-            raise OptionError(problem("format", f"a format with SpMV and SpMM kernels for "
-                                      f"{nd.name}", repr(format),
-                                      f"one of {sparse_formats(dtype)}"))
+        nd = _check_format(format, dtype)
         M = encode_weight(w, format, nd.name, **encode_options)
         return cls.from_encoded(M, bias, format=format, dtype=dtype, config=config)
 
@@ -195,8 +199,7 @@ def _stream_and_alloc(device):
         stream = _STREAMS[ptr] = cuda.external_stream(ptr)
 
     def alloc(shape, dtype):
-        return cuda.as_cuda_array(torch.empty(shape, dtype=_TORCH[np.dtype(dtype)] if np.dtype(dtype)
-                                              in _TORCH else torch.float32, device=device),
+        return cuda.as_cuda_array(torch.empty(shape, dtype=_TORCH[np.dtype(dtype)], device=device),
                                   sync=False)
     return stream, alloc
 
@@ -293,15 +296,11 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         raise OptionError(problem("format='auto'", "no config or encode options (they are one "
                                   "format's)", sorted(encode_options) or "config",
                                   "name a format to pass them"))
-    for name, lin in targets:
-        dt = dtype or lin.weight.dtype
-        _np_dtype(dt)
+    for _, lin in targets:
         if auto:
-            continue
-        info = formats.get(format)
-        if not {"spmv", "spmm"} <= info.capabilities or _np_dtype(dt).name not in info.kernel_dtypes:
-            raise OptionError(problem("format", f"a format with SpMV and SpMM kernels for {dt}",
-                                      repr(format), f"one of {sparse_formats(dt)}"))
+            _np_dtype(dtype or lin.weight.dtype)
+        else:
+            _check_format(format, dtype or lin.weight.dtype)
 
     def weight(lin):
         w = lin.weight.detach().to("cpu", torch.float32).numpy()

@@ -106,7 +106,6 @@ def test_sparsify_swaps_the_matching_layers_and_reports_bytes():
     assert rep["total"] == sum(r["bytes"] for r in rep["layers"]) == \
         rep["by_format"]["dense"] + rep["by_format"]["csr"]
     # the same function as the dense model holding the same zeros
-    ref = torch.nn.Sequential(*[torch.nn.Linear(a, b) for a, b in ((IN, OUT), (OUT, IN))])
     with torch.no_grad():
         x = torch.randn(3, IN).to(torch.float16)
         h = x.float()
@@ -117,7 +116,6 @@ def test_sparsify_swaps_the_matching_layers_and_reports_bytes():
             h = torch.relu(h @ (w * keep).t() + lin.bias.float().cpu())
         got = model[:4](x.to(DEV)).float().cpu()
     assert torch.allclose(got, h, rtol=2e-2, atol=2e-2)
-    del ref
     # encoded in two worker processes: the same layers
     again = torch.nn.Sequential(torch.nn.Linear(IN, OUT), torch.nn.ReLU(),
                                 torch.nn.Linear(OUT, IN)).to(torch.float16)

@@ -29,8 +29,8 @@ from reference._common import OptionError, problem
 
 from .features import DESIGN_NAMES, design
 
-__all__ = ["MODEL_VERSION", "MODEL_PATH", "strategy_key", "key_splits_blocks", "strategy_family", "strategy_to_dict",
-           "strategy_from_dict", "CostModel", "load_model"]
+__all__ = ["MODEL_VERSION", "MODEL_PATH", "strategy_key", "key_splits_blocks", "strategy_family",
+           "strategy_to_dict", "strategy_from_dict", "CostModel", "load_model"]
 
 MODEL_VERSION = 1
 MODEL_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cost_model.json")

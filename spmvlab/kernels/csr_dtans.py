@@ -521,7 +521,6 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             most = max(most, cuda.shfl_xor_sync(FULL_MASK, most, off))
             off //= 2
         pos = u32(0)                   # this warp's words read so far
-        wend = end
         base = to_base(start)
         # initial words: three events, the same lanes
         bal = cuda.ballot_sync(FULL_MASK, nseg > 0)
@@ -531,9 +530,9 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         w1 = u64(0)
         w2 = u64(0)
         if nseg > 0:
-            w0, bad = read(words, base, u32(pos + rank), wend, bad)
-            w1, bad = read(words, base, u32(pos + cnt + rank), wend, bad)
-            w2, bad = read(words, base, u32(pos + u32(2) * cnt + rank), wend, bad)
+            w0, bad = read(words, base, u32(pos + rank), end, bad)
+            w1, bad = read(words, base, u32(pos + cnt + rank), end, bad)
+            w2, bad = read(words, base, u32(pos + u32(2) * cnt + rank), end, bad)
         pos = u32(pos + u32(3) * cnt)
         d = u32(0)
         r = u32(1)
@@ -551,11 +550,11 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             notlast = j < nseg - 1
             rem = i32(max(min(left, i64(L)), i64(0)))
             col, D0, B0, pos, bad, rowleft, ri = group0(
-                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, wend,
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
                 sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                 n_cols, rowleft, ri, lens, Y, row0)
             col, D1, B1, pos, bad, rowleft, ri = group1(
-                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, wend,
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
                 sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
                 n_cols, rowleft, ri, lens, Y, row0)
             # the two checks: group g's digits join the state, then word g is extracted
@@ -577,7 +576,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                         d = u32(dp)
                         r = u32(rp)
                         wg, bad = read(words, base, u32(pos + u32(cuda.popc(u32(cb) & below))),
-                                       wend, bad)
+                                       end, bad)
                     if grp == 0:
                         w0 = wg
                     else:
@@ -585,7 +584,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                 pos = u32(pos + u32(cuda.popc(cb)))
             lb = cuda.ballot_sync(FULL_MASK, notlast)
             if notlast:
-                w2, bad = read(words, base, u32(pos + u32(cuda.popc(u32(lb) & below))), wend,
+                w2, bad = read(words, base, u32(pos + u32(cuda.popc(u32(lb) & below))), end,
                                bad)
             pos = u32(pos + u32(cuda.popc(lb)))
             left -= L
