@@ -304,6 +304,7 @@ def test_plan_cached_shares_arrays_across_column_widths():
     p1 = tune.plan_cached(A, s32, "float32")
     p2 = tune.plan_cached(A, s64, "float32")
     assert p2.strategy == s64 and p2.cols is p1.cols
+    p2.validate()                   # its own checksum, not the first plan's
     ref = GS.plan(A, s64, dtype="float32")
     B = np.random.default_rng(0).standard_normal((30, 64)).astype(np.float32)
     assert np.allclose(GS.spmm(p2, B), GS.spmm(ref, B), rtol=1e-5, atol=1e-5)

@@ -196,7 +196,7 @@ def _fingerprint(A: sp.csr_matrix, dtype) -> tuple:
 def plan_cached(A, s: GS.Strategy, dtype, lossy: bool = True) -> GS.Plan:
     """``plan(A, s)`` (:func:`plan`, equal to the reference's), reusing the last plans made
     for the same matrix (by content) and the same :func:`sparse_signature` (the arrays are
-    shared, only the strategy differs)."""
+    shared, only the strategy differs: such a plan gets its own checksum)."""
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
     key = (_fingerprint(csr, dt), sparse_signature(s))
@@ -206,4 +206,4 @@ def plan_cached(A, s: GS.Strategy, dtype, lossy: bool = True) -> GS.Plan:
         while len(_PLANS) >= _PLAN_SLOTS:
             _PLANS.pop(next(iter(_PLANS)))
         _PLANS[key] = held
-    return held if held.strategy == s else dataclasses.replace(held, strategy=s)
+    return held if held.strategy == s else dataclasses.replace(held, strategy=s, checksum=None)
