@@ -13,7 +13,9 @@ is added by torch. The kernels read and write torch's tensors in place (their
 ``__cuda_array_interface__``, taken without a host synchronisation), run on torch's current
 stream and take any temporary they need from torch's allocator
 (:func:`spmvlab.kernels._common.launching`), so ``forward`` can be captured in a CUDA graph.
-It is a ``torch.library`` custom op (``spmvlab::sparse_linear``) to ``torch.compile``,
+``format="generalsparse"`` runs GeneralSparse's generated SpMM kernel, the fitted cost
+model's pick per token count (one token too), planned on first use or ahead by
+:meth:`SparseLinear.prepare`. It is a ``torch.library`` custom op (``spmvlab::sparse_linear``) to ``torch.compile``,
 which treats it as one opaque call with a shape function.
 
 In the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, no GPU) the same layer takes CPU tensors
@@ -36,8 +38,12 @@ from . import formats
 from ._cuda import SIMULATOR, cuda
 from .kernels._common import launching
 
-__all__ = ["SparseLinear", "sparsify", "memory_report", "sparse_formats", "encode_weight",
-           "pick_format"]
+__all__ = ["SparseLinear", "sparsify", "memory_report", "sparse_formats", "layer_formats",
+           "encode_weight", "pick_format", "GENERALSPARSE"]
+
+#: the layer format of GeneralSparse's generated SpMM kernels (not a registry format: a
+#: weight is planned per batch size, see :class:`_GeneralSparseWeight`)
+GENERALSPARSE = "generalsparse"
 
 _NP = {torch.float16: np.float16, torch.float32: np.float32, torch.float64: np.float64}
 _TORCH = {np.dtype(v): k for k, v in _NP.items()}
@@ -55,6 +61,14 @@ def sparse_formats(dtype=torch.float16) -> list[str]:
             if {"spmv", "spmm"} <= f.capabilities and name in f.kernel_dtypes]
 
 
+def layer_formats(dtype=torch.float16) -> list[str]:
+    """What :class:`SparseLinear` takes for ``dtype``: :func:`sparse_formats`, and
+    ``"generalsparse"`` for float16 and float32."""
+    from .generalsparse.codegen import SUPPORTED_DTYPES
+    gs = [GENERALSPARSE] if dtype in _NP and np.dtype(_NP[dtype]) in SUPPORTED_DTYPES else []
+    return sparse_formats(dtype) + gs
+
+
 def _np_dtype(dtype) -> np.dtype:
     if dtype not in _NP:
         raise DTypeError(problem("dtype", "torch.float16, torch.float32 or torch.float64", dtype))
@@ -64,11 +78,56 @@ def _np_dtype(dtype) -> np.dtype:
 def _check_format(format: str, dtype) -> np.dtype:
     """``dtype``'s NumPy dtype, once ``format`` is known to have SpMV and SpMM kernels for it."""
     nd = _np_dtype(dtype)
-    info = formats.get(format)
-    if not {"spmv", "spmm"} <= info.capabilities or nd.name not in info.kernel_dtypes:
+    if format not in layer_formats(dtype):
         raise OptionError(problem("format", f"a format with SpMV and SpMM kernels for {nd.name}",
-                                  repr(format), f"one of {sparse_formats(dtype)}"))
+                                  repr(format), f"one of {layer_formats(dtype)}"))
     return nd
+
+
+class _GeneralSparseWeight:
+    """One weight as GeneralSparse runs it: the stored matrix (CSR, kept on the host) and, per
+    batch size N, the plan of the fitted cost model's pick for (matrix, N)
+    (``spmvlab.generalsparse.search.model_ranking``: nothing timed; the next of its ranking
+    where a pick does not plan for the matrix) with its generated kernel, uploaded. One token
+    is N = 1: GeneralSparse has no SpMV kernel. A plan is built the first time its N is
+    multiplied, or ahead by :meth:`SparseLinear.prepare` (a CUDA graph being captured cannot
+    upload one)."""
+
+    def __init__(self, A: sp.csr_matrix, dtype: np.dtype):
+        self.A, self.dtype = A, np.dtype(dtype)
+        self.plans: dict = {}           # N -> (codegen.DevicePlan, strategy label)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes on the GPU: every array of every plan held."""
+        return int(sum(int(a.nbytes) for D, _ in self.plans.values() for a in D.arrays))
+
+    def plan(self, N: int):
+        held = self.plans.get(N)
+        if held is not None:
+            return held[0]
+        if not SIMULATOR and torch.cuda.is_current_stream_capturing():
+            raise OptionError(problem("generalsparse plan", f"built before capture for N={N} tokens",
+                                      "a CUDA graph capture", f"layer.prepare({N}) before capturing"))
+        from .generalsparse import codegen, planner
+        from .generalsparse.search import model_ranking
+        ranked, _, _ = model_ranking(self.A, N, self.dtype)
+        for i, s in enumerate(ranked):
+            try:
+                p = planner.plan_cached(self.A, s, self.dtype)
+            except OptionError:
+                if i == len(ranked) - 1:
+                    raise
+                continue
+            if N % s.b_vector == 0:
+                break
+        self.plans[N] = (codegen.upload(p, codegen.generate(p)), s.label)
+        return self.plans[N][0]
+
+    def multiply(self, X, Y):
+        """Y = A @ X for (K, N) / (M, N) device arrays (NumPy arrays in the simulator)."""
+        from .generalsparse import codegen
+        codegen.spmm(self.plan(int(X.shape[1])), X, out=Y)
 
 
 class SparseLinear(torch.nn.Module):
@@ -83,20 +142,25 @@ class SparseLinear(torch.nn.Module):
     def __init__(self, device_matrix, shape: tuple, dtype, format: str, nbytes: int, nnz: int,
                  bias: torch.Tensor | None = None, config=None):
         super().__init__()
-        info = formats.get(format)
         self.format = format
         self.out_features, self.in_features = (int(s) for s in shape)
         self.dtype = dtype
-        self.nbytes = int(nbytes)
+        self._nbytes = int(nbytes)
         self.nnz = int(nnz)
-        self._kernels = info.kernel_module()
-        # the simulator runs one Python thread per CUDA thread: there, the registry's small
-        # test settings
-        self._config = config if config is not None else info.make_config(
-            **(dict(info.test_configs[0]) if SIMULATOR else {}))
+        if format == GENERALSPARSE:
+            self._kernels = self._config = None
+        else:
+            info = formats.get(format)
+            self._kernels = info.kernel_module()
+            # the simulator runs one Python thread per CUDA thread: there, the registry's small
+            # test settings
+            self._config = config if config is not None else info.make_config(
+                **(dict(info.test_configs[0]) if SIMULATOR else {}))
         self._matrix = device_matrix
-        self.bias = torch.nn.Parameter(bias.detach().clone(), requires_grad=False) \
-            if bias is not None else None
+        # the bias where the product will be (torch adds it): the layer's device from the start
+        home = "cpu" if SIMULATOR else f"cuda:{cuda.get_current_device().id}"
+        self.bias = None if bias is None else torch.nn.Parameter(
+            bias.detach().to(home, dtype, copy=True), requires_grad=False)
         self._handle = next(_NEXT)
         _LAYERS[self._handle] = self
 
@@ -120,10 +184,17 @@ class SparseLinear(torch.nn.Module):
     def from_encoded(cls, M, bias=None, *, format: str, dtype=None, config=None) -> "SparseLinear":
         """The layer of a matrix already encoded in ``format`` (e.g. by :func:`encode_weight`
         in another process), put on the GPU."""
-        info = formats.get(format)
-        D = info.kernel_module().to_device(M)
+        if format == GENERALSPARSE:
+            if config is not None:
+                raise OptionError(problem("config", "None for generalsparse (the cost model picks "
+                                          "each batch size's kernel)", describe(config)))
+            D = _GeneralSparseWeight(M, _np_dtype(dtype or _TORCH[np.dtype(M.dtype)]))
+            nbytes = 0                  # counted from the plans (SparseLinear.nbytes)
+        else:
+            D = formats.get(format).kernel_module().to_device(M)
+            nbytes = M.nbytes
         dtype = dtype or _TORCH[np.dtype(M.dtype)]
-        return cls(D, M.shape, dtype, format, M.nbytes, M.nnz, bias=bias, config=config)
+        return cls(D, M.shape, dtype, format, nbytes, M.nnz, bias=bias, config=config)
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, *, format: str = "macko", dtype=None,
@@ -133,6 +204,21 @@ class SparseLinear(torch.nn.Module):
             raise OptionError(problem("linear", "a torch.nn.Linear", describe(linear)))
         return cls.from_weight(linear.weight, linear.bias, format=format, dtype=dtype,
                                config=config, **encode_options)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the encoded weight (generalsparse: of every plan built so far, on the GPU)."""
+        return self._matrix.nbytes if self.format == GENERALSPARSE else self._nbytes
+
+    def prepare(self, *tokens: int) -> "SparseLinear":
+        """Build now what ``forward`` needs for inputs of these token counts (the product of
+        x's leading dimensions): generalsparse plans its kernel per count and cannot do it
+        inside a CUDA graph capture; the other formats need nothing."""
+        if self.format == GENERALSPARSE:
+            for n in tokens:
+                if int(n) >= 1:
+                    self._matrix.plan(int(n))
+        return self
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -171,13 +257,16 @@ class SparseLinear(torch.nn.Module):
             return out
         x2 = x.reshape(n, self.in_features)
         with launching(*_stream_and_alloc(x.device)):
-            if n == 1:
+            if n == 1 and self.format != GENERALSPARSE:
                 self._kernels.spmv(self._matrix, _view(x2.reshape(self.in_features).contiguous()),
                                    out=_view(out.view(self.out_features)), config=self._config)
                 return out
             X = x2.t().contiguous()                                    # (in, n)
             Y = torch.empty((self.out_features, n), dtype=x.dtype, device=x.device)
-            self._kernels.spmm(self._matrix, _view(X), out=_view(Y), config=self._config)
+            if self.format == GENERALSPARSE:
+                self._matrix.multiply(_view(X), _view(Y))
+            else:
+                self._kernels.spmm(self._matrix, _view(X), out=_view(Y), config=self._config)
         out.view(n, self.out_features).copy_(Y.t())
         return out
 
@@ -230,6 +319,14 @@ def encode_weight(w, format: str, dtype: str, **encode_options):
         raise ShapeError(problem("weight", "a 2-D matrix", describe(w)))
     A = w.tocsr() if sp.issparse(w) else sp.csr_matrix(np.asarray(w))
     A.eliminate_zeros()
+    if format == GENERALSPARSE:         # planned per batch size on the GPU side
+        if encode_options:
+            raise OptionError(problem("encode_options", "none for generalsparse",
+                                      sorted(encode_options)))
+        A = A.astype(np.float32)        # scipy holds no float16: float32 values rounded to it
+        A.data = A.data.astype(np.dtype(dtype)).astype(np.float32)
+        A.eliminate_zeros()             # values that round to zero in dtype
+        return A
     return formats.get(format).encode(A, dtype=np.dtype(dtype), fast=True, **encode_options)
 
 
@@ -243,8 +340,8 @@ _AUTO: dict = {}
 
 
 def pick_format(w: np.ndarray, dtype, batch: int = 1, reps: int = 20) -> str:
-    """The fastest of :func:`sparse_formats` on the GPU for weight ``w`` (its zeros dropped)
-    and ``batch`` tokens: each format's product is checked and timed by
+    """The fastest of :func:`sparse_formats` (and generalsparse for ``batch`` > 1) on the
+    GPU for weight ``w`` (its zeros dropped) and ``batch`` tokens: each format's product is checked and timed by
     ``spmvlab.methods`` (cold L2, median of ``reps``); the choice is cached by shape,
     nonzeros, batch and dtype."""
     if SIMULATOR:
@@ -256,7 +353,9 @@ def pick_format(w: np.ndarray, dtype, batch: int = 1, reps: int = 20) -> str:
     nd = _np_dtype(dtype)
     key = (A.shape[0], A.shape[1], int(A.nnz), int(batch), nd.name)
     if key not in _AUTO:
-        rows = methods.measure(A, nd.name, sparse_formats(dtype), k=None if batch == 1 else int(batch),
+        names = sparse_formats(dtype) + ([GENERALSPARSE] if batch > 1 and GENERALSPARSE in
+                                         layer_formats(dtype) else [])
+        rows = methods.measure(A, nd.name, names, k=None if batch == 1 else int(batch),
                                reps=reps, warmup=3, keep_going=True)
         ok = [r for r in rows if r.get("median_us") and r.get("check_passed")]
         if not ok:
@@ -280,7 +379,9 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
     encoders are single-threaded NumPy: a 7B model's 224 layers take minutes on one core).
     ``format="auto"``: each layer in the format :func:`pick_format` times fastest for its
     weight and ``batch`` tokens (on a GPU; ``config`` and ``encode_options`` must then be
-    left out, being one format's)."""
+    left out, being one format's). ``batch``: the token count the layers are prepared for
+    (:meth:`SparseLinear.prepare`; generalsparse plans its kernel per count) and that "auto"
+    times."""
     if pruning not in ("magnitude", "keep"):
         raise OptionError(problem("pruning", "'magnitude' or 'keep'", repr(pruning)))
     if pruning == "magnitude" and (sparsity is None or not 0.0 <= float(sparsity) < 1.0):
@@ -308,7 +409,7 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
 
     def swap(name, lin, M, fmt):
         layer = SparseLinear.from_encoded(M, lin.bias, format=fmt, dtype=dtype or lin.weight.dtype,
-                                          config=config)
+                                          config=config).prepare(batch)
         parent, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, leaf, layer)
 
