@@ -56,9 +56,10 @@ class RMSNorm(torch.nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        h = x.float()
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        return (h * self.weight.float()).to(x.dtype)
+        # torch's fused RMSNorm in float32: three kernels a call instead of seven, for dense
+        # and sparse models alike (a decode step at batch 1 is mostly such small kernels)
+        return torch.nn.functional.rms_norm(x.float(), self.weight.shape, self.weight.float(),
+                                            self.eps).to(x.dtype)
 
 
 class Block(torch.nn.Module):
@@ -81,7 +82,8 @@ class Block(torch.nn.Module):
         q = self.q_proj(a).view(B, self.heads, 1, self.head_dim)
         k = self.k_proj(a).view(B, self.kv_heads, 1, self.head_dim)
         v = self.v_proj(a).view(B, self.kv_heads, 1, self.head_dim)
-        q, k = _rotate(q, cos, sin), _rotate(k, cos, sin)
+        # q and k rotated together: one set of rotary kernels a block
+        q, k = _rotate(torch.cat((q, k), dim=1), cos, sin).split((self.heads, self.kv_heads), dim=1)
         k_cache.index_copy_(2, pos, k)
         v_cache.index_copy_(2, pos, v)
         rep = self.heads // self.kv_heads

@@ -38,7 +38,7 @@ NEEDS_GPU = True
 AWAITING_FIRST_GPU_RUN = True
 SPLIT_KEYS = ("models", "sparsities")
 FULL = dict(models=["llama2-7b"], sparsities=[0.5, 0.7, 0.9, "mix"],
-            formats=["macko", "ec_csr", "csr", "csr_dtans"], batches=[1, 8, 32],
+            formats=["macko", "ec_csr", "csr", "csr_dtans", "generalsparse"], batches=[1, 8, 32],
             new_tokens=[64, 128, 256], prompt=64, check_tokens=64, graphs=[True, False],
             encode_workers=None, seed=0)
 QUICK = dict(sparsities=[0.7], formats=["macko"], batches=[1, 8], new_tokens=[64],
@@ -51,7 +51,8 @@ def config(quick: bool = False, **overrides) -> dict:
 
 def cli(p):
     p.add_argument("--models", type=X.words, help="comma-separated: llama2-7b, llama3.1-8b, llama2-13b")
-    p.add_argument("--formats", type=X.words, help="comma-separated kernel formats")
+    p.add_argument("--formats", type=X.words, help="comma-separated layer formats "
+                   "(spmvlab.torch.layer_formats: the kernel formats and generalsparse)")
     p.add_argument("--batches", type=lambda t: [int(v) for v in X.floats(t)])
 
 
@@ -134,7 +135,8 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
                 rows.append(dict(extra, method=fmt, batch=B, new_tokens=n, graph=graph,
                                  tokens_per_s=B * n / secs, ms_per_step=1e3 * secs / n,
                                  weights_bytes=rep["total"],
-                                 kernel="spmv" if B == 1 else "spmm", **chk))
+                                 kernel="cublas" if fmt == "dense" else
+                                 "spmv" if B == 1 and fmt != "generalsparse" else "spmm", **chk))
                 print(f"{NAME}: {extra['model']} {extra['sparsity']} {fmt:9s} B={B:<3d} n={n:<4d} "
                       f"graph={graph!s:5s} {B * n / secs:9.1f} tok/s  check {chk}",
                       file=sys.stderr, flush=True)
