@@ -102,24 +102,27 @@ def _rotate(t, cos, sin):
 
 
 class Decoder(torch.nn.Module):
-    """The model of ``config`` (a ``LlamaConfig``) with weights ``N(0, 0.02)`` from ``seed``,
-    in ``dtype`` on ``device``; :meth:`caches` makes the static KV cache of a batch."""
+    """The model of ``config`` (a ``LlamaConfig``) with weights ``N(0, 0.02)`` from ``seed``
+    (drawn by ``device``'s generator), in ``dtype`` on ``device``; :meth:`caches` makes the static KV cache of a batch."""
 
     def __init__(self, config, dtype=torch.float16, device="cuda", seed: int = 0):
         super().__init__()
         c = config
         self.config = c
-        self.embed = torch.nn.Embedding(c.vocab_size, c.hidden_size)
-        self.layers = torch.nn.ModuleList(Block(c) for _ in range(c.num_hidden_layers))
-        self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
-        self.lm_head = torch.nn.Linear(c.hidden_size, c.vocab_size, bias=False)
-        g = torch.Generator(device="cpu").manual_seed(seed)
+        # built and drawn on ``device`` (a 7B model drawn on the host took minutes): the
+        # weights depend on the seed and the device's generator
+        with torch.device(device):
+            self.embed = torch.nn.Embedding(c.vocab_size, c.hidden_size)
+            self.layers = torch.nn.ModuleList(Block(c) for _ in range(c.num_hidden_layers))
+            self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
+            self.lm_head = torch.nn.Linear(c.hidden_size, c.vocab_size, bias=False)
+        g = torch.Generator(device=device).manual_seed(seed)
         with torch.no_grad():
             for p in self.parameters():
                 p.requires_grad_(False)
                 if p.dim() == 2:
-                    p.copy_(torch.randn(p.shape, generator=g) * 0.02)
-        self.to(device=device, dtype=dtype)
+                    p.copy_(torch.randn(p.shape, generator=g, device=device).mul_(0.02))
+        self.to(dtype=dtype)
         for m in self.modules():
             if isinstance(m, RMSNorm):
                 m.weight.data = m.weight.data.float()
