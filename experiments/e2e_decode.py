@@ -54,6 +54,16 @@ def cli(p):
     p.add_argument("--formats", type=X.words, help="comma-separated layer formats "
                    "(spmvlab.torch.layer_formats: the kernel formats and generalsparse)")
     p.add_argument("--batches", type=lambda t: [int(v) for v in X.floats(t)])
+    p.add_argument("--sparsities", type=_sparsities, help="comma-separated: fractions and 'mix'")
+    p.add_argument("--new-tokens", dest="new_tokens", type=lambda t: [int(v) for v in X.floats(t)])
+    p.add_argument("--graphs", type=lambda t: [v.lower() in ("1", "true", "t", "yes") for v in X.words(t)],
+                   help="comma-separated: true (step in a CUDA graph), false (eager)")
+    p.add_argument("--encode-workers", dest="encode_workers", type=int,
+                   help="processes encoding the layers (default: up to 16, the host's cores)")
+
+
+def _sparsities(text: str) -> list:
+    return [v if v == "mix" else float(v) for v in X.words(text)]
 
 
 def _sparsity_of(model, s):
