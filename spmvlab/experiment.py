@@ -187,7 +187,8 @@ def build_parser(module) -> tuple[argparse.ArgumentParser, list[str]]:
 
 
 #: the keys of a row that say what was measured (a re-measured row replaces the saved one)
-ROW_IDENTITY = ("method", "kind", "k", "dtype", "shape", "sparsity", "matrix", "n")
+ROW_IDENTITY = ("method", "kind", "k", "dtype", "shape", "sparsity", "matrix", "n",
+                "model", "batch", "new_tokens", "graph")
 
 
 def _row_key(row: dict) -> str:
