@@ -37,6 +37,8 @@ NEEDS_GPU = True
 #: written without a GPU (spmvlab.torch ran only in the simulator): goes with its first results
 AWAITING_FIRST_GPU_RUN = True
 SPLIT_KEYS = ("models", "sparsities", "formats")
+#: a cluster task per (model, sparsity): its formats share the dense model and its timing
+CELL_KEYS = ("models", "sparsities")
 FULL = dict(models=["llama2-7b"], sparsities=[0.5, 0.7, 0.9, "mix"],
             formats=["macko", "ec_csr", "csr", "csr_dtans", "generalsparse"], batches=[1, 8, 32],
             new_tokens=[64, 128, 256], prompt=64, check_tokens=64, graphs=[True, False],
@@ -59,7 +61,8 @@ def cli(p):
     p.add_argument("--graphs", type=lambda t: [v.lower() in ("1", "true", "t", "yes") for v in X.words(t)],
                    help="comma-separated: true (step in a CUDA graph), false (eager)")
     p.add_argument("--encode-workers", dest="encode_workers", type=int,
-                   help="processes encoding the layers (default: up to 16, the host's cores)")
+                   help="processes encoding the layers (none: as many as the host has "
+                   "cores, at most 16)")
 
 
 def _sparsities(text: str) -> list:

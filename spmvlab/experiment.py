@@ -167,6 +167,10 @@ def build_parser(module) -> tuple[argparse.ArgumentParser, list[str]]:
                    help="add this run's rows to the saved results (same settings apart from "
                         "the experiment's SPLIT_KEYS, e.g. other shapes or sparsities) instead "
                         "of replacing them")
+    mode.add_argument("--merge-parts", dest="merge_parts", nargs="+", metavar="PART",
+                      help="join results files measured apart (e.g. one sparsity per GPU, each "
+                           "with its own --out; settings equal apart from SPLIT_KEYS) into "
+                           "--out (default the saved results), measuring nothing")
     p.add_argument("--fig", default=None,
                    help=f"figure path, .png, with a .pdf beside it "
                         f"(default figures/<device>/{module.NAME}.png)")
@@ -257,6 +261,24 @@ def merge_results(module, old: dict, rows: list, config: dict, meta: dict,
     kept = [r for r in old_rows if _row_key(r) not in new_keys]
     parts.append(dict(_part(meta, b), **({"extra": dict(extra)} if extra else {})))
     return kept + [dict(r, part=len(parts) - 1) for r in rows], merged, parts
+
+
+def merge_parts(module, paths: list, out: str) -> str:
+    """Join the results files ``paths`` (runs of ``module`` measured apart, e.g. in parallel
+    on several GPUs) into ``out`` with :func:`merge_results`, in the order given (a later
+    file's row replaces an earlier one it re-measures); the top level keeps the last file's
+    metadata and extras. Returns the path written."""
+    if not paths:
+        raise OptionError(problem("--merge-parts", "at least one results file", "none"))
+    base = load_results(paths[0])
+    for path in paths[1:]:
+        part = load_results(path)
+        rows, config, parts = merge_results(module, base, part["rows"], part["config"],
+                                            part.get("meta") or {}, extra=_extras(part))
+        base = dict(part, rows=rows, config=config, parts=parts)
+        base.pop("partial", None)
+    extra = {k: v for k, v in base.items() if k not in ("meta", "config", "rows")}
+    return save_results(out, base["rows"], base["config"], extra=extra, meta=base.get("meta"))
 
 
 _CHECKPOINT = None
@@ -439,6 +461,13 @@ def main(module, argv=None) -> int:
     gpu = module.NEEDS_GPU and gpu_available()
     if args.cluster or args.scheduler or args.scaling:
         return _cluster_main(module, cfg, args)
+    if args.merge_parts:
+        meta = load_results(args.merge_parts[-1]).get("meta") or {}
+        path = merge_parts(module, args.merge_parts, args.out or results_path(
+            results_name(module, cfg), results_device(meta, module.NEEDS_GPU), args.quick))
+        print(f"{module.NAME}: {len(args.merge_parts)} parts joined in {R.rel(path)} (plot it "
+              f"with --plot-only --out {R.rel(path)})")
+        return 0
     asked = args.measure or args.quick or args.merge
     saved = bool(args.out and os.path.isfile(args.out)) or bool(
         result_devices(results_name(module, cfg), args.quick))

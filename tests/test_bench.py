@@ -601,6 +601,25 @@ def test_merge_measures_a_sweep_in_parts(tmp_path):
         X.main(_demo_module([]), ["--merge", "--out", out, "--fig", fig])
 
 
+def test_merge_parts_joins_files_measured_apart(tmp_path):
+    """--merge-parts: parts measured apart (one sparsity each) join into the rows and config
+    of the same parts measured one after the other with --merge, nothing measured."""
+    mod = _split_module()
+    p1, p2, fig = str(tmp_path / "a.json"), str(tmp_path / "b.json"), str(tmp_path / "f.png")
+    assert X.main(mod, ["--sparsities", "0.5", "--out", p1, "--fig", fig]) == 0
+    assert X.main(mod, ["--sparsities", "0.9", "--out", p2, "--fig", fig]) == 0
+    out = str(tmp_path / "joined.json")
+    assert X.main(mod, ["--merge-parts", p1, p2, "--out", out]) == 0
+    saved = X.load_results(out)
+    assert saved["config"]["sparsities"] == [0.5, 0.9] and len(saved["parts"]) == 2
+    assert sorted((r["sparsity"], r["part"]) for r in saved["rows"]) == \
+        sorted((r["sparsity"], 0 if r["sparsity"] == 0.5 else 1) for r in saved["rows"])
+    assert {r["sparsity"] for r in saved["rows"]} == {0.5, 0.9}
+    X.save_results(p2, X.load_results(p2)["rows"], dict(X.load_results(p2)["config"], reps=9))
+    with pytest.raises(OptionError, match="different reps"):
+        X.main(mod, ["--merge-parts", p1, p2, "--out", out])
+
+
 def test_checkpoint_keeps_what_a_stopped_run_measured(tmp_path):
     """A measure that saves partial results (X.checkpoint) and is then stopped leaves them in
     the results file marked partial; a finished run replaces them; with --merge the partial

@@ -208,3 +208,26 @@ def test_a_two_layer_decoder_decodes_as_its_dense_twin(fmt):
         r.capture()
         r.decode(3, graph=True)
         assert torch.equal(r.tokens(4).cpu(), td)
+
+
+def test_a_hugging_face_llama_generates_as_its_pruned_dense_twin():
+    """The README's use: ``sparsify`` on a transformers LlamaForCausalLM (a tiny random one
+    here), then ``generate``: the same greedy tokens as the dense model holding the same
+    zeros."""
+    transformers = pytest.importorskip("transformers", reason="the model comes from transformers")
+    import copy
+    cfg = transformers.LlamaConfig(hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                                   num_attention_heads=4, num_key_value_heads=2, vocab_size=80)
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(cfg).to(DEV, torch.float16)
+    dense = copy.deepcopy(model)
+    names = ST.sparsify(model, 0.7, "csr", include=r"layers\.\d+\.(self_attn|mlp)\.")
+    assert len(names) == 14 and all(isinstance(model.get_submodule(n), ST.SparseLinear) for n in names)
+    with torch.no_grad():
+        for n in names:
+            w = dense.get_submodule(n).weight
+            w.copy_(torch.from_numpy(ST._prune_rows(w.float().cpu().numpy(), 0.7)).to(w))
+    ids = torch.tensor([[1, 5, 7], [2, 9, 4]], device=DEV)
+    got = model.generate(ids, max_new_tokens=4, do_sample=False)
+    want = dense.generate(ids, max_new_tokens=4, do_sample=False)
+    assert torch.equal(got, want)
