@@ -158,7 +158,10 @@ class SparseLinear(torch.nn.Module):
                 **(dict(info.test_configs[0]) if SIMULATOR else {}))
         self._matrix = device_matrix
         # the bias where the product will be (torch adds it): the layer's device from the start
-        home = "cpu" if SIMULATOR else f"cuda:{cuda.get_current_device().id}"
+        # the weight's device, read once here: forward compares x with it without calling
+        # numba (torch.compile cannot trace numba's context lock)
+        self._device = None if SIMULATOR else int(cuda.get_current_device().id)
+        home = "cpu" if SIMULATOR else f"cuda:{self._device}"
         self.bias = None if bias is None else torch.nn.Parameter(
             bias.detach().to(home, dtype, copy=True), requires_grad=False)
         self._handle = next(_NEXT)
@@ -243,9 +246,9 @@ class SparseLinear(torch.nn.Module):
             raise OptionError(problem("x.device", f"a {want} tensor"
                                       + ("" if SIMULATOR else " on numba's current device"),
                                       x.device, f"x.to({want!r})"))
-        if not SIMULATOR and x.device.index not in (None, cuda.get_current_device().id):
-            raise OptionError(problem("x.device", f"cuda:{cuda.get_current_device().id} (where "
-                                      "the weight is)", x.device))
+        if not SIMULATOR and x.device.index not in (None, self._device):
+            raise OptionError(problem("x.device", f"cuda:{self._device} (where the weight is)",
+                                      x.device))
 
     def _multiply(self, x: torch.Tensor) -> torch.Tensor:
         """The product without the bias: SpMV for one token, else SpMM on the tokens as
