@@ -212,14 +212,20 @@ class Runner:
         return logits
 
     @torch.no_grad()
-    def prefill(self, prompt: torch.Tensor) -> torch.Tensor:
+    def prefill(self, prompt: torch.Tensor, graph: bool = False) -> torch.Tensor:
         """Feed ``prompt`` (B, T); returns the logits after its last token (and the first
-        generated token in the token buffer)."""
+        generated token in the token buffer). ``graph``: each token through the captured
+        step (:meth:`capture` first; what the replay writes besides the cache is
+        overwritten by the next token)."""
         self.reset(prompt)
         for t in range(prompt.shape[1]):
             self.tok.copy_(prompt[:, t])
             self.pos.fill_(t)
-            logits = self.model.step(self.tok, self.pos, self.kv, self.rope)
+            if graph:
+                self.graph.replay()
+                logits = self.logits
+            else:
+                logits = self.model.step(self.tok, self.pos, self.kv, self.rope)
         nxt = logits.argmax(-1)
         self.tok.copy_(nxt)
         self.out[:, prompt.shape[1]] = nxt

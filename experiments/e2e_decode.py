@@ -16,7 +16,8 @@ captured in one CUDA graph and replayed (``graph`` true) and eagerly from Python
 tokens/s = B n / time. Each row records the weights' bytes (``spmvlab.torch.memory_report``)
 and torch's peak memory (the encoded weights are numba allocations, outside it).
 
-Checks, for every format and batch: the logits after the prompt against the dense model's
+Checks, for every format and batch (on a GPU through the captured step the timed runs
+replay; the dense reference runs eagerly): the logits after the prompt against the dense model's
 (``max_rel_err``: the largest |difference| over the dense logits' largest magnitude) and
 the first ``check_tokens`` greedy tokens (``tokens_match``; else ``first_divergence``, the
 step, and ``gap_there``, the dense model's top-2 logit gap at that step: a tie broken the
@@ -110,11 +111,11 @@ def _reference(model, prompt, steps: int) -> dict:
     return dict(logits=logits.cpu(), tokens=r.tokens(steps).cpu(), gaps=torch.stack(gaps, 1))
 
 
-def _check(model, prompt, ref: dict, steps: int) -> dict:
-    from experiments import _decoder as DM
-    r = DM.Runner(model, prompt.shape[0], prompt.shape[1] + steps + 1)
-    logits = r.prefill(prompt).cpu()
-    r.decode(steps - 1, graph=False)
+def _check(r, prompt, ref: dict, steps: int, graph: bool) -> dict:
+    """Runner ``r``'s logits after ``prompt`` and its first ``steps`` greedy tokens against
+    the dense reference (``graph``: through the captured step, as the timed runs go)."""
+    logits = r.prefill(prompt, graph=graph).cpu()
+    r.decode(steps - 1, graph=graph)
     toks = r.tokens(steps).cpu()
     scale = float(ref["logits"].abs().max())
     out = dict(max_rel_err=float((logits - ref["logits"]).abs().max()) / scale,
@@ -127,7 +128,10 @@ def _check(model, prompt, ref: dict, steps: int) -> dict:
     return out
 
 
-def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: dict) -> list[dict]:
+def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: dict,
+                saved=lambda rows: None) -> list[dict]:
+    """Check and time ``model`` at every batch; ``saved(rows)`` after each batch (a partial
+    results file keeps what a stopped run measured)."""
     import torch
     from experiments import _decoder as DM
     from spmvlab.torch import memory_report
@@ -135,15 +139,16 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
     rep = memory_report(model)
     gpu = _device(model).type == "cuda"
     for B in cfg["batches"]:
-        chk = _check(model, prompts[B], refs[B], cfg["check_tokens"])
-        r = DM.Runner(model, B, cfg["prompt"] + max(cfg["new_tokens"]) + 2)
+        t0 = time.perf_counter()
+        r = DM.Runner(model, B, cfg["prompt"] + max(max(cfg["new_tokens"]), cfg["check_tokens"]) + 2)
+        if gpu:
+            r.capture()                   # once a batch: the check and the timed runs replay it
+        chk = _check(r, prompts[B], refs[B], cfg["check_tokens"], graph=gpu)
         for graph in cfg["graphs"]:
             if graph and not gpu:
                 continue
             for n in cfg["new_tokens"]:
-                r.prefill(prompts[B])
-                if graph and r.graph is None:
-                    r.capture()
+                r.prefill(prompts[B], graph=gpu)
                 secs = _timed(r, n, graph)
                 rows.append(dict(extra, method=fmt, batch=B, new_tokens=n, graph=graph,
                                  tokens_per_s=B * n / secs, ms_per_step=1e3 * secs / n,
@@ -151,11 +156,12 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
                                  kernel="cublas" if fmt == "dense" else
                                  "spmv" if B == 1 and fmt != "generalsparse" else "spmm", **chk))
                 print(f"{NAME}: {extra['model']} {extra['sparsity']} {fmt:9s} B={B:<3d} n={n:<4d} "
-                      f"graph={graph!s:5s} {B * n / secs:9.1f} tok/s  check {chk}",
-                      file=sys.stderr, flush=True)
+                      f"graph={graph!s:5s} {B * n / secs:9.1f} tok/s  check {chk} "
+                      f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
         del r
         if gpu:
             torch.cuda.synchronize()
+        saved(rows)
     if gpu:
         for row in rows:
             row["peak_torch_bytes"] = int(torch.cuda.max_memory_allocated())
@@ -184,9 +190,9 @@ def measure(cfg: dict) -> dict:
             extra = dict(model=name, sparsity=s)
             if device == "cuda":
                 torch.cuda.reset_peak_memory_stats()
-            base_rows = _time_model(dense, "dense", cfg, prompts, refs, extra)
+            base_rows = _time_model(dense, "dense", cfg, prompts, refs, extra,
+                                    lambda done: X.checkpoint(dict(rows=rows + done)))
             rows += base_rows
-            X.checkpoint(dict(rows=rows))
             # every format row carries the dense tokens/s of its own run: a merged file that
             # re-measures the dense model for other formats keeps each ratio within one run
             base_tps = {(r["batch"], r["new_tokens"], r["graph"]): r["tokens_per_s"] for r in base_rows}
@@ -196,13 +202,18 @@ def measure(cfg: dict) -> dict:
                 sparsify(sparse, None, fmt, pruning="keep", include=r"^layers\.\d+\.",
                          workers=workers)
                 enc = time.perf_counter() - t0
+                print(f"{NAME}: {name} {s} {fmt}: layers encoded and uploaded in {enc:.0f} s",
+                      file=sys.stderr, flush=True)
                 if device == "cuda":
                     torch.cuda.reset_peak_memory_stats()
-                rows += [dict(r, encode_s=round(enc, 1), dense_tokens_per_s=base_tps.get(
-                    (r["batch"], r["new_tokens"], r["graph"]))) for r in
-                         _time_model(sparse, fmt, cfg, prompts, refs, extra)]
+
+                def own(done, enc=enc):
+                    return [dict(r, encode_s=round(enc, 1), dense_tokens_per_s=base_tps.get(
+                        (r["batch"], r["new_tokens"], r["graph"]))) for r in done]
+                done = _time_model(sparse, fmt, cfg, prompts, refs, extra,
+                                   lambda done: X.checkpoint(dict(rows=rows + own(done))))
+                rows += own(done)
                 del sparse
-                X.checkpoint(dict(rows=rows))
             del dense
     return dict(rows=rows)
 
