@@ -333,6 +333,25 @@ def encode_weight(w, format: str, dtype: str, **encode_options):
     return formats.get(format).encode(A, dtype=np.dtype(dtype), fast=True, **encode_options)
 
 
+def _warm_encoders(names, dtype: str):
+    """Encode a small matrix in each format here first: the fast encoders' compiled code
+    lands in numba's on-disk cache once, which the worker processes then load instead of
+    each compiling it at the same time."""
+    A = sp.random(64, 96, density=0.3, format="csr", random_state=np.random.default_rng(0),
+                  dtype=np.float32)
+    A.data = A.data.astype(dtype).astype(np.float32)
+    for name in names:
+        if name != GENERALSPARSE:
+            encode_weight(A, name, dtype)
+
+
+def _encoder_threads(n: int):
+    """A worker's share of the host's cores for numba's parallel encoders (every worker
+    running them on every core would oversubscribe the host)."""
+    import numba
+    numba.set_num_threads(max(1, min(int(n), numba.config.NUMBA_NUM_THREADS)))
+
+
 def _prune_rows(w: np.ndarray, sparsity: float) -> np.ndarray:
     from .datasets import prune
     return prune(w, sparsity, method="magnitude", per_row=True)
@@ -426,7 +445,12 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         import collections
         import concurrent.futures as cf
         import multiprocessing as mp
-        with cf.ProcessPoolExecutor(int(workers), mp_context=mp.get_context("spawn")) as pool:
+        import os
+        dt0 = dtype or targets[0][1].weight.dtype
+        _warm_encoders(sparse_formats(dt0) if auto else [format], _np_dtype(dt0).name)
+        threads = max(1, (os.cpu_count() or 1) // int(workers))
+        with cf.ProcessPoolExecutor(int(workers), mp_context=mp.get_context("spawn"),
+                                    initializer=_encoder_threads, initargs=(threads,)) as pool:
             todo, flight = list(targets), collections.deque()
             while todo or flight:
                 while todo and len(flight) < 2 * int(workers):
