@@ -31,12 +31,6 @@ CHUNK = 8 * WARP          # stored entries a warp handles per chunk
 _WORD = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 
 
-def _words(D):
-    """The packed codes of a device MACKO matrix as one word of 8 x delta_bits bits per 8
-    entries."""
-    return D.codes.view(_WORD[D.delta_bits])
-
-
 @functools.lru_cache(maxsize=None)
 def _parts(dtype_name: str, delta_bits: int):
     """Device functions specialised on value dtype and code width."""

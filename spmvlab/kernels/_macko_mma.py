@@ -54,7 +54,7 @@ from reference._common import OptionError, problem
 from .._cuda import cuda, inline_device
 from ._common import WARP, blocks_for, finish, jit_options, launch_stream, prepare_spmm
 from ._intrinsics import mma16816, pack_half2, sget, sput, sstore4, sword, vwords4
-from ._macko_device import CHUNK, _parts, _row_tile, _words
+from ._macko_device import CHUNK, _parts, _row_tile
 from ._spmm import accumulator_np, group_for, launch_smem, tile_parts
 
 if TYPE_CHECKING:
@@ -350,7 +350,7 @@ def launch_mma(D: DeviceMacko, X, out, config: MackoConfig, spmv_kernel):
     ceil(N / ct)) blocks of 512 threads (:func:`mma_tile`, :func:`mma_smem_bytes`)."""
     ops, k_cols = prepare_spmm(D, X, out)
     n_rows = D.shape[0]
-    arrays = (D.row_ptr, _words(D), D.values)
+    arrays = (D.row_ptr, D.words, D.values)
     if n_rows and k_cols == 1:
         spmv_kernel()[
             blocks_for(n_rows, config.threads_per_block // WARP), config.threads_per_block,

@@ -232,6 +232,13 @@ class DeviceECCSR:
     nbytes: int
     fits32: bool = False
 
+    @functools.cached_property
+    def code_words(self):
+        """The codes viewed as words of ``code_width`` codes (bytes when that is under 8
+        bits), made once: a device view costs host time, and it was made on every launch."""
+        bits = self.code_width * self.delta_bits
+        return self.codes.view(_WORD[bits]) if bits >= 8 else self.codes
+
 
 def to_device(M: ECCSRMatrix, check: str = "auto") -> DeviceECCSR:
     """``M`` on the device once ``kernels._common.checked_to_device`` has checked it: every
@@ -288,12 +295,6 @@ def _fits32(M: ECCSRMatrix, n_code_bytes: int) -> bool:
     biggest = max(int(M.values.size), 2 * int(n_code_bytes), int(M.base_indices.size),
                   int(M.row_indices.size), int(M.n_columns), *map(int, M.shape))
     return biggest <= _MAX32
-
-
-def _code_words(D: DeviceECCSR):
-    """The codes viewed as words of ``code_width`` codes (bytes when that is under 8 bits)."""
-    bits = D.code_width * D.delta_bits
-    return D.codes.view(_WORD[bits]) if bits >= 8 else D.codes
 
 
 @functools.lru_cache(maxsize=None)
@@ -412,7 +413,7 @@ def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig):
 
 
 def _matrix_args(D: DeviceECCSR) -> tuple:
-    return (D.set_desc, D.block_indptr, D.row_indices, D.base_indices, _code_words(D), D.codes,
+    return (D.set_desc, D.block_indptr, D.row_indices, D.base_indices, D.code_words, D.codes,
             D.values)
 
 

@@ -62,7 +62,7 @@ from ._common import (
     check_threads_per_block, check_value_dtype, checked_to_device, jit_options, launch_spmv,
     run_device_check, to_dev, warp_sum,
 )
-from ._macko_device import CHUNK, _WORD, _parts, _row_dot, _row_tile, _words
+from ._macko_device import CHUNK, _WORD, _parts, _row_dot, _row_tile
 from ._macko_mma import MMA_WINDOWS, _spmm_mma_kernel, launch_mma, mma_smem_bytes, mma_tile
 from ._spmm import TILE_COLS, accumulator_np, fill_parts, launch_tiles, ptx_cases, tile_parts
 
@@ -153,6 +153,12 @@ class DeviceMacko:
     dtype: np.dtype
     delta_bits: int
     nbytes: int
+
+    @functools.cached_property
+    def words(self):
+        """The packed codes as one word of 8 x delta_bits bits per 8 entries, viewed once (a
+        device view costs host time, and it was made on every launch)."""
+        return self.codes.view(_WORD[self.delta_bits])
 
 
 def to_device(M: MackoMatrix, check: str = "auto") -> DeviceMacko:
@@ -327,7 +333,7 @@ def launch_check(D: DeviceMacko, flags):
     if n_rows:
         wpb = CHECK_THREADS // WARP
         _check_kernel(D.delta_bits)[blocks_for(n_rows, wpb), CHECK_THREADS](
-            D.row_ptr, _words(D), D.shape[1], flags)
+            D.row_ptr, D.words, D.shape[1], flags)
 
 
 def device_check(D: DeviceMacko) -> list[str]:
@@ -344,7 +350,7 @@ def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
     check_config(config, MackoConfig)
     D = to_device(D)
     return launch_spmv(D, x, out, lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config),
-                       (D.row_ptr, _words(D), D.values), config.threads_per_block,
+                       (D.row_ptr, D.words, D.values), config.threads_per_block,
                        config.threads_per_block // WARP)
 
 
@@ -358,7 +364,7 @@ def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
                           lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config))
     return launch_tiles(D, X, out,
                         lambda ct, g: _spmm_kernel(D.dtype.name, D.delta_bits, config, ct, g),
-                        (D.row_ptr, _words(D), D.values), config.threads_per_block,
+                        (D.row_ptr, D.words, D.values), config.threads_per_block,
                         config.threads_per_block // WARP, config.spmm_tile,
                         spmv=(lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config),
                               config.threads_per_block, config.threads_per_block // WARP),
