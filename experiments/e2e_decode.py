@@ -40,6 +40,8 @@ AWAITING_FIRST_GPU_RUN = True
 SPLIT_KEYS = ("models", "sparsities", "formats")
 #: a cluster task per (model, sparsity): its formats share the dense model and its timing
 CELL_KEYS = ("models", "sparsities")
+#: settings that change no row (parts measured with other values still merge)
+UNCOMPARED_KEYS = ("encode_workers",)
 FULL = dict(models=["llama2-7b"], sparsities=[0.5, 0.7, 0.9, "mix"],
             formats=["macko", "ec_csr", "csr", "csr_dtans"], batches=[1, 8, 32],
             new_tokens=[64, 128, 256], prompt=64, check_tokens=64, graphs=[True, False],
