@@ -13,8 +13,11 @@ each format then swaps its projections for ``spmvlab.torch.SparseLinear`` (LM he
 embeddings stay dense). For batch B a 64-token random prompt (seeded) is fed token by
 token, then ``n`` tokens are generated greedily, timed with CUDA events: with the step
 captured in one CUDA graph and replayed (``graph`` true) and eagerly from Python (false):
-tokens/s = B n / time. Each row records the weights' bytes (``spmvlab.torch.memory_report``)
-and torch's peak memory (the encoded weights are numba allocations, outside it).
+tokens/s = B n / time. Each row records the weights' bytes (``spmvlab.torch.memory_report``),
+torch's peak memory (the encoded weights are numba allocations, outside it) and
+``nonlinear_ms``, the step's time with the block projections swapped for zero outputs (the
+attention, norms, rotary, LM head and small kernels every model runs alike): the rest of a
+row's ``ms_per_step`` is its linear layers.
 
 Checks, for every format and batch (on a GPU through the captured step the timed runs
 replay; the dense reference runs eagerly): the logits after the prompt against the dense model's
@@ -135,10 +138,51 @@ def _check(r, prompt, ref: dict, steps: int, graph: bool) -> dict:
     return out
 
 
+class _Skip:
+    """Stands in for a block projection when the rest of the step is timed: an output of the
+    right shape (zeros, one fill kernel), no weights read."""
+
+    def __init__(self, out_features: int):
+        self.out_features = out_features
+
+    def __call__(self, x):
+        return x.new_zeros(tuple(x.shape[:-1]) + (self.out_features,))
+
+
+def _nonlinear_ms(model, cfg: dict, prompts: dict) -> dict:
+    """Milliseconds per graph-captured decode step of ``model`` with its block projections
+    skipped, per batch: what the step spends outside the linear layers (attention, norms,
+    rotary, LM head, small kernels), the same for the dense and every sparse model. The
+    projections are swapped back afterwards."""
+    from experiments import _decoder as DM
+    n = max(cfg["new_tokens"])
+    held = [(layer, name, getattr(layer, name)) for layer in model.layers for name in DM.PROJ]
+    try:
+        for layer, name, lin in held:
+            object.__setattr__(layer, name, _Skip(lin.out_features))
+            layer._modules.pop(name, None)
+        out = {}
+        gpu = _device(model).type == "cuda"
+        for B in cfg["batches"]:
+            r = DM.Runner(model, B, cfg["prompt"] + n + 2)
+            if gpu:
+                r.capture()
+            r.prefill(prompts[B], graph=gpu)
+            out[B] = 1e3 * _timed(r, n, gpu) / n
+            del r
+        return out
+    finally:
+        for layer, name, lin in held:
+            if name in layer.__dict__:
+                del layer.__dict__[name]
+            layer._modules[name] = lin
+
+
 def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: dict,
-                saved=lambda rows: None) -> list[dict]:
+                saved=lambda rows: None, nonlinear: dict | None = None) -> list[dict]:
     """Check and time ``model`` at every batch; ``saved(rows)`` after each batch (a partial
-    results file keeps what a stopped run measured)."""
+    results file keeps what a stopped run measured); ``nonlinear``: batch -> the step's
+    milliseconds without its projections (:func:`_nonlinear_ms`), kept in each row."""
     import torch
     from experiments import _decoder as DM
     from spmvlab.torch import memory_report
@@ -161,7 +205,8 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
                                  tokens_per_s=B * n / secs, ms_per_step=1e3 * secs / n,
                                  weights_bytes=rep["total"],
                                  kernel="cublas" if fmt == "dense" else
-                                 "spmv" if B == 1 and fmt != "generalsparse" else "spmm", **chk))
+                                 "spmv" if B == 1 and fmt != "generalsparse" else "spmm",
+                                 nonlinear_ms=(nonlinear or {}).get(B), **chk))
                 print(f"{NAME}: {extra['model']} {extra['sparsity']} {fmt:9s} B={B:<3d} n={n:<4d} "
                       f"graph={graph!s:5s} {B * n / secs:9.1f} tok/s  check {chk} "
                       f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
@@ -197,8 +242,12 @@ def measure(cfg: dict) -> dict:
             extra = dict(model=name, sparsity=s)
             if device == "cuda":
                 torch.cuda.reset_peak_memory_stats()
+            nl = _nonlinear_ms(dense, cfg, prompts)      # the step without its projections
+            print(f"{NAME}: {name} {s}: the step without its projections "
+                  + ", ".join(f"B={B} {ms:.2f} ms" for B, ms in nl.items()), file=sys.stderr,
+                  flush=True)
             base_rows = _time_model(dense, "dense", cfg, prompts, refs, extra,
-                                    lambda done: X.checkpoint(dict(rows=rows + done)))
+                                    lambda done: X.checkpoint(dict(rows=rows + done)), nl)
             rows += base_rows
             # every format row carries the dense tokens/s of its own run: a merged file that
             # re-measures the dense model for other formats keeps each ratio within one run
@@ -218,7 +267,7 @@ def measure(cfg: dict) -> dict:
                     return [dict(r, encode_s=round(enc, 1), dense_tokens_per_s=base_tps.get(
                         (r["batch"], r["new_tokens"], r["graph"]))) for r in done]
                 done = _time_model(sparse, fmt, cfg, prompts, refs, extra,
-                                   lambda done: X.checkpoint(dict(rows=rows + own(done))))
+                                   lambda done: X.checkpoint(dict(rows=rows + own(done))), nl)
                 rows += own(done)
                 del sparse
             del dense
@@ -240,6 +289,8 @@ def table(results: dict) -> list[dict]:
         out.append(dict(model=r["model"], sparsity=str(r["sparsity"]), method=r["method"],
                         batch=r["batch"], new_tokens=r["new_tokens"], tok_s=r["tokens_per_s"],
                         speedup=r["tokens_per_s"] / d if d else None,
+                        step_ms=r["ms_per_step"], linear_ms=r["ms_per_step"] - r["nonlinear_ms"]
+                        if r.get("nonlinear_ms") is not None else None,
                         gb=r["weights_bytes"] / 1e9, ok=r.get("tokens_match")))
     return out
 
@@ -271,7 +322,8 @@ def plot(results: dict, fig_path: str) -> list[str]:
 def report(results: dict):
     cols = [("model", "model", ""), ("sparsity", "sparsity", ""), ("method", "method", ""),
             ("batch", "B", "d"), ("new_tokens", "n", "d"), ("tok_s", "tok/s", ".1f"),
-            ("speedup", "x dense", ".2f"), ("gb", "GB", ".2f"), ("ok", "tokens ok", "")]
+            ("speedup", "x dense", ".2f"), ("step_ms", "ms/step", ".2f"),
+            ("linear_ms", "of it linears", ".2f"), ("gb", "GB", ".2f"), ("ok", "tokens ok", "")]
     P.print_table(table(results), cols)
 
 
