@@ -109,8 +109,8 @@ class Decoder(torch.nn.Module):
         super().__init__()
         c = config
         self.config = c
-        # built and drawn on ``device`` (a 7B model drawn on the host took minutes): the
-        # weights depend on the seed and the device's generator
+        # built and drawn on ``device`` (drawing a 7B model on the host in float32 is slow):
+        # the weights depend on the seed and the device's generator
         with torch.device(device):
             self.embed = torch.nn.Embedding(c.vocab_size, c.hidden_size)
             self.layers = torch.nn.ModuleList(Block(c) for _ in range(c.num_hidden_layers))

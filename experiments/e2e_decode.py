@@ -54,8 +54,8 @@ QUICK = dict(sparsities=[0.7], formats=["macko"], batches=[1, 8], new_tokens=[64
 
 
 # generalsparse layers (``--formats generalsparse``) are not in the default run: each layer
-# ranks, plans and validates its kernel per batch size in this process, about 7-11 s a layer
-# and size on one core for a 4096x11008 projection (about 50 minutes for a 7B model's 224)
+# ranks, plans and validates its kernel per batch size in this one process, which for a 7B
+# model's 224 projections takes far longer than the rest of the run (docs/performance.md)
 
 
 def config(quick: bool = False, **overrides) -> dict:
