@@ -89,6 +89,8 @@ def test_errors_are_typed():
         ST.sparsify(torch.nn.Linear(4, 4), 1.5, "csr")
     with pytest.raises(OptionError):
         ST.sparsify(torch.nn.Linear(4, 4), 0.5, "csr", pruning="random")
+    with pytest.raises(OptionError, match="SpMV and SpMM kernels"):   # no such layer format
+        ST.SparseLinear.from_weight(w, format="sell")
     with pytest.raises(OptionError):                     # the cost model picks its kernels
         ST.SparseLinear.from_weight(w, format="generalsparse", config=layer._config)
     with pytest.raises(OptionError):                     # GeneralSparse has no float64 kernels
