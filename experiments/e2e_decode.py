@@ -138,29 +138,30 @@ def _check(r, prompt, ref: dict, steps: int, graph: bool) -> dict:
     return out
 
 
-class _Skip:
-    """Stands in for a block projection when the rest of the step is timed: an output of the
-    right shape (zeros, one fill kernel), no weights read."""
-
-    def __init__(self, out_features: int):
-        self.out_features = out_features
-
-    def __call__(self, x):
-        return x.new_zeros(tuple(x.shape[:-1]) + (self.out_features,))
-
-
 def _nonlinear_ms(model, cfg: dict, prompts: dict) -> dict:
     """Milliseconds per graph-captured decode step of ``model`` with its block projections
     skipped, per batch: what the step spends outside the linear layers (attention, norms,
     rotary, LM head, small kernels), the same for the dense and every sparse model. The
     projections are swapped back afterwards."""
+    import torch
     from experiments import _decoder as DM
+
+    class Skip(torch.nn.Module):
+        """A projection's stand-in: an output of the right shape (zeros, one fill kernel),
+        no weights read."""
+
+        def __init__(self, out_features: int):
+            super().__init__()
+            self.out_features = out_features
+
+        def forward(self, x):
+            return x.new_zeros(tuple(x.shape[:-1]) + (self.out_features,))
+
     n = max(cfg["new_tokens"])
     held = [(layer, name, getattr(layer, name)) for layer in model.layers for name in DM.PROJ]
     try:
         for layer, name, lin in held:
-            object.__setattr__(layer, name, _Skip(lin.out_features))
-            layer._modules.pop(name, None)
+            setattr(layer, name, Skip(lin.out_features))
         out = {}
         gpu = _device(model).type == "cuda"
         for B in cfg["batches"]:
@@ -173,9 +174,7 @@ def _nonlinear_ms(model, cfg: dict, prompts: dict) -> dict:
         return out
     finally:
         for layer, name, lin in held:
-            if name in layer.__dict__:
-                del layer.__dict__[name]
-            layer._modules[name] = lin
+            setattr(layer, name, lin)
 
 
 def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: dict,

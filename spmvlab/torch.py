@@ -15,8 +15,9 @@ stream and take any temporary they need from torch's allocator
 (:func:`spmvlab.kernels._common.launching`), so ``forward`` can be captured in a CUDA graph.
 ``format="generalsparse"`` runs GeneralSparse's generated SpMM kernel, the fitted cost
 model's pick per token count (one token too), planned on first use or ahead by
-:meth:`SparseLinear.prepare`. It is a ``torch.library`` custom op (``spmvlab::sparse_linear``) to ``torch.compile``,
-which treats it as one opaque call with a shape function.
+:meth:`SparseLinear.prepare`. It is a ``torch.library`` custom op
+(``spmvlab::sparse_linear``) to ``torch.compile``, which treats it as one opaque call with a
+shape function.
 
 In the CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``, no GPU) the same layer takes CPU tensors
 and runs the kernels in the simulator with the registry's small test settings: slow, for
@@ -110,17 +111,9 @@ class _GeneralSparseWeight:
             raise OptionError(problem("generalsparse plan", f"built before capture for N={N} tokens",
                                       "a CUDA graph capture", f"layer.prepare({N}) before capturing"))
         from .generalsparse import codegen, planner
-        from .generalsparse.search import model_ranking
+        from .generalsparse.search import first_that_plans, model_ranking
         ranked, _, _ = model_ranking(self.A, N, self.dtype)
-        for i, s in enumerate(ranked):
-            try:
-                p = planner.plan_cached(self.A, s, self.dtype)
-            except OptionError:
-                if i == len(ranked) - 1:
-                    raise
-                continue
-            if N % s.b_vector == 0:
-                break
+        s, p = first_that_plans(ranked, lambda s: planner.plan_cached(self.A, s, self.dtype))
         self.plans[N] = (codegen.upload(p, codegen.generate(p)), s.label)
         return self.plans[N][0]
 
@@ -157,9 +150,9 @@ class SparseLinear(torch.nn.Module):
             self._config = config if config is not None else info.make_config(
                 **(dict(info.test_configs[0]) if SIMULATOR else {}))
         self._matrix = device_matrix
-        # the bias where the product will be (torch adds it): the layer's device from the start
         # the weight's device, read once here: forward compares x with it without calling
-        # numba (torch.compile cannot trace numba's context lock)
+        # numba (torch.compile cannot trace numba's context lock); the bias lives there too,
+        # where torch adds it to the product
         self._device = None if SIMULATOR else int(cuda.get_current_device().id)
         home = "cpu" if SIMULATOR else f"cuda:{self._device}"
         self.bias = None if bias is None else torch.nn.Parameter(
@@ -363,9 +356,9 @@ _AUTO: dict = {}
 
 def pick_format(w: np.ndarray, dtype, batch: int = 1, reps: int = 20) -> str:
     """The fastest of :func:`sparse_formats` (and generalsparse for ``batch`` > 1) on the
-    GPU for weight ``w`` (its zeros dropped) and ``batch`` tokens: each format's product is checked and timed by
-    ``spmvlab.methods`` (cold L2, median of ``reps``); the choice is cached by shape,
-    nonzeros, batch and dtype."""
+    GPU for weight ``w`` (its zeros dropped) and ``batch`` tokens: each format's product is
+    checked and timed by ``spmvlab.methods`` (cold L2, median of ``reps``); the choice is
+    cached by shape, nonzeros, batch and dtype."""
     if SIMULATOR:
         raise OptionError(problem("format='auto'", "a CUDA GPU (it times every format)",
                                   "the CUDA simulator", "name a format"))

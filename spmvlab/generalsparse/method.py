@@ -45,7 +45,7 @@ from reference._common import OptionError, problem
 from ..methods.base import Method, Problem
 from . import codegen, planner
 from .model import strategy_key
-from .search import best_strategy, model_ranking
+from .search import best_strategy, first_that_plans, model_ranking
 from .shortlist import default_shortlist
 
 __all__ = ["GeneralSparse", "gpu_timer"]
@@ -96,15 +96,7 @@ class GeneralSparse(Method):
         if ranked is None:
             held = plan(strategy)
         else:      # the model's pick, or the next one where a pick does not plan for A
-            for i, s in enumerate(ranked):
-                try:
-                    held = plan(s)
-                except OptionError:
-                    if i == len(ranked) - 1:
-                        raise
-                    continue
-                strategy = s
-                break
+            strategy, held = first_that_plans(ranked, plan)
             if strategy is not ranked[0]:
                 self.row_extra["predicted_us"] = None
         self.strategy = strategy

@@ -41,8 +41,8 @@ from .features import features
 from .model import CostModel, load_model, strategy_key
 from .shortlist import anchors, default_shortlist
 
-__all__ = ["supported", "proxy", "candidates", "model_ranking", "SearchResult", "best_strategy",
-           "search_analysis"]
+__all__ = ["supported", "proxy", "candidates", "model_ranking", "first_that_plans", "SearchResult",
+           "best_strategy", "search_analysis"]
 
 _BLOCK_ALGS = (GS.BLOCK_TOTAL, GS.BLOCK_BITMAP, GS.BLOCK_SEGMENT)
 
@@ -105,6 +105,18 @@ def model_ranking(A, N: int, dtype="float16", *, model="default", max_nnz: int =
         return default_shortlist(N, dt), "shortlist", None
     first = model.predict_us(feats, ranked[0])
     return ranked, "model", (first if np.isfinite(first) else None)
+
+
+def first_that_plans(ranked: list, plan) -> tuple:
+    """``(strategy, plan(strategy))`` for the first of ``ranked`` (e.g. :func:`model_ranking`'s)
+    that ``plan`` accepts: a pick that does not plan for the matrix raises
+    :class:`OptionError` and the next one is tried; the last one's error when none does."""
+    for i, s in enumerate(ranked):
+        try:
+            return s, plan(s)
+        except OptionError:
+            if i == len(ranked) - 1:
+                raise
 
 
 # --------------------------------------------------------------------------------------
