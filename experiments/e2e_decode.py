@@ -40,7 +40,9 @@ NAME = "e2e_decode"
 NEEDS_GPU = True
 #: written without a GPU (spmvlab.torch ran only in the simulator): goes with its first results
 AWAITING_FIRST_GPU_RUN = True
-SPLIT_KEYS = ("models", "sparsities", "formats")
+#: parts may differ in any of these (e.g. graph-captured runs of every batch and an eager
+#: run of batch 1 only): each part re-times the dense model for its own rows
+SPLIT_KEYS = ("models", "sparsities", "formats", "batches", "new_tokens", "graphs")
 #: a cluster task per (model, sparsity): its formats share the dense model and its timing
 CELL_KEYS = ("models", "sparsities")
 #: settings that change no row (parts measured with other values still merge)
