@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The whole test suite on a GPU machine in 9 shards run in parallel (one GPU, 16 cores: about
-# 6 minutes instead of ~25 in one process), one log per shard:
+# The whole test suite on a GPU machine in 11 shards run in parallel, spread over the GPUs
+# the machine shows (or those CUDA_VISIBLE_DEVICES names), one log per shard:
 #
 #     SPMVLAB_GIT_HASH=<commit> tools/suite_shards.sh OUTDIR
 #
 # writes OUTDIR/pytest_<gpu>_<commit>_shard<i>.log (a header naming the command, GPU, commit and
 # date; pytest's output; "# exit <rc>") and prints each shard's summary line. Test files not named
-# below go to shard 8, so a new file is never left out. Run from the repository root with the
+# below go to the last shard, so a new file is never left out. Run from the repository root with the
 # project importable (PYTHONPATH=. on a machine where it is not installed).
 set -u
 out=${1:?usage: tools/suite_shards.sh OUTDIR}
@@ -18,13 +18,19 @@ tag=$(python -c "import sys; from spmvlab.runinfo import device_slug; print(devi
 F="tests/test_formats.py"
 s5="tests/test_datasets.py tests/test_entropy.py tests/test_cli.py tests/test_crossover.py tests/test_csr.py tests/test_dtans_experiments.py tests/test_ec_csr.py tests/test_generalsparse.py tests/test_macko_encoder.py tests/test_offsets.py tests/test_row_matching.py"
 s6="tests/test_anchors.py tests/test_codec.py tests/test_csr_dtans_encoder.py tests/test_cudasim.py tests/test_dtans.py tests/test_ec_experiments.py tests/test_graphs.py tests/test_macko_kernel.py tests/test_ptx.py tests/test_sell.py"
-s7="tests/test_bench.py tests/test_codegen.py tests/test_csr_dtans_kernel.py tests/test_ec_csr_encoder.py tests/test_gs_experiments.py"
+# kernel files that compile many variants, apart from the harness and codegen files
+s7="tests/test_bench.py tests/test_codegen.py"
+s10="tests/test_csr_dtans_kernel.py tests/test_ec_csr_encoder.py tests/test_gs_experiments.py"
 # host-side files, apart so that no shard runs much longer than the others
 s9="tests/test_macko_reference.py tests/test_readme.py tests/test_tans.py"
 s8="tests/test_block_extraction.py tests/test_coo.py tests/test_csr_dtans.py tests/test_density.py tests/test_ec_csr_kernel.py tests/test_gallery.py tests/test_io.py tests/test_methods.py tests/test_repro.py tests/test_tune.py"
+s11=""
 for f in tests/test_*.py; do
-  case " $F $s9 $s5 $s6 $s7 $s8 " in *" $f "*) ;; *) s8="$s8 $f";; esac
+  case " $F $s9 $s5 $s6 $s7 $s8 $s10 " in *" $f "*) ;; *) s11="$s11 $f";; esac
 done
+# the GPUs to spread the shards over: CUDA_VISIBLE_DEVICES's list, else every GPU shown
+if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then IFS=, read -ra gpus <<< "$CUDA_VISIBLE_DEVICES"
+else read -ra gpus <<< "$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr '\n' ' ')"; fi
 # numba's on-disk cache first, in one process: shards compiling the same cached parallel function
 # at once can leave its index and code from different processes (numba issue 10128), a segfault
 # when loaded (the H200's run at 2426572: shard 7 in the EC-CSR encoder)
@@ -37,14 +43,17 @@ for enc in (csr_dtans, ec_csr, macko):
 PY
 keys=("macko" "ec_csr or coo" "csr_dtans" "not macko and not ec_csr and not coo and not csr_dtans")
 i=0
-for k in "${keys[@]}" "$s5" "$s6" "$s7" "$s8" "$s9"; do
+shards=("${keys[@]}" "$s5" "$s6" "$s7" "$s8" "$s9" "$s10" "$s11")
+for k in "${shards[@]}"; do
+  [ -n "${k// /}" ] || continue        # no unnamed test files: an empty list would run them all
   i=$((i + 1))
   log="$out/pytest_${tag}_${H}_shard$i.log"
   (
     if (( i <= 4 )); then args=("$F" -k "$k"); shown="$F -k $k"; else read -ra args <<< "$k"; shown="$k"; fi
-    echo "# shard $i of 9 (run in parallel): pytest --hypothesis-profile=ci -q -rs --tb=short $shown"
+    if (( ${#gpus[@]} )); then export CUDA_VISIBLE_DEVICES=${gpus[$(( (i - 1) % ${#gpus[@]} ))]}; fi
+    echo "# shard $i of ${#shards[@]} (run in parallel, GPU ${CUDA_VISIBLE_DEVICES:-default}): pytest --hypothesis-profile=ci -q -rs --tb=short $shown"
     echo "# on ${gpu:-no GPU}, git $H, $(date -u +%FT%TZ)"
-    python -m pytest --hypothesis-profile=ci -q -rs --tb=short -p no:cacheprovider "${args[@]}"
+    python -m pytest --hypothesis-profile=ci -q -rs --tb=short -p no:cacheprovider --durations=10 "${args[@]}"
     echo "# exit $?"
   ) > "$log" 2>&1 &
 done
