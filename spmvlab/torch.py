@@ -326,6 +326,16 @@ def encode_weight(w, format: str, dtype: str, **encode_options):
     return formats.get(format).encode(A, dtype=np.dtype(dtype), fast=True, **encode_options)
 
 
+def _encode_layer(w, sparsity, format: str, dtype: str, encode_options: dict):
+    """One layer's weight ``w`` (a NumPy array in the layer's dtype) pruned per row to
+    ``sparsity`` (None: its zeros as they are) and encoded: what a :func:`sparsify` worker
+    process does, so the parent only copies weights out and encoded layers in."""
+    w = np.asarray(w, dtype=np.float32)
+    if sparsity is not None:
+        w = _prune_rows(w, float(sparsity))
+    return encode_weight(w, format, dtype, **encode_options)
+
+
 def _warm_encoders(names, dtype: str):
     """Encode a small matrix in each format here first: the fast encoders' compiled code
     lands in numba's on-disk cache once, which the worker processes then load instead of
@@ -390,8 +400,8 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
 
     ``pruning``: "magnitude" zeros the ``round(sparsity * in_features)`` smallest weights
     of every row first; "keep" stores the zeros the weights already hold (``sparsity``
-    unused). ``workers`` > 0 encodes the layers in that many spawned processes (the fast
-    encoders are single-threaded NumPy: a 7B model's 224 layers take minutes on one core).
+    unused). ``workers`` > 0 prunes and encodes the layers in that many spawned processes
+    (a 7B model's 224 layers take minutes on one core).
     ``format="auto"``: each layer in the format :func:`pick_format` times fastest for its
     weight and ``batch`` tokens (on a GPU; ``config`` and ``encode_options`` must then be
     left out, being one format's). ``batch``: the token count the layers are prepared for
@@ -418,9 +428,14 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         else:
             _check_format(format, dtype or lin.weight.dtype)
 
-    def weight(lin):
-        w = lin.weight.detach().to("cpu", torch.float32).numpy()
-        return _prune_rows(w, float(sparsity)) if pruning == "magnitude" else w
+    keep = None if pruning == "keep" else float(sparsity)
+
+    def host(lin):
+        # the weight as it is stored (half the bytes of float32 for a float16 layer): the
+        # worker converts and prunes it
+        w = lin.weight.detach()
+        return w.to("cpu").numpy() if w.dtype in (torch.float16, torch.float32, torch.float64) \
+            else w.to("cpu", torch.float32).numpy()
 
     def swap(name, lin, M, fmt):
         layer = SparseLinear.from_encoded(M, lin.bias, format=fmt, dtype=dtype or lin.weight.dtype,
@@ -429,8 +444,11 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         setattr(model.get_submodule(parent) if parent else model, leaf, layer)
 
     def job(name, lin):
-        w, dt = weight(lin), dtype or lin.weight.dtype
-        return w, (pick_format(w, dt, batch) if auto else format), _np_dtype(dt).name
+        w, dt, s = host(lin), dtype or lin.weight.dtype, keep
+        if auto:                          # timed on the pruned weight, here
+            w = np.asarray(w, dtype=np.float32)
+            w, s = (w if keep is None else _prune_rows(w, keep)), None
+        return w, s, (pick_format(w, dt, batch) if auto else format), _np_dtype(dt).name
 
     if workers and len(targets) > 1:
         # at most twice the workers' layers in flight: a 13B model's weights as float32
@@ -448,15 +466,15 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
             while todo or flight:
                 while todo and len(flight) < 2 * int(workers):
                     name, lin = todo.pop(0)
-                    w, fmt, dt = job(name, lin)
-                    flight.append((name, lin, fmt, pool.submit(encode_weight, w, fmt, dt,
-                                                               **encode_options)))
+                    w, s, fmt, dt = job(name, lin)
+                    flight.append((name, lin, fmt, pool.submit(_encode_layer, w, s, fmt, dt,
+                                                               encode_options)))
                 name, lin, fmt, fut = flight.popleft()
                 swap(name, lin, fut.result(), fmt)
     else:
         for name, lin in targets:
-            w, fmt, dt = job(name, lin)
-            swap(name, lin, encode_weight(w, fmt, dt, **encode_options), fmt)
+            w, s, fmt, dt = job(name, lin)
+            swap(name, lin, _encode_layer(w, s, fmt, dt, encode_options), fmt)
     return [name for name, _ in targets]
 
 
