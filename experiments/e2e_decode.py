@@ -12,8 +12,9 @@ model, holding the zeros, is the baseline (cuBLAS through ``nn.Linear``) and the
 each format then swaps its projections for ``spmvlab.torch.SparseLinear`` (LM head and
 embeddings stay dense). For batch B a 64-token random prompt (seeded) is fed token by
 token, then ``n`` tokens are generated greedily, timed with CUDA events: with the step
-captured in one CUDA graph and replayed (``graph`` true) and eagerly from Python (false):
-tokens/s = B n / time. Each row records the weights' bytes (``spmvlab.torch.memory_report``),
+captured in one CUDA graph and replayed (``graph`` true) and eagerly from Python (false,
+at the first of ``new_tokens`` only): tokens/s = B n / time. Hugging Face's own eager
+``generate`` of the dense shape is timed beside them (``hf_batches``; method ``hf_eager``). Each row records the weights' bytes (``spmvlab.torch.memory_report``),
 torch's peak memory (the encoded weights are numba allocations, outside it) and
 ``nonlinear_ms``, the step's time with the block projections swapped for zero outputs (the
 attention, norms, rotary, LM head and small kernels every model runs alike): the rest of a
@@ -42,7 +43,7 @@ NEEDS_GPU = True
 AWAITING_FIRST_GPU_RUN = True
 #: parts may differ in any of these (e.g. graph-captured runs of every batch and an eager
 #: run of batch 1 only): each part re-times the dense model for its own rows
-SPLIT_KEYS = ("models", "sparsities", "formats", "batches", "new_tokens", "graphs")
+SPLIT_KEYS = ("models", "sparsities", "formats", "batches", "new_tokens", "graphs", "hf_batches")
 #: a cluster task per (model, sparsity): its formats share the dense model and its timing
 CELL_KEYS = ("models", "sparsities")
 #: settings that change no row (parts measured with other values still merge)
@@ -50,9 +51,9 @@ UNCOMPARED_KEYS = ("encode_workers",)
 FULL = dict(models=["llama2-7b"], sparsities=[0.5, 0.7, 0.9, "mix"],
             formats=["macko", "ec_csr", "csr", "csr_dtans"], batches=[1, 8, 32],
             new_tokens=[64, 128, 256], prompt=64, check_tokens=64, graphs=[True, False],
-            encode_workers=None, seed=0)
+            encode_workers=None, hf_batches=[1, 8], seed=0)
 QUICK = dict(sparsities=[0.7], formats=["macko"], batches=[1, 8], new_tokens=[64],
-             graphs=[True])
+             graphs=[True], hf_batches=[])
 
 
 # generalsparse layers (``--formats generalsparse``) are not in the default run: each layer
@@ -73,6 +74,9 @@ def cli(p):
     p.add_argument("--new-tokens", dest="new_tokens", type=lambda t: [int(v) for v in X.floats(t)])
     p.add_argument("--graphs", type=lambda t: [v.lower() in ("1", "true", "t", "yes") for v in X.words(t)],
                    help="comma-separated: true (step in a CUDA graph), false (eager)")
+    p.add_argument("--hf-batches", dest="hf_batches", type=lambda t: [int(v) for v in X.floats(t)]
+                   if t.strip() else [], help="batches of the Hugging Face eager reference "
+                   "(comma-separated; '' for none)")
     p.add_argument("--encode-workers", dest="encode_workers", type=int,
                    help="processes encoding the layers (none: as many as the host has "
                    "cores, at most 16)")
@@ -179,6 +183,56 @@ def _nonlinear_ms(model, cfg: dict, prompts: dict) -> dict:
             setattr(layer, name, lin)
 
 
+def _hf_eager(name: str, cfg: dict, prompts: dict, device: str) -> list[dict]:
+    """Hugging Face ``transformers``' own eager greedy decoding (``generate``, its dynamic
+    KV cache) of model ``name``'s shape with random dense fp16 weights, the reference users
+    know (its speed does not depend on zeros, so it is not pruned), at each of
+    ``cfg["hf_batches"]``: per step, the time of generating ``n`` tokens less that of one
+    (the prompt's forward pass, which our timed runs leave out) over ``n - 1``, ``n`` the
+    shortest of ``cfg["new_tokens"]``. Rows: method ``hf_eager``, graph false, no sparsity."""
+    import torch
+    import transformers
+    from experiments import _decoder as DM
+    torch.manual_seed(cfg["seed"])
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float16)        # drawn in fp16 on the device: no fp32 copy
+    try:
+        with torch.device(device):
+            m = transformers.LlamaForCausalLM(DM.hf_config(name)).eval()
+    finally:
+        torch.set_default_dtype(prev)
+    n = max(2, min(cfg["new_tokens"]))
+    gpu = device == "cuda"
+
+    def secs(ids, k):
+        if gpu:
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            m.generate(ids, max_new_tokens=k, min_new_tokens=k, do_sample=False, pad_token_id=0)
+        if gpu:
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    rows = []
+    weights = sum(p.numel() * p.element_size() for p in m.model.layers.parameters())
+    for B in cfg["hf_batches"]:
+        ids = prompts[B]
+        secs(ids, 2)                                           # warm-up
+        one = min(secs(ids, 1) for _ in range(2))
+        step = max(secs(ids, n) - one, 1e-9) / (n - 1)
+        rows.append(dict(model=name, sparsity=None, method="hf_eager", batch=B, new_tokens=n,
+                         graph=False, tokens_per_s=B / step, ms_per_step=1e3 * step,
+                         weights_bytes=weights, kernel="cublas",
+                         transformers=transformers.__version__))
+        print(f"{NAME}: {name} Hugging Face eager generate B={B:<3d} n={n:<4d} "
+              f"{B / step:9.1f} tok/s", file=sys.stderr, flush=True)
+    del m
+    if gpu:
+        torch.cuda.empty_cache()
+    return rows
+
+
 def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: dict,
                 saved=lambda rows: None, nonlinear: dict | None = None) -> list[dict]:
     """Check and time ``model`` at every batch; ``saved(rows)`` after each batch (a partial
@@ -199,7 +253,9 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
         for graph in cfg["graphs"]:
             if graph and not gpu:
                 continue
-            for n in cfg["new_tokens"]:
+            # eager steps at the shortest length only: slow, and a step's time does not
+            # depend on how many came before it
+            for n in cfg["new_tokens"] if graph else cfg["new_tokens"][:1]:
                 r.prefill(prompts[B], graph=gpu)
                 secs = _timed(r, n, graph)
                 rows.append(dict(extra, method=fmt, batch=B, new_tokens=n, graph=graph,
@@ -233,9 +289,14 @@ def measure(cfg: dict) -> dict:
     rows = []
     for name in cfg["models"]:
         base = DM.Decoder(DM.hf_config(name), device=device, seed=cfg["seed"])
+        # drawn in increasing batch order from one seed: a part of a split run measuring a
+        # prefix of the batches (e.g. batch 1 alone) gets the full run's prompts
         g = torch.Generator().manual_seed(cfg["seed"] + 1)
         prompts = {B: torch.randint(0, base.config.vocab_size, (B, cfg["prompt"]), generator=g).to(device)
-                   for B in cfg["batches"]}
+                   for B in sorted(set(cfg["batches"]) | set(cfg["hf_batches"]))}
+        if cfg["hf_batches"]:
+            rows += _hf_eager(name, cfg, prompts, device)
+            X.checkpoint(dict(rows=rows))
         for s in cfg["sparsities"]:
             dense = copy.deepcopy(base)
             DM.prune_(dense, _sparsity_of(dense, s))
@@ -320,12 +381,31 @@ def plot(results: dict, fig_path: str) -> list[str]:
     return P.savefig(fig, fig_path, tight=False)
 
 
+def eager_table(results: dict) -> list[dict]:
+    """The eager rows (each step launched from Python): every format's tokens/s against the
+    dense model's in the same run, and Hugging Face's own ``generate`` (``hf_eager``)."""
+    out = []
+    for r in results["rows"]:
+        if r.get("graph", True) or "tokens_per_s" not in r:
+            continue
+        d = r["tokens_per_s"] if r["method"] == "dense" else r.get("dense_tokens_per_s")
+        out.append(dict(model=r["model"], sparsity="" if r["sparsity"] is None else str(r["sparsity"]),
+                        method=r["method"], batch=r["batch"], new_tokens=r["new_tokens"],
+                        tok_s=r["tokens_per_s"], speedup=r["tokens_per_s"] / d if d else None,
+                        step_ms=r["ms_per_step"]))
+    return out
+
+
 def report(results: dict):
     cols = [("model", "model", ""), ("sparsity", "sparsity", ""), ("method", "method", ""),
             ("batch", "B", "d"), ("new_tokens", "n", "d"), ("tok_s", "tok/s", ".1f"),
             ("speedup", "x dense", ".2f"), ("step_ms", "ms/step", ".2f"),
             ("linear_ms", "of it linears", ".2f"), ("gb", "GB", ".2f"), ("ok", "tokens ok", "")]
     P.print_table(table(results), cols)
+    eager = eager_table(results)
+    if eager:
+        print("\neager steps (launched from Python; hf_eager: transformers' generate):")
+        P.print_table(eager, cols[:8])
 
 
 if __name__ == "__main__":

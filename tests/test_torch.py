@@ -236,7 +236,8 @@ def test_a_hugging_face_llama_generates_as_its_pruned_dense_twin():
 
 
 def test_e2e_decode_measures_a_tiny_model():
-    """experiments/e2e_decode.measure on the tiny Llama: a dense row and a CSR row per batch,
+    """experiments/e2e_decode.measure on the tiny Llama: Hugging Face's eager generate as
+    the reference, then a dense row and a CSR row per batch,
     both checked against the dense reference, with the step's time outside the projections
     and (the CSR row) the dense tokens/s of the same run; the projections come back after
     the step was timed without them."""
@@ -244,10 +245,11 @@ def test_e2e_decode_measures_a_tiny_model():
     from experiments import e2e_decode as E
     cfg = E.config(models=["tiny"], sparsities=[0.7], formats=["csr"], batches=[1],
                    new_tokens=[2], check_tokens=2, prompt=3, graphs=[not SIMULATOR],
-                   encode_workers=0)
+                   encode_workers=0, hf_batches=[2])
     rows = E.measure(cfg)["rows"]
-    assert [r["method"] for r in rows] == ["dense", "csr"]
-    dense, csr = rows
+    assert [r["method"] for r in rows] == ["hf_eager", "dense", "csr"]
+    hf, dense, csr = rows
+    assert hf["batch"] == 2 and not hf["graph"] and hf["tokens_per_s"] > 0 and hf["sparsity"] is None
     assert dense["tokens_match"] and csr["tokens_match"] and csr["max_rel_err"] < 1e-2
     assert dense["nonlinear_ms"] == csr["nonlinear_ms"] > 0
     assert csr["dense_tokens_per_s"] == dense["tokens_per_s"]
