@@ -39,8 +39,6 @@ from spmvlab import plotting as P
 
 NAME = "e2e_decode"
 NEEDS_GPU = True
-#: written without a GPU (spmvlab.torch ran only in the simulator): goes with its first results
-AWAITING_FIRST_GPU_RUN = True
 #: parts may differ in any of these (e.g. graph-captured runs of every batch and an eager
 #: run of batch 1 only): each part re-times the dense model for its own rows
 SPLIT_KEYS = ("models", "sparsities", "formats", "batches", "new_tokens", "graphs", "hf_batches")
@@ -336,6 +334,10 @@ def measure(cfg: dict) -> dict:
     return dict(rows=rows)
 
 
+def _index(values: list, v) -> int:
+    return values.index(v) if v in values else len(values)
+
+
 def table(results: dict) -> list[dict]:
     """Graph-captured tokens/s per (model, sparsity, batch, n) with each format's speedup
     over the dense model of the same run."""
@@ -345,6 +347,10 @@ def table(results: dict) -> list[dict]:
     # written before it) the dense row of the same part of the file
     dense = {(r["model"], str(r["sparsity"]), r["batch"], r["new_tokens"], r.get("part")):
              r["tokens_per_s"] for r in rs if r["method"] == "dense"}
+    cfg = results["config"]
+    order = ([str(v) for v in cfg["sparsities"]], ["dense"] + list(cfg["formats"]))
+    rs.sort(key=lambda r: (r["model"], _index(order[0], str(r["sparsity"])),
+                           _index(order[1], r["method"]), r["batch"], r["new_tokens"]))
     for r in rs:
         d = r["tokens_per_s"] if r["method"] == "dense" else r.get("dense_tokens_per_s") or \
             dense.get((r["model"], str(r["sparsity"]), r["batch"], r["new_tokens"], r.get("part")))
@@ -358,27 +364,60 @@ def table(results: dict) -> list[dict]:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
-    """Tokens/s over dense by sparsity, one panel per batch (graph-captured steps, the
-    longest generation), one line per format."""
+    """Tokens/s over dense by sparsity, one panel per batch (graph-captured steps, each
+    point the longest generation measured for it), one line per format."""
     plt = P.pyplot()
-    rows = table(results)
-    n = max(r["new_tokens"] for r in rows)
+    longest = {}
+    for r in table(results):
+        k = (r["method"], r["batch"], r["sparsity"])
+        if r["speedup"] and (k not in longest or r["new_tokens"] > longest[k]["new_tokens"]):
+            longest[k] = r
+    rows = list(longest.values())
+    lengths = sorted({r["new_tokens"] for r in rows})
     batches = sorted({r["batch"] for r in rows})
     sps = [str(s) for s in results["config"]["sparsities"]]
     fig, axes = plt.subplots(1, len(batches), figsize=(P.PAGE_WIDTH, 2.8), squeeze=False)
     for ax, B in zip(axes[0], batches):
         for m in sorted({r["method"] for r in rows} - {"dense"}):
             pts = [(sps.index(r["sparsity"]), r["speedup"]) for r in rows
-                   if r["method"] == m and r["batch"] == B and r["new_tokens"] == n and r["speedup"]]
+                   if r["method"] == m and r["batch"] == B]
             if pts:
                 ax.plot(*zip(*sorted(pts)), **P.line_style(m))
         ax.axhline(1.0, color="gray", lw=0.8, ls="--")
         ax.set_xticks(range(len(sps)), [s if s == "mix" else f"{100 * float(s):.0f}%" for s in sps])
         ax.set(title=f"batch {B}", xlabel="sparsity", ylabel="tokens/s over dense")
     models = ", ".join(sorted({r["model"] for r in rows}))
-    fig.suptitle(f"{models}, {n} generated tokens, decode step in a CUDA graph; {P.device_name(results)}")
+    fig.suptitle(f"{models}, {' or '.join(map(str, lengths))} generated tokens, decode step in "
+                 f"a CUDA graph; {P.device_name(results)}")
     P.legend_below(fig, axes[0], room=0.18)
     return P.savefig(fig, fig_path, tight=False)
+
+
+def predicted(results: dict) -> list[dict]:
+    """The integration yardstick at batch 1: what ``table1_macko``'s isolated cold-L2 layer
+    times on the same GPU (a Llama-2-7B block's seven projections, 32 blocks) predict for
+    MACKO over dense once the step's measured time outside the projections
+    (``nonlinear_ms``) is added to both, against the speedup measured here (``share``: the
+    measured speedup over the predicted one). Empty without those results."""
+    from spmvlab.results import load_results, results_path
+    from spmvlab.runinfo import device_slug
+    path = results_path("table1_macko", device_slug((results.get("meta") or {}).get("device")))
+    if not os.path.isfile(path):
+        return []
+    from experiments import table1_macko as T1
+    iso = {str(r["sparsity"]): r for r in T1.table(load_results(path))}
+    out = []
+    for r in table(results):
+        t = iso.get(r["sparsity"])
+        if r["method"] != "macko" or r["batch"] != 1 or not t or r["speedup"] is None:
+            continue
+        nl = r["step_ms"] - r["linear_ms"]
+        dense_ms, macko_ms = 1e3 / t["dense_tok_s"], 1e3 / t["macko_tok_s"]
+        pred = (dense_ms + nl) / (macko_ms + nl)
+        out.append(dict(model=r["model"], sparsity=r["sparsity"], new_tokens=r["new_tokens"],
+                        dense_linears_ms=dense_ms, macko_linears_ms=macko_ms, nonlinear_ms=nl,
+                        predicted=pred, speedup=r["speedup"], share=r["speedup"] / pred))
+    return out
 
 
 def eager_table(results: dict) -> list[dict]:
@@ -402,6 +441,16 @@ def report(results: dict):
             ("speedup", "x dense", ".2f"), ("step_ms", "ms/step", ".2f"),
             ("linear_ms", "of it linears", ".2f"), ("gb", "GB", ".2f"), ("ok", "tokens ok", "")]
     P.print_table(table(results), cols)
+    pred = predicted(results)
+    if pred:
+        print("\nbatch 1, MACKO: the speedup table1_macko's isolated layer times predict "
+              "(plus the step's non-linear time) against the measured one:")
+        P.print_table(pred, [("sparsity", "sparsity", ""), ("new_tokens", "n", "d"),
+                             ("dense_linears_ms", "dense linears ms", ".2f"),
+                             ("macko_linears_ms", "MACKO linears ms", ".2f"),
+                             ("nonlinear_ms", "non-linear ms", ".2f"),
+                             ("predicted", "predicted x", ".2f"), ("speedup", "measured x", ".2f"),
+                             ("share", "measured / predicted", ".2f")])
     eager = eager_table(results)
     if eager:
         print("\neager steps (launched from Python; hf_eager: transformers' generate):")

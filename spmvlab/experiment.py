@@ -267,17 +267,22 @@ def merge_parts(module, paths: list, out: str) -> str:
     """Join the results files ``paths`` (runs of ``module`` measured apart, e.g. in parallel
     on several GPUs) into ``out`` with :func:`merge_results`, in the order given (a later
     file's row replaces an earlier one it re-measures); the top level keeps the last file's
-    metadata and extras. Returns the path written."""
+    metadata and extras; it is marked ``"partial": true`` when any part was (a run stopped
+    before the end of its configuration). Returns the path written."""
     if not paths:
         raise OptionError(problem("--merge-parts", "at least one results file", "none"))
     base = load_results(paths[0])
+    partial = bool(base.get("partial"))
     for path in paths[1:]:
         part = load_results(path)
+        partial = partial or bool(part.get("partial"))
         rows, config, parts = merge_results(module, base, part["rows"], part["config"],
                                             part.get("meta") or {}, extra=_extras(part))
         base = dict(part, rows=rows, config=config, parts=parts)
         base.pop("partial", None)
-    extra = {k: v for k, v in base.items() if k not in ("meta", "config", "rows")}
+    extra = {k: v for k, v in base.items() if k not in ("meta", "config", "rows", "partial")}
+    if partial:
+        extra["partial"] = True
     return save_results(out, base["rows"], base["config"], extra=extra, meta=base.get("meta"))
 
 

@@ -44,6 +44,7 @@ METHODS = {
     "cusparse_coo": ("cuSPARSE COO", "tab:cyan", "<"),
     "cusparse_sell": ("cuSPARSE SELL", "steelblue", ">"),
     "csr_vector": ("CSR (ours)", "tab:green", "^"),
+    "csr": ("CSR (ours)", "tab:green", "^"),          # the format (a layer), its default kernel
     "csr_scalar": ("CSR scalar (ours)", "yellowgreen", "^"),
     "csr_vector1": ("CSR vec=1 (ours)", "mediumseagreen", "d"),
     "coo": ("COO (ours)", "tab:olive", "x"),
