@@ -20,9 +20,10 @@ s5="tests/test_datasets.py tests/test_entropy.py tests/test_cli.py tests/test_cr
 s6="tests/test_anchors.py tests/test_codec.py tests/test_csr_dtans_encoder.py tests/test_cudasim.py tests/test_dtans.py tests/test_ec_experiments.py tests/test_graphs.py tests/test_macko_kernel.py tests/test_ptx.py tests/test_sell.py"
 # kernel files that compile many variants, apart from the harness and codegen files
 s7="tests/test_bench.py tests/test_codegen.py"
-s10="tests/test_csr_dtans_kernel.py tests/test_ec_csr_encoder.py tests/test_gs_experiments.py"
-# host-side files, apart so that no shard runs much longer than the others
-s9="tests/test_macko_reference.py tests/test_readme.py tests/test_tans.py"
+s10="tests/test_csr_dtans_kernel.py tests/test_ec_csr_encoder.py"
+# host-side files and the GeneralSparse sweeps, apart so that no shard runs much longer than
+# the others
+s9="tests/test_macko_reference.py tests/test_readme.py tests/test_tans.py tests/test_gs_experiments.py"
 s8="tests/test_block_extraction.py tests/test_coo.py tests/test_csr_dtans.py tests/test_density.py tests/test_ec_csr_kernel.py tests/test_gallery.py tests/test_io.py tests/test_methods.py tests/test_repro.py tests/test_tune.py"
 s11=""
 for f in tests/test_*.py; do
