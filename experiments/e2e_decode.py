@@ -14,9 +14,12 @@ embeddings stay dense). For batch B a 64-token random prompt (seeded) is fed tok
 token, then ``n`` tokens are generated greedily, timed with CUDA events: with the step
 captured in one CUDA graph and replayed (``graph`` true) and eagerly from Python (false,
 at the first of ``new_tokens`` only): tokens/s = B n / time. Hugging Face's own eager
-``generate`` of the dense shape is timed beside them (``hf_batches``; method ``hf_eager``). Each row records the weights' bytes (``spmvlab.torch.memory_report``),
-torch's peak memory (the encoded weights are numba allocations, outside it) and
-``nonlinear_ms``, the step's time with the block projections swapped for zero outputs (the
+``generate`` of the dense shape is timed beside them (``hf_batches``; method ``hf_eager``). Each row records the linear layers' bytes (``weights_bytes``,
+``spmvlab.torch.memory_report``), what the model holds on the device (``model_bytes``:
+torch's parameters and buffers plus the encoded weights, numba allocations outside torch's
+allocator), on a GPU ``peak_gpu_bytes`` (that plus the most torch allocated beyond it while
+the batch ran: KV cache, activations, the graph's pool; the other models the experiment
+keeps are not counted) and ``nonlinear_ms``, the step's time with the block projections swapped for zero outputs (the
 attention, norms, rotary, LM head and small kernels every model runs alike): the rest of a
 row's ``ms_per_step`` is its linear layers.
 
@@ -242,8 +245,13 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
     rows = []
     rep = memory_report(model)
     gpu = _device(model).type == "cuda"
+    mbytes = _model_bytes(model)
     for B in cfg["batches"]:
-        t0 = time.perf_counter()
+        t0, first = time.perf_counter(), len(rows)
+        if gpu:                           # what this batch's runner adds to the model
+            torch.cuda.synchronize()
+            held = torch.cuda.memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
         r = DM.Runner(model, B, cfg["prompt"] + max(max(cfg["new_tokens"]), cfg["check_tokens"]) + 2)
         if gpu:
             r.capture()                   # once a batch: the check and the timed runs replay it
@@ -258,21 +266,30 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
                 secs = _timed(r, n, graph)
                 rows.append(dict(extra, method=fmt, batch=B, new_tokens=n, graph=graph,
                                  tokens_per_s=B * n / secs, ms_per_step=1e3 * secs / n,
-                                 weights_bytes=rep["total"],
+                                 weights_bytes=rep["total"], model_bytes=mbytes,
                                  kernel="cublas" if fmt == "dense" else
                                  "spmv" if B == 1 and fmt != "generalsparse" else "spmm",
                                  nonlinear_ms=(nonlinear or {}).get(B), **chk))
                 print(f"{NAME}: {extra['model']} {extra['sparsity']} {fmt:9s} B={B:<3d} n={n:<4d} "
                       f"graph={graph!s:5s} {B * n / secs:9.1f} tok/s  check {chk} "
                       f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
-        del r
         if gpu:
             torch.cuda.synchronize()
+            peak = mbytes + int(torch.cuda.max_memory_allocated()) - held
+            for row in rows[first:]:
+                row["peak_gpu_bytes"] = peak
+        del r
         saved(rows)
-    if gpu:
-        for row in rows:
-            row["peak_torch_bytes"] = int(torch.cuda.max_memory_allocated())
     return rows
+
+
+def _model_bytes(model) -> int:
+    """Bytes ``model`` holds on its device: torch's parameters and buffers plus the encoded
+    weights of its ``SparseLinear`` layers (numba allocations, outside torch's allocator)."""
+    import itertools
+    from spmvlab.torch import SparseLinear
+    own = sum(t.numel() * t.element_size() for t in itertools.chain(model.parameters(), model.buffers()))
+    return int(own + sum(m.nbytes for m in model.modules() if isinstance(m, SparseLinear)))
 
 
 def measure(cfg: dict) -> dict:
@@ -300,8 +317,6 @@ def measure(cfg: dict) -> dict:
             DM.prune_(dense, _sparsity_of(dense, s))
             refs = {B: _reference(dense, prompts[B], cfg["check_tokens"]) for B in cfg["batches"]}
             extra = dict(model=name, sparsity=s)
-            if device == "cuda":
-                torch.cuda.reset_peak_memory_stats()
             nl = _nonlinear_ms(dense, cfg, prompts)      # the step without its projections
             print(f"{NAME}: {name} {s}: the step without its projections "
                   + ", ".join(f"B={B} {ms:.2f} ms" for B, ms in nl.items()), file=sys.stderr,
@@ -320,8 +335,6 @@ def measure(cfg: dict) -> dict:
                 enc = time.perf_counter() - t0
                 print(f"{NAME}: {name} {s} {fmt}: layers encoded and uploaded in {enc:.0f} s",
                       file=sys.stderr, flush=True)
-                if device == "cuda":
-                    torch.cuda.reset_peak_memory_stats()
 
                 def own(done, enc=enc):
                     return [dict(r, encode_s=round(enc, 1), dense_tokens_per_s=base_tps.get(
@@ -359,7 +372,9 @@ def table(results: dict) -> list[dict]:
                         speedup=r["tokens_per_s"] / d if d else None,
                         step_ms=r["ms_per_step"], linear_ms=r["ms_per_step"] - r["nonlinear_ms"]
                         if r.get("nonlinear_ms") is not None else None,
-                        gb=r["weights_bytes"] / 1e9, ok=r.get("tokens_match")))
+                        gb=r["weights_bytes"] / 1e9,
+                        peak_gb=r["peak_gpu_bytes"] / 1e9 if r.get("peak_gpu_bytes") else None,
+                        ok=r.get("tokens_match")))
     return out
 
 
@@ -439,7 +454,7 @@ def report(results: dict):
     cols = [("model", "model", ""), ("sparsity", "sparsity", ""), ("method", "method", ""),
             ("batch", "B", "d"), ("new_tokens", "n", "d"), ("tok_s", "tok/s", ".1f"),
             ("speedup", "x dense", ".2f"), ("step_ms", "ms/step", ".2f"),
-            ("linear_ms", "of it linears", ".2f"), ("gb", "GB", ".2f"), ("ok", "tokens ok", "")]
+            ("linear_ms", "of it linears", ".2f"), ("gb", "GB", ".2f"), ("peak_gb", "peak GB", ".2f"), ("ok", "tokens ok", "")]
     P.print_table(table(results), cols)
     pred = predicted(results)
     if pred:

@@ -249,6 +249,7 @@ def test_e2e_decode_measures_a_tiny_model():
     and (the CSR row) the dense tokens/s of the same run; the projections come back after
     the step was timed without them."""
     pytest.importorskip("transformers", reason="the decoder's shapes come from transformers")
+    from experiments import _decoder as DM
     from experiments import e2e_decode as E
     cfg = E.config(models=["tiny"], sparsities=[0.7], formats=["csr"], batches=[1],
                    new_tokens=[2], check_tokens=2, prompt=3, graphs=[not SIMULATOR],
@@ -260,3 +261,10 @@ def test_e2e_decode_measures_a_tiny_model():
     assert dense["tokens_match"] and csr["tokens_match"] and csr["max_rel_err"] < 1e-2
     assert dense["nonlinear_ms"] == csr["nonlinear_ms"] > 0
     assert csr["dense_tokens_per_s"] == dense["tokens_per_s"]
+    # the model's bytes on the device: the dense model's tensors; the CSR model's, its
+    # projections counted as encoded instead
+    m = DM.Decoder(DM.hf_config("tiny"), device="cpu", seed=0)
+    assert dense["model_bytes"] == sum(t.numel() * t.element_size()
+                                       for t in [*m.parameters(), *m.buffers()])
+    proj = dense["weights_bytes"] - csr["weights_bytes"]
+    assert proj > 0 and csr["model_bytes"] == dense["model_bytes"] - proj
