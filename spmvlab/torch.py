@@ -326,14 +326,17 @@ def encode_weight(w, format: str, dtype: str, **encode_options):
     return formats.get(format).encode(A, dtype=np.dtype(dtype), fast=True, **encode_options)
 
 
-def _encode_layer(w, sparsity, format: str, dtype: str, encode_options: dict):
-    """One layer's weight ``w`` (a NumPy array in the layer's dtype) pruned per row to
-    ``sparsity`` (None: its zeros as they are) and encoded: what a :func:`sparsify` worker
-    process does, so the parent only copies weights out and encoded layers in."""
+def _pruned(w, sparsity) -> np.ndarray:
+    """``w`` as float32, pruned per row to ``sparsity`` (None: its zeros as they are)."""
     w = np.asarray(w, dtype=np.float32)
-    if sparsity is not None:
-        w = _prune_rows(w, float(sparsity))
-    return encode_weight(w, format, dtype, **encode_options)
+    return w if sparsity is None else _prune_rows(w, float(sparsity))
+
+
+def _encode_layer(w, sparsity, format: str, dtype: str, encode_options: dict):
+    """One layer's weight ``w`` (a NumPy array in the layer's dtype) :func:`_pruned` and
+    encoded: what a :func:`sparsify` worker process does, so the parent only copies weights
+    out and encoded layers in."""
+    return encode_weight(_pruned(w, sparsity), format, dtype, **encode_options)
 
 
 def _warm_encoders(names, dtype: str):
@@ -428,14 +431,13 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         else:
             _check_format(format, dtype or lin.weight.dtype)
 
-    keep = None if pruning == "keep" else float(sparsity)
+    prune_to = None if pruning == "keep" else float(sparsity)
 
     def host(lin):
         # the weight as it is stored (half the bytes of float32 for a float16 layer): the
         # worker converts and prunes it
         w = lin.weight.detach()
-        return w.to("cpu").numpy() if w.dtype in (torch.float16, torch.float32, torch.float64) \
-            else w.to("cpu", torch.float32).numpy()
+        return w.to("cpu").numpy() if w.dtype in _NP else w.to("cpu", torch.float32).numpy()
 
     def swap(name, lin, M, fmt):
         layer = SparseLinear.from_encoded(M, lin.bias, format=fmt, dtype=dtype or lin.weight.dtype,
@@ -444,10 +446,9 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         setattr(model.get_submodule(parent) if parent else model, leaf, layer)
 
     def job(name, lin):
-        w, dt, s = host(lin), dtype or lin.weight.dtype, keep
+        w, dt, s = host(lin), dtype or lin.weight.dtype, prune_to
         if auto:                          # timed on the pruned weight, here
-            w = np.asarray(w, dtype=np.float32)
-            w, s = (w if keep is None else _prune_rows(w, keep)), None
+            w, s = _pruned(w, prune_to), None
         return w, s, (pick_format(w, dt, batch) if auto else format), _np_dtype(dt).name
 
     if workers and len(targets) > 1:
