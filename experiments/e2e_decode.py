@@ -312,15 +312,16 @@ def measure(cfg: dict) -> dict:
         if cfg["hf_batches"]:
             rows += _hf_eager(name, cfg, prompts, device)
             X.checkpoint(dict(rows=rows))
+        # the step without its projections: the same for every sparsity and format
+        nl = _nonlinear_ms(base, cfg, prompts)
+        print(f"{NAME}: {name}: the step without its projections "
+              + ", ".join(f"B={B} {ms:.2f} ms" for B, ms in nl.items()), file=sys.stderr,
+              flush=True)
         for s in cfg["sparsities"]:
             dense = copy.deepcopy(base)
             DM.prune_(dense, _sparsity_of(dense, s))
             refs = {B: _reference(dense, prompts[B], cfg["check_tokens"]) for B in cfg["batches"]}
             extra = dict(model=name, sparsity=s)
-            nl = _nonlinear_ms(dense, cfg, prompts)      # the step without its projections
-            print(f"{NAME}: {name} {s}: the step without its projections "
-                  + ", ".join(f"B={B} {ms:.2f} ms" for B, ms in nl.items()), file=sys.stderr,
-                  flush=True)
             base_rows = _time_model(dense, "dense", cfg, prompts, refs, extra,
                                     lambda done: X.checkpoint(dict(rows=rows + done)), nl)
             rows += base_rows
