@@ -194,6 +194,7 @@ def _hf_eager(name: str, cfg: dict, prompts: dict, device: str) -> list[dict]:
     import torch
     import transformers
     from experiments import _decoder as DM
+    from spmvlab.torch import memory_report
     torch.manual_seed(cfg["seed"])
     prev = torch.get_default_dtype()
     torch.set_default_dtype(torch.float16)        # drawn in fp16 on the device: no fp32 copy
@@ -216,7 +217,7 @@ def _hf_eager(name: str, cfg: dict, prompts: dict, device: str) -> list[dict]:
         return time.perf_counter() - t0
 
     rows = []
-    weights = sum(p.numel() * p.element_size() for p in m.model.layers.parameters())
+    weights = memory_report(m)["total"]      # every linear layer, the LM head too, as ours
     for B in cfg["hf_batches"]:
         ids = prompts[B]
         secs(ids, 2)                                           # warm-up

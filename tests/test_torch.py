@@ -258,6 +258,7 @@ def test_e2e_decode_measures_a_tiny_model():
     assert [r["method"] for r in rows] == ["hf_eager", "dense", "csr"]
     hf, dense, csr = rows
     assert hf["batch"] == 2 and not hf["graph"] and hf["tokens_per_s"] > 0 and hf["sparsity"] is None
+    assert hf["weights_bytes"] == dense["weights_bytes"]      # the same linear layers counted
     assert dense["tokens_match"] and csr["tokens_match"] and csr["max_rel_err"] < 1e-2
     assert dense["nonlinear_ms"] == csr["nonlinear_ms"] > 0
     assert csr["dense_tokens_per_s"] == dense["tokens_per_s"]
