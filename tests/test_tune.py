@@ -37,6 +37,26 @@ def test_features_by_hand():
         tune.features(A, 0)
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_pattern_counts_by_marks_equal_the_sparse_ones(seed, monkeypatch):
+    """The row-overlap and 4x4-tile counts through mark arrays (small index spaces) equal
+    those through sparse products and hashing (the fallback for wide matrices): the fitted
+    cost model's features must not depend on which path ran."""
+    rng = np.random.default_rng(seed)
+    for _ in range(40):
+        m, k = int(rng.integers(1, 70)), int(rng.integers(1, 90))
+        A = sp.random(m, k, density=float(rng.random()), format="csr", random_state=rng)
+        if m > 3:
+            A = A.tolil()
+            A[int(rng.integers(m)), :] = 0          # an empty row
+            A = A.tocsr()
+            A.eliminate_zeros()
+        marks = F._pattern_stats(A)
+        with monkeypatch.context() as mp:
+            mp.setattr(F, "_mark_limit", lambda nnz: -1)
+            assert F._pattern_stats(A) == marks
+
+
 def _synthetic_records(rng, laws, n=40):
     recs, feats = [], []
     for _ in range(n):

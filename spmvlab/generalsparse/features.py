@@ -64,6 +64,12 @@ def _sample(A: sp.csr_matrix, sample_rows: int) -> sp.csr_matrix:
     return A[rows[rows < m]]
 
 
+def _mark_limit(nnz: int) -> int:
+    """Positions up to which counting through a boolean mark array (a byte per position)
+    beats hashing or sorting the nonzeros' keys: a few bytes per nonzero."""
+    return 8 * int(nnz) + (1 << 20)
+
+
 def _pattern_stats(S: sp.csr_matrix) -> tuple[float, float, float]:
     indptr, indices = S.indptr.astype(np.int64), S.indices.astype(np.int64)
     nnz = indices.size
@@ -75,13 +81,31 @@ def _pattern_stats(S: sp.csr_matrix) -> tuple[float, float, float]:
     same_row[0] = False
     gaps = np.diff(indices)[same_row[1:]]
     gap16 = float(np.mean(gaps <= 16)) if gaps.size else 1.0
-    # adjacent-row overlap: entries (r, c) with (r - 1, c) also an entry
-    P = S.copy()
-    P.data = np.ones_like(P.data, dtype=np.float32)
-    overlap = float(P[1:].multiply(P[:-1]).nnz) / max(nnz, 1) if S.shape[0] > 1 else 0.0
-    # 4x4 tiles
     row = np.repeat(np.arange(S.shape[0], dtype=np.int64), np.diff(indptr))
-    tiles = np.unique((row // 4) * ((S.shape[1] + 3) // 4) + indices // 4).size
+    m, k = S.shape
+    # adjacent-row overlap: entries (r, c) with (r - 1, c) also an entry
+    if m <= 1:
+        overlap = 0.0
+    elif m * k <= _mark_limit(nnz):     # a mark per position: faster than sparse products
+        seen = np.zeros(m * k, dtype=bool)
+        key = row * k + indices
+        seen[key] = True
+        below = key[indptr[1]:] - k     # the entries of rows 1.. looked up one row up
+        overlap = float(np.count_nonzero(seen[below])) / nnz
+    else:
+        P = S.copy()
+        P.data = np.ones_like(P.data, dtype=np.float32)
+        overlap = float(P[1:].multiply(P[:-1]).nnz) / nnz
+    # 4x4 tiles
+    per_band = (k + 3) // 4
+    key = (row // 4) * per_band + indices // 4
+    span = ((m + 3) // 4) * per_band
+    if span <= _mark_limit(nnz):
+        seen = np.zeros(span, dtype=bool)
+        seen[key] = True
+        tiles = int(np.count_nonzero(seen))
+    else:
+        tiles = np.unique(key).size
     fill = float(nnz) / (16.0 * tiles)
     return gap16, overlap, fill
 
