@@ -21,7 +21,9 @@ allocator), on a GPU ``peak_gpu_bytes`` (that plus the most torch allocated beyo
 the batch ran: KV cache, activations, the graph's pool; the other models the experiment
 keeps are not counted) and ``nonlinear_ms``, the step's time with the block projections swapped for zero outputs (the
 attention, norms, rotary, LM head and small kernels every model runs alike): the rest of a
-row's ``ms_per_step`` is its linear layers.
+row's ``ms_per_step`` is its linear layers. Layers are encoded with
+``spmvlab.torch.LAYER_ENCODE_OPTIONS`` (CSR-dtANS: the long-row layout), kept in
+``encode_options``.
 
 Checks, for every format and batch (on a GPU through the captured step the timed runs
 replay; the dense reference runs eagerly): the logits after the prompt against the dense model's
@@ -297,7 +299,7 @@ def measure(cfg: dict) -> dict:
     import torch
     from experiments import _decoder as DM
     from spmvlab._cuda import SIMULATOR
-    from spmvlab.torch import sparsify
+    from spmvlab.torch import LAYER_ENCODE_OPTIONS, sparsify
     device = "cpu" if SIMULATOR else "cuda"
     workers = cfg["encode_workers"]
     if workers is None:
@@ -338,9 +340,10 @@ def measure(cfg: dict) -> dict:
                 print(f"{NAME}: {name} {s} {fmt}: layers encoded and uploaded in {enc:.0f} s",
                       file=sys.stderr, flush=True)
 
-                def own(done, enc=enc):
-                    return [dict(r, encode_s=round(enc, 1), dense_tokens_per_s=base_tps.get(
-                        (r["batch"], r["new_tokens"], r["graph"]))) for r in done]
+                def own(done, enc=enc, opts=LAYER_ENCODE_OPTIONS.get(fmt, {})):
+                    return [dict(r, encode_s=round(enc, 1), encode_options=opts,
+                                 dense_tokens_per_s=base_tps.get(
+                                     (r["batch"], r["new_tokens"], r["graph"]))) for r in done]
                 done = _time_model(sparse, fmt, cfg, prompts, refs, extra,
                                    lambda done: X.checkpoint(dict(rows=rows + own(done))), nl)
                 rows += own(done)

@@ -55,6 +55,13 @@ _NEXT = itertools.count(1)
 _STREAMS: dict = {}
 
 
+#: encode options a layer's weight gets unless given: a linear layer's rows hold thousands of
+#: weights, and CSR-dtANS's paper layout (one decoding lane per row) leaves each row's whole
+#: stream to one thread; its long-row layout cuts a row into 32 streams that a warp decodes
+#: together (reference/csr_dtans.py; experiments/dtans_llm_speed.py times both)
+LAYER_ENCODE_OPTIONS = {"csr_dtans": {"lanes_per_row": 32}}
+
+
 def sparse_formats(dtype=torch.float16) -> list[str]:
     """The registered formats whose SpMV and SpMM kernels take ``dtype``."""
     name = np.dtype(_NP[dtype]).name
@@ -309,7 +316,8 @@ def _(x, handle):
 
 def encode_weight(w, format: str, dtype: str, **encode_options):
     """``w`` (a NumPy array or scipy matrix; its zeros are not stored) encoded in ``format``
-    for ``dtype`` with the fast encoder: a module-level function, so that :func:`sparsify`
+    for ``dtype`` with the fast encoder (:data:`LAYER_ENCODE_OPTIONS` unless
+    ``encode_options`` says otherwise): a module-level function, so that :func:`sparsify`
     can run it in worker processes."""
     if not sp.issparse(w) and np.ndim(w) != 2:
         raise ShapeError(problem("weight", "a 2-D matrix", describe(w)))
@@ -323,6 +331,7 @@ def encode_weight(w, format: str, dtype: str, **encode_options):
         A.data = A.data.astype(np.dtype(dtype)).astype(np.float32)
         A.eliminate_zeros()             # values that round to zero in dtype
         return A
+    encode_options = {**LAYER_ENCODE_OPTIONS.get(format, {}), **encode_options}
     return formats.get(format).encode(A, dtype=np.dtype(dtype), fast=True, **encode_options)
 
 
@@ -367,6 +376,12 @@ def _prune_rows(w: np.ndarray, sparsity: float) -> np.ndarray:
 _AUTO: dict = {}
 
 
+def _layer_method(format: str) -> str:
+    """The ``spmvlab.methods`` name of ``format`` encoded as a layer encodes it."""
+    opts = LAYER_ENCODE_OPTIONS.get(format)
+    return f"{format}[{','.join(f'{k}={v}' for k, v in opts.items())}]" if opts else format
+
+
 def pick_format(w: np.ndarray, dtype, batch: int = 1, reps: int = 20) -> str:
     """The fastest of :func:`sparse_formats` (and generalsparse for ``batch`` > 1) on the
     GPU for weight ``w`` (its zeros dropped) and ``batch`` tokens: each format's product is
@@ -383,13 +398,15 @@ def pick_format(w: np.ndarray, dtype, batch: int = 1, reps: int = 20) -> str:
     if key not in _AUTO:
         names = sparse_formats(dtype) + ([GENERALSPARSE] if batch > 1 and GENERALSPARSE in
                                          layer_formats(dtype) else [])
-        rows = methods.measure(A, nd.name, names, k=None if batch == 1 else int(batch),
+        # each format timed as a layer encodes it (LAYER_ENCODE_OPTIONS)
+        method = {_layer_method(f): f for f in names}
+        rows = methods.measure(A, nd.name, list(method), k=None if batch == 1 else int(batch),
                                reps=reps, warmup=3, keep_going=True)
         ok = [r for r in rows if r.get("median_us") and r.get("check_passed")]
         if not ok:
             raise OptionError(problem("format='auto'", "a format that runs this layer",
                                       "; ".join(f"{r['method']}: {r.get('error')}" for r in rows)))
-        _AUTO[key] = min(ok, key=lambda r: r["median_us"])["method"]
+        _AUTO[key] = method[min(ok, key=lambda r: r["median_us"])["method"]]
     return _AUTO[key]
 
 

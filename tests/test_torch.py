@@ -59,6 +59,23 @@ def test_every_format_one_token_and_several(fmt):
         assert sorted(layer._matrix.plans) == [1, 2, 3]
 
 
+def test_layers_encode_with_the_layer_options_unless_told():
+    """A CSR-dtANS layer is stored in the long-row layout (LAYER_ENCODE_OPTIONS: a warp's 32
+    streams per row) unless the caller names another, and multiplies right either way; auto
+    times each format under the same options."""
+    w = _weight()
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(3, IN, generator=g).to(torch.float16)
+    for opts, lanes in [({}, 32), (dict(lanes_per_row=1), 1)]:
+        M = ST.encode_weight(w.float().numpy(), "csr_dtans", "float16", **opts)
+        assert M.lanes_per_row == lanes
+        layer = ST.SparseLinear.from_weight(w, format="csr_dtans", **opts)
+        assert layer._matrix.lanes_per_row == lanes
+        _check(layer, w, x)
+    assert ST._layer_method("csr_dtans") == "csr_dtans[lanes_per_row=32]"
+    assert ST._layer_method("macko") == "macko"
+
+
 def test_bias_and_compile_through_the_custom_op():
     w = _weight(seed=2)
     b = torch.randn(OUT).to(torch.float16)
