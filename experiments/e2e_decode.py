@@ -384,32 +384,39 @@ def table(results: dict) -> list[dict]:
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
-    """Tokens/s over dense by sparsity, one panel per batch (graph-captured steps, each
-    point the longest generation measured for it), one line per format."""
+    """Tokens/s over dense by sparsity, one panel per batch and a row of panels per model
+    (graph-captured steps, each point the longest generation measured for it), one line per
+    format."""
     plt = P.pyplot()
     longest = {}
     for r in table(results):
-        k = (r["method"], r["batch"], r["sparsity"])
+        k = (r["model"], r["method"], r["batch"], r["sparsity"])
         if r["speedup"] and (k not in longest or r["new_tokens"] > longest[k]["new_tokens"]):
             longest[k] = r
     rows = list(longest.values())
     lengths = sorted({r["new_tokens"] for r in rows})
     batches = sorted({r["batch"] for r in rows})
+    order = list(results["config"].get("models") or [])
+    models = sorted({r["model"] for r in rows},
+                    key=lambda m: (order.index(m) if m in order else len(order), m))
     sps = [str(s) for s in results["config"]["sparsities"]]
-    fig, axes = plt.subplots(1, len(batches), figsize=(P.PAGE_WIDTH, 2.8), squeeze=False)
-    for ax, B in zip(axes[0], batches):
-        for m in sorted({r["method"] for r in rows} - {"dense"}):
-            pts = [(sps.index(r["sparsity"]), r["speedup"]) for r in rows
-                   if r["method"] == m and r["batch"] == B]
-            if pts:
-                ax.plot(*zip(*sorted(pts)), **P.line_style(m))
-        ax.axhline(1.0, color="gray", lw=0.8, ls="--")
-        ax.set_xticks(range(len(sps)), [s if s == "mix" else f"{100 * float(s):.0f}%" for s in sps])
-        ax.set(title=f"batch {B}", xlabel="sparsity", ylabel="tokens/s over dense")
-    models = ", ".join(sorted({r["model"] for r in rows}))
-    fig.suptitle(f"{models}, {' or '.join(map(str, lengths))} generated tokens, decode step in "
-                 f"a CUDA graph; {P.device_name(results)}")
-    P.legend_below(fig, axes[0], room=0.18)
+    fig, axes = plt.subplots(len(models), len(batches), squeeze=False,
+                             figsize=(P.PAGE_WIDTH, 0.3 + 2.5 * len(models)))
+    for row, model in zip(axes, models):
+        for ax, B in zip(row, batches):
+            for m in sorted({r["method"] for r in rows} - {"dense"}):
+                pts = [(sps.index(r["sparsity"]), r["speedup"]) for r in rows
+                       if r["model"] == model and r["method"] == m and r["batch"] == B]
+                if pts:
+                    ax.plot(*zip(*sorted(pts)), **P.line_style(m))
+            ax.axhline(1.0, color="gray", lw=0.8, ls="--")
+            ax.set_xticks(range(len(sps)), [s if s == "mix" else f"{100 * float(s):.0f}%"
+                                            for s in sps])
+            title = f"batch {B}" if len(models) == 1 else f"{model}, batch {B}"
+            ax.set(title=title, xlabel="sparsity", ylabel="tokens/s over dense")
+    fig.suptitle(f"{', '.join(models)}, {' or '.join(map(str, lengths))} generated tokens, "
+                 f"decode step in a CUDA graph; {P.device_name(results)}")
+    P.legend_below(fig, axes[-1], room=0.18 / len(models))
     return P.savefig(fig, fig_path, tight=False)
 
 

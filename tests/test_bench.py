@@ -692,3 +692,33 @@ def test_sigterm_stops_a_run_and_keeps_its_checkpoint(tmp_path):
     assert signal.getsignal(signal.SIGTERM) == before
     assert X.main(mod, ["--plot-only", "--out", out, "--fig", fig]) == 0
     assert os.path.isfile(fig)
+
+
+def test_e2e_plot_has_a_row_of_panels_per_model(monkeypatch, tmp_path):
+    """e2e_decode's figure: one panel per batch, a row per model, each model's lines from its
+    own rows (two models at one sparsity must not share a point)."""
+    from experiments import e2e_decode as E
+    rows = []
+    for model, tps in [("llama2-7b", 150.0), ("llama2-13b", 90.0)]:
+        for B in (1, 8):
+            rows.append(dict(model=model, sparsity=0.7, method="dense", batch=B, new_tokens=4,
+                             graph=True, tokens_per_s=100.0 * B, ms_per_step=1.0, weights_bytes=10))
+            rows.append(dict(model=model, sparsity=0.7, method="macko", batch=B, new_tokens=4,
+                             graph=True, tokens_per_s=tps * B, ms_per_step=1.0, weights_bytes=5,
+                             dense_tokens_per_s=100.0 * B))
+    results = dict(rows=rows, config=dict(models=["llama2-7b", "llama2-13b"], sparsities=[0.7],
+                                          formats=["macko"]),
+                   meta=dict(device=dict(name="test GPU")))
+    seen = {}
+
+    def keep(fig, path, tight=True):
+        seen["axes"] = fig.axes
+        return [path]
+    monkeypatch.setattr(P, "savefig", keep)
+    E.plot(results, str(tmp_path / "f.png"))
+    panels = {ax.get_title(): [tuple(line.get_ydata()) for line in ax.get_lines()
+                               if line.get_label() != "_nolegend_" and len(line.get_ydata()) == 1]
+              for ax in seen["axes"]}
+    assert list(panels) == ["llama2-7b, batch 1", "llama2-7b, batch 8",
+                            "llama2-13b, batch 1", "llama2-13b, batch 8"]
+    assert panels["llama2-7b, batch 8"] == [(1.5,)] and panels["llama2-13b, batch 1"] == [(0.9,)]
