@@ -110,18 +110,30 @@ class _GeneralSparseWeight:
         """Bytes on the GPU: every array of every plan held."""
         return int(sum(int(a.nbytes) for D, _ in self.plans.values() for a in D.arrays))
 
-    def plan(self, N: int):
+    @staticmethod
+    def host_plan(A: sp.csr_matrix, N: int, dtype) -> tuple:
+        """``(plan, strategy label)`` for ``N`` tokens, on the host alone (ranking and
+        planning, no GPU): what :meth:`plan` uploads, and what :func:`sparsify`'s worker
+        processes build beside the encoding."""
+        from .generalsparse import planner
+        from .generalsparse.search import first_that_plans, model_ranking
+        dt = np.dtype(dtype)
+        ranked, _, _ = model_ranking(A, int(N), dt)
+        s, p = first_that_plans(ranked, lambda s: planner.plan_cached(A, s, dt))
+        return p, s.label
+
+    def plan(self, N: int, built: tuple | None = None):
+        """The uploaded plan for ``N`` tokens, built here or taken from ``built`` (a
+        :meth:`host_plan` made elsewhere; validated by the upload like any plan)."""
         held = self.plans.get(N)
         if held is not None:
             return held[0]
         if not SIMULATOR and torch.cuda.is_current_stream_capturing():
             raise OptionError(problem("generalsparse plan", f"built before capture for N={N} tokens",
                                       "a CUDA graph capture", f"layer.prepare({N}) before capturing"))
-        from .generalsparse import codegen, planner
-        from .generalsparse.search import first_that_plans, model_ranking
-        ranked, _, _ = model_ranking(self.A, N, self.dtype)
-        s, p = first_that_plans(ranked, lambda s: planner.plan_cached(self.A, s, self.dtype))
-        self.plans[N] = (codegen.upload(p, codegen.generate(p)), s.label)
+        from .generalsparse import codegen
+        p, label = built if built is not None else self.host_plan(self.A, N, self.dtype)
+        self.plans[N] = (codegen.upload(p, codegen.generate(p)), label)
         return self.plans[N][0]
 
     def multiply(self, X, Y):
@@ -341,11 +353,17 @@ def _pruned(w, sparsity) -> np.ndarray:
     return w if sparsity is None else _prune_rows(w, float(sparsity))
 
 
-def _encode_layer(w, sparsity, format: str, dtype: str, encode_options: dict):
+def _encode_layer(w, sparsity, format: str, dtype: str, encode_options: dict,
+                  tokens: tuple = ()):
     """One layer's weight ``w`` (a NumPy array in the layer's dtype) :func:`_pruned` and
     encoded: what a :func:`sparsify` worker process does, so the parent only copies weights
-    out and encoded layers in."""
-    return encode_weight(_pruned(w, sparsity), format, dtype, **encode_options)
+    out and encoded layers in. Returns ``(encoded, plans)``: for generalsparse also its
+    host plans for each of ``tokens`` (:meth:`_GeneralSparseWeight.host_plan`, the cost
+    model's ranking and the planning, seconds a layer), else ``{}``."""
+    M = encode_weight(_pruned(w, sparsity), format, dtype, **encode_options)
+    plans = {int(n): _GeneralSparseWeight.host_plan(M, int(n), dtype)
+             for n in tokens if format == GENERALSPARSE and int(n) >= 1}
+    return M, plans
 
 
 def _warm_encoders(names, dtype: str):
@@ -421,7 +439,9 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
     ``pruning``: "magnitude" zeros the ``round(sparsity * in_features)`` smallest weights
     of every row first; "keep" stores the zeros the weights already hold (``sparsity``
     unused). ``workers`` > 0 prunes and encodes the layers in that many spawned processes
-    (a 7B model's 224 layers take minutes on one core).
+    (a 7B model's 224 layers take minutes on one core); generalsparse layers are also
+    ranked and planned there for ``batch`` tokens, the parent validating and uploading
+    each plan.
     ``format="auto"``: each layer in the format :func:`pick_format` times fastest for its
     weight and ``batch`` tokens (on a GPU; ``config`` and ``encode_options`` must then be
     left out, being one format's). ``batch``: the token count the layers are prepared for
@@ -456,9 +476,13 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         w = lin.weight.detach()
         return w.to("cpu").numpy() if w.dtype in _NP else w.to("cpu", torch.float32).numpy()
 
-    def swap(name, lin, M, fmt):
+    def swap(name, lin, encoded, fmt):
+        M, plans = encoded
         layer = SparseLinear.from_encoded(M, lin.bias, format=fmt, dtype=dtype or lin.weight.dtype,
-                                          config=config).prepare(batch)
+                                          config=config)
+        for n, built in plans.items():
+            layer._matrix.plan(n, built)
+        layer.prepare(batch)
         parent, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, leaf, layer)
 
@@ -486,13 +510,13 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
                     name, lin = todo.pop(0)
                     w, s, fmt, dt = job(name, lin)
                     flight.append((name, lin, fmt, pool.submit(_encode_layer, w, s, fmt, dt,
-                                                               encode_options)))
+                                                               encode_options, (batch,))))
                 name, lin, fmt, fut = flight.popleft()
                 swap(name, lin, fut.result(), fmt)
     else:
         for name, lin in targets:
             w, s, fmt, dt = job(name, lin)
-            swap(name, lin, _encode_layer(w, s, fmt, dt, encode_options), fmt)
+            swap(name, lin, _encode_layer(w, s, fmt, dt, encode_options, (batch,)), fmt)
     return [name for name, _ in targets]
 
 

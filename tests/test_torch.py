@@ -153,6 +153,26 @@ def test_sparsify_swaps_the_matching_layers_and_reports_bytes():
     assert torch.equal(again(x.to(DEV)).cpu(), model[:3](x.to(DEV)).cpu())
 
 
+def test_generalsparse_plans_travel_with_the_encoded_layer(monkeypatch):
+    """What a sparsify worker returns for a generalsparse layer: the stored matrix and its
+    host plans for the prepared token count; the parent uploads those plans instead of
+    ranking and planning again (other formats carry none)."""
+    w = _weight()
+    M, plans = ST._encode_layer(w.float().numpy(), None, ST.GENERALSPARSE, "float16", {}, (3,))
+    assert list(plans) == [3] and isinstance(plans[3][1], str)
+    assert ST._encode_layer(w.float().numpy(), None, "csr", "float16", {}, (3,))[1] == {}
+    layer = ST.SparseLinear.from_encoded(M, None, format=ST.GENERALSPARSE, dtype=torch.float16)
+
+    def planned_again(*args):
+        raise AssertionError("planned in the parent")
+    monkeypatch.setattr(ST._GeneralSparseWeight, "host_plan", staticmethod(planned_again))
+    layer._matrix.plan(3, plans[3])
+    layer.prepare(3)
+    assert layer._matrix.plans[3][1] == plans[3][1]
+    g = torch.Generator().manual_seed(3)
+    _check(layer, w, torch.randn(3, IN, generator=g).to(torch.float16))
+
+
 def test_auto_format_times_every_format_on_a_gpu():
     """``format="auto"``: the fastest checked format of the layer's shape and batch (on a
     GPU), the choice cached; in the simulator a typed error; no other format's options."""
