@@ -264,10 +264,10 @@ register(FormatInfo(
     kernel_dtypes=("float16", "float32"),
     test_configs=({"threads_per_block": 64},
                   {"threads_per_block": 32, "rows_per_pass": 2, "spmm_tile": 2,
-                   "spmm_rows_per_pass": 1, "unroll": 2},
+                   "spmm_rows_per_pass": 1},
                   {"threads_per_block": 64, "rows_per_pass": 1, "spmm_tile": 4,
                    "spmm_rows_per_pass": 2, "index32": False},
-                  {"threads_per_block": 64, "rows_per_pass": 4, "unroll": 4}),
+                  {"threads_per_block": 64, "rows_per_pass": 4}),
     doc="EC-CSR (Lin et al.): hierarchical block sets of granularity 1, 2, 4, ..., a base "
         "index per lane and 4/8-bit deltas, values interleaved by lane; fast encoder (numba); "
         "kernels: a lane group per block, float32 atomics into y"))

@@ -171,11 +171,10 @@ def test_unsupported_dtype_and_config():
         K.ECCSRConfig(spmm_tile=64)
 
 
-def test_index32_and_unrolled_steps_give_the_int64_result():
+def test_index32_gives_the_int64_result():
     """Per-lane column counts from 1 to 13 iterations (warp_size 2, vector_size 4: unit 8),
-    so unroll 2 and 4 run their main loop and every tail (0-3 iterations left), in long and
-    short parts of 1-, 2- and 4-grained blocks and the 8-row block walked in slices: uint32
-    and int64 positions at every unroll give the same numbers bit for bit (each row gets at
+    in long and short parts of 1-, 2- and 4-grained blocks and the 8-row block walked in
+    slices: uint32 and int64 positions give the same numbers bit for bit (each row gets at
     most a few atomics, each a sum of the same products in the same order) and match CSR."""
     rng = np.random.default_rng(5)
     A = np.zeros((16, 240), np.float32)
@@ -191,12 +190,10 @@ def test_index32_and_unrolled_steps_give_the_int64_result():
         x = rng.standard_normal(240).astype(dtype)
         base = K.spmv(M, x, config=K.ECCSRConfig(threads_per_block=32, index32=False))
         assert_close(base, M.to_csr(), x, dtype, "int64 path")
-        for unroll in (1, 2, 4):
-            for rpp, i32 in ((8, True), (4, True), (4, False)):
-                cfg = K.ECCSRConfig(threads_per_block=32, unroll=unroll, rows_per_pass=rpp,
-                                    index32=i32)
-                y = K.spmv(M, x, out=garbage_like((16,), dtype), config=cfg)
-                np.testing.assert_array_equal(y, base, err_msg=f"{dtype} {cfg}")
+        for rpp, i32 in ((8, True), (4, True), (4, False)):
+            cfg = K.ECCSRConfig(threads_per_block=32, rows_per_pass=rpp, index32=i32)
+            y = K.spmv(M, x, out=garbage_like((16,), dtype), config=cfg)
+            np.testing.assert_array_equal(y, base, err_msg=f"{dtype} {cfg}")
 
 
 def test_index32_falls_back_and_options_are_checked():
@@ -205,13 +202,9 @@ def test_index32_falls_back_and_options_are_checked():
     assert D.fits32
     D64 = K.DeviceECCSR(**{**{f.name: getattr(D, f.name) for f in
                               __import__("dataclasses").fields(D)}, "fits32": False})
-    cfg = K.ECCSRConfig(unroll=4)
+    cfg = K.ECCSRConfig()
     assert K._spmv_kernel_for(D, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "uint32")
     assert K._spmv_kernel_for(D64, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "int64")
     np.testing.assert_allclose(K.spmv(D64, np.ones(4, np.float32), config=cfg), [5.0] * 4)
-    with pytest.raises(OptionError, match="unroll"):
-        K.ECCSRConfig(unroll=3)
-    with pytest.raises(OptionError, match="max_registers"):
-        K.ECCSRConfig(max_registers=8)
     with pytest.raises(OptionError, match="index32"):
         K.ECCSRConfig(index32=1)

@@ -4,7 +4,7 @@ fp16 matrix, for a profiler:
     ncu --kernel-name regex:macko --launch-skip 1 --launch-count 1 --section SpeedOfLight ... \\
         python tools/profile_kernel.py macko ROWS COLS SPARSITY [--k N] [--config '{"prefetch": 2}']
     ncu --kernel-name regex:ec_csr_sp ... python tools/profile_kernel.py ec_csr 12288 12288 0.7 \\
-        --option delta_bits=8 --config '{"unroll": 4}'
+        --option delta_bits=8 --config '{"rows_per_pass": 4}'
 
     ncu ... python tools/profile_kernel.py csr_dtans --family stencil5 --log2-nnz 25 --dtype float64
 

@@ -5,12 +5,12 @@
 
 Default: 4096 x 11008 and 12288 x 12288 (``datasets.uniform``, seed 0) at 50/70/80/90 %
 sparsity in float16 and at 70 % in float32; methods ``cublas``, ``macko``, and EC-CSR with
-the int64 kernel (``index32=False``, the first version), the default (uint32 positions),
-``unroll`` 2 and 4, and ``unroll=4`` capped at 40 registers. Every method is checked against
-the exact product and timed by ``spmvlab.methods.measure_problem`` (CUDA events, L2 flushed
-by a read, median of ``--reps``). The problems (matrix, dense copy, MACKO and EC-CSR
-encodings) are built in worker processes while the GPU times the previous one
-(``spmvlab.experiment.problems``). ``--quick``: 4096 x 11008 at 70 % only, 20 reps.
+the int64 kernel (``index32=False``, the first version) and the default (uint32 positions);
+``--methods`` takes other settings, e.g. ``'ec_csr[threads_per_block=128]'``. Every method
+is checked against the exact product and timed by ``spmvlab.methods.measure_problem`` (CUDA
+events, L2 flushed by a read, median of ``--reps``). The problems (matrix, dense copy,
+MACKO and EC-CSR encodings) are built in worker processes while the GPU times the previous
+one (``spmvlab.experiment.problems``). ``--quick``: 4096 x 11008 at 70 % only, 20 reps.
 
 Prints one table per problem (median us, TB/s over the format's bytes, speedup over cuBLAS
 and over MACKO) and writes the rows with the run metadata to ``--out`` (default
@@ -23,8 +23,7 @@ import sys
 
 
 #: what is timed by default: the baselines, then EC-CSR kernel settings
-METHODS = ("cublas", "macko", "ec_csr[index32=False]", "ec_csr", "ec_csr[unroll=2]",
-           "ec_csr[unroll=4]", "ec_csr[unroll=4,max_registers=40]")
+METHODS = ("cublas", "macko", "ec_csr[index32=False]", "ec_csr")
 SHAPES = ((4096, 11008), (12288, 12288))
 SPARSITIES = (0.5, 0.7, 0.8, 0.9)
 

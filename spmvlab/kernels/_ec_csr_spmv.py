@@ -50,13 +50,12 @@ def _spmv_careful(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int):
 
 @functools.lru_cache(maxsize=None)
 def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
-                gmax: int, unroll: int, index: str):
+                gmax: int, index: str):
     """``(short, long)``: one group's whole contribution of its block to y (see
     kernels/ec_csr.py's docstring), specialised on granularity below ``gmax`` and on the
-    vector width, positions of type ``index``. The exact-G walkers are unrolled ``unroll``
-    iterations: one step loads the code words and values of all its iterations first
-    (nested tuples), then decodes the columns, gathers x and does the FMAs in order (the
-    same products, summed in the same order, for every ``unroll``)."""
+    vector width, positions of type ``index``. The exact-G walkers load an iteration's code
+    word and values first (one tuple of values), then decode the columns, gather x and do
+    the FMAs in order."""
     acc = acc_type(dtype_name)
     C = _code_parts(delta_bits, ws, vs, cw, index)
     code, group_sum = C["code"], C["group_sum"]
@@ -92,86 +91,25 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
 
         grp_load = _tuple_loader(vec * G, lw)
 
-        def make_loads(u):
-            """``loads(words, bytes_, values, p, c0, v0)``: the (code word, values) of ``u``
-            consecutive iterations from position p, as nested pairs."""
-            if u == 1:
-                @inline_device
-                def loads(words, bytes_, values, p, c0, v0):
-                    return (load_w(words, bytes_, p),
-                            grp_load(values, U32(v0 + U32(U32(p - c0) * U32(G)))))
-                return loads
-            half = make_loads(u // 2)
-            off = (u // 2) * step
-
-            @inline_device
-            def loads2(words, bytes_, values, p, c0, v0):
-                return (half(words, bytes_, values, p, c0, v0),
-                        half(words, bytes_, values, U32(p + U32(off)), c0, v0))
-            return loads2
-
-        def make_compute(u):
-            """``compute(L, x, col, accs) -> col``: the FMAs of loaded iterations ``L``."""
-            if u == 1:
-                @inline_device
-                def compute(L, x, col, accs):
-                    w = L[0]
-                    vals = L[1]
-                    for j in range(vec):
-                        col = U32(col + code(w, j))
-                        xv = acc(x[col])
-                        for k in range(G):
-                            accs[k] += acc(vals[j * G + k]) * xv
-                    return col
-                return compute
-            half = make_compute(u // 2)
-
-            @inline_device
-            def compute2(L, x, col, accs):
-                col = half(L[0], x, col, accs)
-                return half(L[1], x, col, accs)
-            return compute2
-
-        steps = []
-        u = unroll
-        while u >= 1:
-            steps.append((u, make_loads(u), make_compute(u)))
-            u //= 2
-        (U, loadU, compU), rest = steps[0], steps[1:]
-        rest2 = rest[0] if len(rest) >= 1 else None
-        rest1 = rest[1] if len(rest) >= 2 else None
-        lastU = (U - 1) * step
-
-        @inline_device
-        def tail(words, bytes_, values, x, c0, v0, p, end, col, accs):
-            """The 0 .. unroll-1 iterations left after the unrolled loop."""
-            if rest2 is not None:
-                u2, load2, comp2 = rest2
-                if U32(p + U32((u2 - 1) * step)) < end:
-                    L = load2(words, bytes_, values, p, c0, v0)
-                    col = comp2(L, x, col, accs)
-                    p = U32(p + U32(u2 * step))
-            if rest1 is not None:
-                u1, load1, comp1 = rest1
-                if p < end:
-                    L = load1(words, bytes_, values, p, c0, v0)
-                    col = comp1(L, x, col, accs)
-            return col
-
         @inline_device
         def walk(words, bytes_, values, x, c0, nc, v0, g, r0, col0, t, accs):
-            """This lane's columns of a block of exactly G rows, ``unroll`` iterations (of
-            vec columns) per step."""
+            """This lane's columns of a block of exactly G rows, one iteration (vec columns)
+            per step: the code word and the vec x G values are loaded first, then the
+            columns decoded, x gathered and the FMAs done in order."""
             for k in range(G):
                 accs[k] = acc(0)
             col = col0
             p = U32(c0 + U32(t * U32(vec)))
             end = U32(c0 + nc)
-            while U32(p + U32(lastU)) < end:
-                L = loadU(words, bytes_, values, p, c0, v0)
-                col = compU(L, x, col, accs)
-                p = U32(p + U32(U * step))
-            tail(words, bytes_, values, x, c0, v0, p, end, col, accs)
+            while p < end:
+                w = load_w(words, bytes_, p)
+                vals = grp_load(values, U32(v0 + U32(U32(p - c0) * U32(G))))
+                for j in range(vec):
+                    col = U32(col + code(w, j))
+                    xv = acc(x[col])
+                    for k in range(G):
+                        accs[k] += acc(vals[j * G + k]) * xv
+                p = U32(p + U32(step))
 
         return _make_block_body(walk, G, vec, ws, group_sum, careful, U32)
 
@@ -220,15 +158,13 @@ def _make_block_body(walk, G: int, vec: int, ws: int, group_sum, careful, U32):
 def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
                  cfg: ECCSRConfig, index: str):
     """The SpMV kernel with positions of type ``index`` ("uint32" only where the caller has
-    checked ``DeviceECCSR.fits32``), ``cfg.rows_per_pass``, ``cfg.unroll`` and
-    ``cfg.max_registers``."""
+    checked ``DeviceECCSR.fits32``) and ``cfg.rows_per_pass``."""
     gmax = cfg.rows_per_pass
-    short_block, long_block = _spmv_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax,
-                                          cfg.unroll, index)
+    short_block, long_block = _spmv_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, index)
     C = _code_parts(delta_bits, ws, vs, cw, index)
     group_mask, geometry, U32 = C["group_mask"], C["geometry"], C["index"]
 
-    @cuda.jit(**jit_options(max_registers=cfg.max_registers))
+    @cuda.jit(**jit_options())
     def ec_csr_spmv(set_desc, ptr, rows, base, words, bytes_, values, x, yacc):
         """Thread i: lane i % warp_size of block i // warp_size. The lane walks its stored
         columns vec at a time (its chunk slots), g accumulators (slices of rows_per_pass

@@ -93,25 +93,25 @@ Instructions. With int64 positions most instructions are int64 position math and
 negative-index wraparound (SHF.R.S32.HI + LOP3 + IADD3/IADD3.X per index), and the register
 count caps the resident warps per SM. ``index32`` (uint32 positions, unsigned indices) drops
 the int64 math and the wraparound: fewer instructions per stored entry and fewer registers.
-Both come from one source (``_ec_csr_spmv.py``), the position type a factory argument. ``unroll=4`` issues the 4 code words, the values and the 16 gathers
-before the FMAs, at the first version's register count.
+Both come from one source (``_ec_csr_spmv.py``), the position type a factory argument.
 
 What most likely limits it: memory-level parallelism. Per iteration a warp has one
 iteration's loads in flight (g=2: 32 x 20 B = 640 B), then a dependent chain code word
 (DRAM) -> x gather (L1) -> FMA, and each warp starts with 2-3 dependent round trips
 (set_desc scan; block_indptr and base; first codes). The resident warps' bytes in flight
 fall short of what the DRAM bandwidth times the loaded latency requires per SM: the
-kernel is latency-bound. ``unroll`` (4 iterations: 2.5 KB per warp) and the lower
-register count of ``index32`` attack this. Second: instruction issue, about halved by
-``index32``. Third, likely the limit once streaming is fixed: the x gathers; at L1's 4 tag
-lookups per cycle a 32-line gather costs 8 cycles, a cost that grows with the stored
-columns and so with the matrix. The next step if the timing shows it: x in shared memory
+kernel is latency-bound. The lower register count of ``index32`` attacks this (unrolling
+a lane's column loop, for more loads in flight, and register caps were tried on a GPU and
+left the code: ``docs/performance.md``, "EC-CSR kernels"). Second: instruction issue,
+about halved by ``index32``. Third, likely the limit once streaming is fixed: the x
+gathers; at L1's 4 tag lookups per cycle a 32-line gather costs 8 cycles, a cost that grows
+with the stored columns and so with the matrix. The next step if the timing shows it: x in shared memory
 (a random 32-lane gather costs ~3.5 bank wavefronts) with a persistent grid so x is staged
 once per CUDA block. Also: the short 1-grained parts are stored last and are almost all
 setup latency, a tail of nearly idle SMs (about half the warps at high sparsity).
 
 Not done yet: x in shared memory, the fp16 finish pass fused into the main kernel (one
-launch fewer), a tuned config.
+launch fewer).
 """
 from __future__ import annotations
 
@@ -140,7 +140,6 @@ __all__ = ["ECCSRConfig", "DeviceECCSR", "to_device", "device_check", "launch_ch
 
 KERNEL_DTYPES = formats.get("ec_csr").kernel_dtypes
 ROWS_PER_PASS = (1, 2, 4, 8)
-UNROLLS = (1, 2, 4)
 #: arrays of at most this many entries can be indexed with uint32 positions (``index32``)
 _MAX32 = 2**31 - 1
 _WORD = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
@@ -164,16 +163,12 @@ class ECCSRConfig:
                         2**31 entries, else int64 positions. The same kernel source and the
                         same products in the same order either way (False: int64 always, as
                         larger matrices get; tests use it to reach that instantiation).
-    unroll              SpMV: 1, 2 or 4 iterations of a lane's column loop
-                        (vec columns each) done as one step: their code words and values are
-                        all loaded before any of their x gathers and FMAs, so a warp has up
-                        to ``unroll`` times the bytes in flight; the 0-3 iterations left over
-                        run as one step of 2 and/or 1 (group-uniform branches)
-    max_registers       SpMV: register cap per thread (None: the compiler's choice); with
-                        256 threads per block, 64 / 40 / 32 registers allow 32 / 48 / 64
-                        warps per SM
 
-    Defaults are a first guess, not tuned on a GPU yet (index32 on: a pure instruction cut).
+    Defaults: the H200 sweeps of ``tools/time_ec_csr.py`` over threads per block, rows per
+    pass, unroll and register caps (``results/h200/time_ec_csr.json``,
+    ``results/h200/time_ec_csr_launch.json``; ``docs/performance.md``) found no setting
+    faster than them across their shapes (none faster on every case; index32 on: a pure
+    instruction cut).
     """
 
     threads_per_block: int = 256
@@ -181,20 +176,11 @@ class ECCSRConfig:
     spmm_tile: int = 8
     spmm_rows_per_pass: int = 4
     index32: bool = True
-    unroll: int = 1
-    max_registers: int | None = None
 
     def __post_init__(self):
         check_threads_per_block("ECCSRConfig", self.threads_per_block)
         if not isinstance(self.index32, (bool, np.bool_)):
             raise OptionError(problem("ECCSRConfig.index32", "True or False", repr(self.index32)))
-        if isinstance(self.unroll, bool) or self.unroll not in UNROLLS:
-            raise OptionError(problem("ECCSRConfig.unroll", f"one of {UNROLLS}", repr(self.unroll)))
-        mr = self.max_registers
-        if mr is not None and (isinstance(mr, bool) or not isinstance(mr, (int, np.integer))
-                               or not 16 <= mr <= 255):
-            raise OptionError(problem("ECCSRConfig.max_registers", "None or an int in [16, 255]",
-                                      repr(mr)))
         for name in ("rows_per_pass", "spmm_rows_per_pass"):
             v = getattr(self, name)
             if isinstance(v, bool) or v not in ROWS_PER_PASS:
@@ -474,10 +460,9 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
 
 def ptx_targets():
     """SpMV for every (dtype, delta_bits) at the default layout (warp_size 32, vector_size 4)
-    (the uint32 path; the int64 path for float16 8-bit codes; unroll 4 and unroll 2 with a
-    register cap once each) and SpMM for one delta width per dtype; sub-warp groups (warp_size 2, vector_size 2) for
-    SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the zero/finish passes
-    and the check kernel. (The delta width changes only the code loads, which SpMV and
+    (the uint32 path; the int64 path for float16 8-bit codes) and SpMM for one delta width
+    per dtype; sub-warp groups (warp_size 2, vector_size 2) for SpMV with 4-bit codes
+    (nibble loads) and SpMM with 8-bit codes; the zero/finish passes and the check kernel. (The delta width changes only the code loads, which SpMV and
     SpMM share, so not every pairing is compiled: each main kernel is slow to compile.)"""
     out = []
     idx = array_sig("int32")
@@ -489,9 +474,7 @@ def ptx_targets():
             cases.append(("spmv", dt, b, 32, 4, 4, ECCSRConfig()))
         cases.append(("spmm", dt, 4 if dt == "float16" else 8, 32, 4, 4, ECCSRConfig()))
     cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small),
-              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False)),
-              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(unroll=4)),
-              ("spmv", "float32", 4, 32, 4, 4, ECCSRConfig(unroll=2, max_registers=40))]
+              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False))]
     for kind, dt, b, ws, vs, cw, cfg in cases:
         P = 16 // np.dtype(dt).itemsize
         bits = cw * b
@@ -499,8 +482,7 @@ def ptx_targets():
         args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
         wide = (r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()
         if kind == "spmv":
-            variant = ("" if cfg.index32 else ",int64") + (f",unroll{cfg.unroll}" if cfg.unroll > 1
-                                                           else "")
+            variant = "" if cfg.index32 else ",int64"
             index = "uint32" if cfg.index32 else "int64"
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
                                  functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg, index),
