@@ -267,15 +267,18 @@ def merge_parts(module, paths: list, out: str) -> str:
     """Join the results files ``paths`` (runs of ``module`` measured apart, e.g. in parallel
     on several GPUs) into ``out`` with :func:`merge_results`, in the order given (a later
     file's row replaces an earlier one it re-measures); the top level keeps the last file's
-    metadata and extras; it is marked ``"partial": true`` when any part was (a run stopped
+    metadata and extras but ``measure_s``, the parts' measuring times summed (absent when a
+    part has none); it is marked ``"partial": true`` when any part was (a run stopped
     before the end of its configuration). Returns the path written."""
     if not paths:
         raise OptionError(problem("--merge-parts", "at least one results file", "none"))
     base = load_results(paths[0])
     partial = bool(base.get("partial"))
+    took = [base.get("measure_s")]
     for path in paths[1:]:
         part = load_results(path)
         partial = partial or bool(part.get("partial"))
+        took.append(part.get("measure_s"))
         rows, config, parts = merge_results(module, base, part["rows"], part["config"],
                                             part.get("meta") or {}, extra=_extras(part))
         base = dict(part, rows=rows, config=config, parts=parts)
@@ -283,6 +286,11 @@ def merge_parts(module, paths: list, out: str) -> str:
     extra = {k: v for k, v in base.items() if k not in ("meta", "config", "rows", "partial")}
     if partial:
         extra["partial"] = True
+    # the parts' measuring times add up (run apart, even at once on several GPUs); unknown
+    # when a part did not record its own
+    extra.pop("measure_s", None)
+    if all(t is not None for t in took):
+        extra["measure_s"] = round(sum(float(t) for t in took), 1)
     return save_results(out, base["rows"], base["config"], extra=extra, meta=base.get("meta"))
 
 

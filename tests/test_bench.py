@@ -617,6 +617,17 @@ def test_merge_parts_joins_files_measured_apart(tmp_path):
     assert sorted((r["sparsity"], r["part"]) for r in saved["rows"]) == \
         sorted((r["sparsity"], 0 if r["sparsity"] == 0.5 else 1) for r in saved["rows"])
     assert {r["sparsity"] for r in saved["rows"]} == {0.5, 0.9} and "partial" not in saved
+    # the parts' measuring times add up (unknown when one part has none)
+    for path, took in ((p1, 3.0), (p2, 4.5)):
+        res = X.load_results(path)
+        X.save_results(path, res["rows"], res["config"], extra=dict(measure_s=took),
+                       meta=res["meta"])
+    assert X.main(mod, ["--merge-parts", p1, p2, "--out", out]) == 0
+    assert X.load_results(out)["measure_s"] == 7.5
+    res = X.load_results(p1)
+    X.save_results(p1, res["rows"], res["config"], meta=res["meta"])
+    assert X.main(mod, ["--merge-parts", p1, p2, "--out", out]) == 0
+    assert "measure_s" not in X.load_results(out)
     # a part stopped before its end leaves the joined file partial
     X.save_results(p1, X.load_results(p1)["rows"][:1], X.load_results(p1)["config"],
                    extra=dict(partial=True))
