@@ -52,16 +52,18 @@ CELL_KEYS = ("models", "sparsities")
 #: settings that change no row (parts measured with other values still merge)
 UNCOMPARED_KEYS = ("encode_workers",)
 FULL = dict(models=["llama2-7b"], sparsities=[0.5, 0.7, 0.9, "mix"],
-            formats=["macko", "ec_csr", "csr", "csr_dtans"], batches=[1, 8, 32],
+            formats=["macko", "ec_csr", "csr", "csr_dtans", "coo"], batches=[1, 8, 32],
             new_tokens=[64, 128, 256], prompt=64, check_tokens=64, graphs=[True, False],
             encode_workers=None, hf_batches=[1, 8], seed=0)
 QUICK = dict(sparsities=[0.7], formats=["macko"], batches=[1, 8], new_tokens=[64],
              graphs=[True], hf_batches=[])
 
 
-# generalsparse layers (``--formats generalsparse``) are not in the default run: each layer
-# ranks, plans and validates its kernel per batch size in this one process, which for a 7B
-# model's 224 projections takes far longer than the rest of the run (docs/performance.md)
+# every format with SpMV and SpMM kernels (spmvlab.torch.sparse_formats). generalsparse
+# layers (``--formats generalsparse``) are not in the default run: each layer plans its
+# kernel per token count (the step's B and the prompt's 64 B; ranked and planned in
+# sparsify's workers, validated and uploaded in this process), which for a 7B model's 224
+# projections takes far longer than the rest of the run (docs/performance.md)
 
 
 def config(quick: bool = False, **overrides) -> dict:
