@@ -60,10 +60,9 @@ QUICK = dict(sparsities=[0.7], formats=["macko"], batches=[1, 8], new_tokens=[64
 
 
 # every format with SpMV and SpMM kernels (spmvlab.torch.sparse_formats). generalsparse
-# layers (``--formats generalsparse``) are not in the default run: each layer plans its
-# kernel per token count (the step's B and the prompt's 64 B; ranked and planned in
-# sparsify's workers, validated and uploaded in this process), which for a 7B model's 224
-# projections takes far longer than the rest of the run (docs/performance.md)
+# layers (``--formats generalsparse``) are not in the default run: each layer ranks, plans
+# and validates its kernel per batch size (in sparsify's workers), minutes for a 7B
+# model's 224 projections (docs/performance.md)
 
 
 def config(quick: bool = False, **overrides) -> dict:
@@ -336,8 +335,10 @@ def measure(cfg: dict) -> dict:
             for fmt in cfg["formats"]:
                 sparse = copy.deepcopy(dense)
                 t0 = time.perf_counter()
+                # prepared for every batch (the prompt is fed a token at a time, so a step
+                # multiplies B tokens): generalsparse plans its kernels now, in the workers
                 sparsify(sparse, None, fmt, pruning="keep", include=r"^layers\.\d+\.",
-                         workers=workers)
+                         workers=workers, batch=tuple(cfg["batches"]))
                 enc = time.perf_counter() - t0
                 print(f"{NAME}: {name} {s} {fmt}: layers encoded and uploaded in {enc:.0f} s",
                       file=sys.stderr, flush=True)

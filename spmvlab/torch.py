@@ -112,19 +112,20 @@ class _GeneralSparseWeight:
 
     @staticmethod
     def host_plan(A: sp.csr_matrix, N: int, dtype) -> tuple:
-        """``(plan, strategy label)`` for ``N`` tokens, on the host alone (ranking and
-        planning, no GPU): what :meth:`plan` uploads, and what :func:`sparsify`'s worker
-        processes build beside the encoding."""
-        from .generalsparse import planner
+        """``(plan, strategy label)`` for ``N`` tokens, on the host alone (ranking,
+        planning and the plan's full validation, no GPU): what :meth:`plan` uploads, and
+        what :func:`sparsify`'s worker processes build beside the encoding."""
+        from .generalsparse import codegen, planner
         from .generalsparse.search import first_that_plans, model_ranking
         dt = np.dtype(dtype)
         ranked, _, _ = model_ranking(A, int(N), dt)
         s, p = first_that_plans(ranked, lambda s: planner.plan_cached(A, s, dt))
-        return p, s.label
+        return codegen.checked_plan(p), s.label
 
     def plan(self, N: int, built: tuple | None = None):
-        """The uploaded plan for ``N`` tokens, built here or taken from ``built`` (a
-        :meth:`host_plan` made elsewhere; validated by the upload like any plan)."""
+        """The uploaded plan for ``N`` tokens, built here or taken from ``built`` (what
+        :meth:`host_plan` returned, here or in a worker process: its validation there
+        stands once the checksum matches here, ``codegen.checked_elsewhere``)."""
         held = self.plans.get(N)
         if held is not None:
             return held[0]
@@ -132,7 +133,11 @@ class _GeneralSparseWeight:
             raise OptionError(problem("generalsparse plan", f"built before capture for N={N} tokens",
                                       "a CUDA graph capture", f"layer.prepare({N}) before capturing"))
         from .generalsparse import codegen
-        p, label = built if built is not None else self.host_plan(self.A, N, self.dtype)
+        if built is not None:
+            p, label = built
+            codegen.checked_elsewhere(p)
+        else:
+            p, label = self.host_plan(self.A, N, self.dtype)
         self.plans[N] = (codegen.upload(p, codegen.generate(p)), label)
         return self.plans[N][0]
 
@@ -430,7 +435,7 @@ def pick_format(w: np.ndarray, dtype, batch: int = 1, reps: int = 20) -> str:
 
 def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "macko", *,
              pruning: str = "magnitude", include: str | None = None, exclude: str | None = None,
-             dtype=None, config=None, workers: int = 0, batch: int = 1,
+             dtype=None, config=None, workers: int = 0, batch: int | tuple = 1,
              **encode_options) -> list[str]:
     """Swap the ``nn.Linear`` layers of ``model`` whose qualified names match ``include``
     (a regex searched in the name; None: all) and not ``exclude`` for :class:`SparseLinear`
@@ -440,15 +445,21 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
     of every row first; "keep" stores the zeros the weights already hold (``sparsity``
     unused). ``workers`` > 0 prunes and encodes the layers in that many spawned processes
     (a 7B model's 224 layers take minutes on one core); generalsparse layers are also
-    ranked and planned there for ``batch`` tokens, the parent validating and uploading
-    each plan.
+    ranked, planned and validated there for each ``batch`` count, the parent checking each
+    plan's checksum and uploading it.
     ``format="auto"``: each layer in the format :func:`pick_format` times fastest for its
-    weight and ``batch`` tokens (on a GPU; ``config`` and ``encode_options`` must then be
-    left out, being one format's). ``batch``: the token count the layers are prepared for
-    (:meth:`SparseLinear.prepare`; generalsparse plans its kernel per count) and that "auto"
-    times."""
+    weight and the first ``batch`` count (on a GPU; ``config`` and ``encode_options`` must
+    then be left out, being one format's). ``batch``: the token count, or counts (e.g. a
+    decode step's and its prompt's), the layers are prepared for
+    (:meth:`SparseLinear.prepare`; generalsparse plans its kernel per count)."""
     if pruning not in ("magnitude", "keep"):
         raise OptionError(problem("pruning", "'magnitude' or 'keep'", repr(pruning)))
+    try:
+        tokens = tuple(int(n) for n in ((batch,) if isinstance(batch, (int, np.integer)) else batch))
+    except (TypeError, ValueError):
+        tokens = ()
+    if not tokens or any(n < 1 for n in tokens) or isinstance(batch, (bool, str)):
+        raise OptionError(problem("batch", "a token count >= 1, or a sequence of them", repr(batch)))
     if pruning == "magnitude" and (sparsity is None or not 0.0 <= float(sparsity) < 1.0):
         raise OptionError(problem("sparsity", "a float in [0, 1) with pruning='magnitude'",
                                   repr(sparsity)))
@@ -482,7 +493,7 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
                                           config=config)
         for n, built in plans.items():
             layer._matrix.plan(n, built)
-        layer.prepare(batch)
+        layer.prepare(*tokens)
         parent, _, leaf = name.rpartition(".")
         setattr(model.get_submodule(parent) if parent else model, leaf, layer)
 
@@ -490,7 +501,7 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
         w, dt, s = host(lin), dtype or lin.weight.dtype, prune_to
         if auto:                          # timed on the pruned weight, here
             w, s = _pruned(w, prune_to), None
-        return w, s, (pick_format(w, dt, batch) if auto else format), _np_dtype(dt).name
+        return w, s, (pick_format(w, dt, tokens[0]) if auto else format), _np_dtype(dt).name
 
     if workers and len(targets) > 1:
         # at most twice the workers' layers in flight: a 13B model's weights as float32
@@ -510,13 +521,13 @@ def sparsify(model: torch.nn.Module, sparsity: float | None, format: str = "mack
                     name, lin = todo.pop(0)
                     w, s, fmt, dt = job(name, lin)
                     flight.append((name, lin, fmt, pool.submit(_encode_layer, w, s, fmt, dt,
-                                                               encode_options, (batch,))))
+                                                               encode_options, tokens)))
                 name, lin, fmt, fut = flight.popleft()
                 swap(name, lin, fut.result(), fmt)
     else:
         for name, lin in targets:
             w, s, fmt, dt = job(name, lin)
-            swap(name, lin, _encode_layer(w, s, fmt, dt, encode_options, (batch,)), fmt)
+            swap(name, lin, _encode_layer(w, s, fmt, dt, encode_options, tokens), fmt)
     return [name for name, _ in targets]
 
 

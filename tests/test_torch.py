@@ -155,22 +155,59 @@ def test_sparsify_swaps_the_matching_layers_and_reports_bytes():
 
 def test_generalsparse_plans_travel_with_the_encoded_layer(monkeypatch):
     """What a sparsify worker returns for a generalsparse layer: the stored matrix and its
-    host plans for the prepared token count; the parent uploads those plans instead of
-    ranking and planning again (other formats carry none)."""
+    plans for the prepared token counts, validated in full there; across the process
+    boundary (pickled) the parent checks each plan's checksum, not the expensive pass again,
+    and neither ranks nor plans again; a plan damaged on the way is refused. Other formats
+    carry no plans."""
+    import pickle
+    import dataclasses
+    from reference._common import FormatError
+    from reference.generalsparse import Plan
     w = _weight()
-    M, plans = ST._encode_layer(w.float().numpy(), None, ST.GENERALSPARSE, "float16", {}, (3,))
-    assert list(plans) == [3] and isinstance(plans[3][1], str)
+    sent = ST._encode_layer(w.float().numpy(), None, ST.GENERALSPARSE, "float16", {}, (3, 2))
     assert ST._encode_layer(w.float().numpy(), None, "csr", "float16", {}, (3,))[1] == {}
+    M, plans = pickle.loads(pickle.dumps(sent))
+    assert sorted(plans) == [2, 3] and isinstance(plans[3][1], str)
     layer = ST.SparseLinear.from_encoded(M, None, format=ST.GENERALSPARSE, dtype=torch.float16)
 
     def planned_again(*args):
         raise AssertionError("planned in the parent")
+    full = Plan.validate
+
+    def cheap_only(self, expensive=False, **kw):
+        assert not expensive, "validated in full again in the parent"
+        return full(self, expensive, **kw)
     monkeypatch.setattr(ST._GeneralSparseWeight, "host_plan", staticmethod(planned_again))
-    layer._matrix.plan(3, plans[3])
-    layer.prepare(3)
+    monkeypatch.setattr(Plan, "validate", cheap_only)
+    for n in (3, 2):
+        layer._matrix.plan(n, plans[n])
+    layer.prepare(3, 2)
     assert layer._matrix.plans[3][1] == plans[3][1]
     g = torch.Generator().manual_seed(3)
     _check(layer, w, torch.randn(3, IN, generator=g).to(torch.float16))
+    _check(layer, w, torch.randn(2, IN, generator=g).to(torch.float16))
+    # a plan whose arrays changed after its validation
+    _, again = pickle.loads(pickle.dumps(sent))
+    p, label = again[3]
+    bad = np.array(p.values, copy=True)
+    bad[0] += 1
+    other = ST.SparseLinear.from_encoded(M, None, format=ST.GENERALSPARSE, dtype=torch.float16)
+    damaged = dataclasses.replace(p, values=bad)
+    with pytest.raises(FormatError, match="checksum"):
+        other._matrix.plan(3, (damaged, label))
+
+
+def test_sparsify_prepares_every_token_count_it_is_given():
+    """``batch`` as several token counts: a generalsparse layer holds a plan for each (a
+    decode step's and its prompt's), built before any forward; a count below 1 or a
+    non-count is a typed error."""
+    model = torch.nn.Sequential(torch.nn.Linear(IN, OUT, bias=False)).to(torch.float16)
+    ST.sparsify(model, 0.7, ST.GENERALSPARSE, batch=(2, 6))
+    assert sorted(model[0]._matrix.plans) == [2, 6]
+    for bad in (0, (), (2, 0), "2", True):
+        with pytest.raises(OptionError, match="batch"):
+            ST.sparsify(torch.nn.Sequential(torch.nn.Linear(IN, OUT)).to(torch.float16), 0.7,
+                        "csr", batch=bad)
 
 
 def test_auto_format_times_every_format_on_a_gpu():

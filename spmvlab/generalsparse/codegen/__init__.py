@@ -113,7 +113,7 @@ from ..shortlist import default_shortlist
 from . import _emit, _runtime
 from ._spec import Offset, Spec
 
-__all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "checked_plan", "upload", "spmm", "launcher",
+__all__ = ["UnsupportedStrategy", "Generated", "DevicePlan", "generate", "checked_plan", "checked_elsewhere", "upload", "spmm", "launcher",
            "cache_info", "clear_cache", "source_file", "CACHE_ENV", "ptx_targets", "SUPPORTED_DTYPES", "shared_bytes", "SHARED_LIMIT"]
 
 SUPPORTED_DTYPES = (np.dtype(np.float16), np.dtype(np.float32))
@@ -365,6 +365,22 @@ def checked_plan(p) -> GS.Plan:
                                       "plan it first: reference.generalsparse.plan(A, strategy)"))
     if p not in _CHECKED:
         p.validate(expensive=True)
+        _CHECKED.add(p)
+    return p
+
+
+def checked_elsewhere(p) -> GS.Plan:
+    """``p`` as :func:`checked_plan` leaves it, for a plan that :func:`checked_plan`
+    validated fully in another process of this program and that arrived here pickled
+    (``spmvlab.torch.sparsify``'s worker processes plan and validate the layers): the
+    cheap checks and the checksum, here, prove its arrays are the ones validated there, so
+    the expensive pass is not repeated. Only for plans of that origin; anything else goes
+    through :func:`checked_plan`."""
+    if not isinstance(p, GS.Plan):
+        raise NotEncodedError(problem("plan", "a reference.generalsparse.Plan", describe(p),
+                                      "plan it first: reference.generalsparse.plan(A, strategy)"))
+    if p not in _CHECKED:
+        p.validate(expensive=False)
         _CHECKED.add(p)
     return p
 
