@@ -356,17 +356,21 @@ def _host_arrays(p: GS.Plan, g: Generated) -> list:
 _CHECKED: "weakref.WeakSet" = weakref.WeakSet()
 
 
-def checked_plan(p) -> GS.Plan:
-    """``p`` validated fully (``Plan.validate(expensive=True)``: every index a kernel reads
-    in range, the compact arrays consistent, the checksum), once per plan object (plans are
-    frozen and their arrays read-only). :class:`NotEncodedError` for anything but a Plan."""
+def _checked(p, expensive: bool) -> GS.Plan:
     if not isinstance(p, GS.Plan):
         raise NotEncodedError(problem("plan", "a reference.generalsparse.Plan", describe(p),
                                       "plan it first: reference.generalsparse.plan(A, strategy)"))
     if p not in _CHECKED:
-        p.validate(expensive=True)
+        p.validate(expensive=expensive)
         _CHECKED.add(p)
     return p
+
+
+def checked_plan(p) -> GS.Plan:
+    """``p`` validated fully (``Plan.validate(expensive=True)``: every index a kernel reads
+    in range, the compact arrays consistent, the checksum), once per plan object (plans are
+    frozen and their arrays read-only). :class:`NotEncodedError` for anything but a Plan."""
+    return _checked(p, expensive=True)
 
 
 def checked_elsewhere(p) -> GS.Plan:
@@ -376,13 +380,7 @@ def checked_elsewhere(p) -> GS.Plan:
     cheap checks and the checksum, here, prove its arrays are the ones validated there, so
     the expensive pass is not repeated. Only for plans of that origin; anything else goes
     through :func:`checked_plan`."""
-    if not isinstance(p, GS.Plan):
-        raise NotEncodedError(problem("plan", "a reference.generalsparse.Plan", describe(p),
-                                      "plan it first: reference.generalsparse.plan(A, strategy)"))
-    if p not in _CHECKED:
-        p.validate(expensive=False)
-        _CHECKED.add(p)
-    return p
+    return _checked(p, expensive=False)
 
 
 def upload(p: GS.Plan, generated: Generated | None = None) -> DevicePlan:
