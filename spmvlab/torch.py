@@ -363,11 +363,12 @@ def _encode_layer(w, sparsity, format: str, dtype: str, encode_options: dict,
     """One layer's weight ``w`` (a NumPy array in the layer's dtype) :func:`_pruned` and
     encoded: what a :func:`sparsify` worker process does, so the parent only copies weights
     out and encoded layers in. Returns ``(encoded, plans)``: for generalsparse also its
-    host plans for each of ``tokens`` (:meth:`_GeneralSparseWeight.host_plan`, the cost
-    model's ranking and the planning, seconds a layer), else ``{}``."""
+    host plans for each of ``tokens`` (counts >= 1, as :func:`sparsify` checked them;
+    :meth:`_GeneralSparseWeight.host_plan`: the cost model's ranking, the planning and the
+    full validation, seconds a layer), else ``{}``."""
     M = encode_weight(_pruned(w, sparsity), format, dtype, **encode_options)
-    plans = {int(n): _GeneralSparseWeight.host_plan(M, int(n), dtype)
-             for n in tokens if format == GENERALSPARSE and int(n) >= 1}
+    plans = {n: _GeneralSparseWeight.host_plan(M, n, dtype)
+             for n in tokens if format == GENERALSPARSE}
     return M, plans
 
 
