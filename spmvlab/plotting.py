@@ -52,6 +52,7 @@ METHODS = {
     "public_macko": ("MACKO (authors' kernel)", "saddlebrown", "D"),
     "ec_csr": ("EC-CSR (ours)", "tab:purple", "P"),
     "csr_dtans": ("CSR-dtANS (ours)", "tab:brown", "X"),
+    "split24": ("split 2:4 + CSR (ours)", "tab:pink", "h"),
     "generalsparse": ("GeneralSparse default (ours)", "lightcoral", "*"),
     "generalsparse_fixed": ("GeneralSparse fixed kernel (ours)", "rosybrown", "*"),
     "generalsparse_best": ("GeneralSparse tuned (ours)", "tab:red", "*"),

@@ -106,12 +106,13 @@ def test_stats_npy(capsys, tmp_path):
     rows = _table_rows(out)
     csr_bytes = 65 * 4 + 1536 * (4 + 2)
     assert f"{csr_bytes:,}" in rows["csr"]
-    # MACKO is the smallest of the five formats here; 64 x 96 is far smaller than any shape
+    # MACKO is the smallest of the formats here; 64 x 96 is far smaller than any shape
     # the committed GPU runs time, so no prediction of the faster kernel is made
     summ = _summary(out)
     macko = rows["macko"].split()[1]
     assert summ["smallest"].startswith(f"macko {macko} bytes; next csr_dtans ")
-    assert summ["smallest"].endswith("over the 5 formats that encoded it")
+    assert summ["smallest"].endswith(f"over the {len(formats.all_formats())} formats that "
+                                     "encoded it")
     assert summ["faster (predicted)"].startswith("no prediction of MACKO vs CSR-vector: ")
     assert summ["faster (predicted)"].endswith("this matrix is 64 x 96")
 

@@ -98,16 +98,23 @@ def by_config(info):
 KERNEL_MAX_ROWS = 40
 
 
+def kernel_dtype(info) -> np.dtype:
+    """The value dtype kernel tests use for ``info`` where a case does not fix one: float32,
+    or the format's first kernel dtype if its kernels do not take float32 (split24)."""
+    return np.dtype(np.float32 if info.supports_dtype(np.float32) else info.kernel_dtypes[0])
+
+
 def kernel_case(info, case: Case) -> Case:
-    """``case`` in a value dtype the format's kernels take (float32 if its own is not), cut
-    to its first :data:`KERNEL_MAX_ROWS` rows."""
+    """``case`` in a value dtype the format's kernels take (:func:`kernel_dtype` if its own
+    is not), cut to its first :data:`KERNEL_MAX_ROWS` rows."""
     if case.A.shape[0] > KERNEL_MAX_ROWS:
         A = case.A.tocsr() if sp.issparse(case.A) else case.A
         case = dataclasses.replace(case, A=A[:KERNEL_MAX_ROWS])
     if info.supports_dtype(case.dtype):
         return case
-    return dataclasses.replace(case, dtype=np.float32, x=case.x.astype(np.float32),
-                               X=case.X.astype(np.float32))
+    dt = kernel_dtype(info)
+    with np.errstate(over="ignore"):
+        return dataclasses.replace(case, dtype=dt, x=case.x.astype(dt), X=case.X.astype(dt))
 
 
 def with_edges(fn=None, cycle: str | None = None):
@@ -249,14 +256,14 @@ def _index_corruptions(M):
     return out
 
 
-def corruption_matrix(info, opts, n_rows=13, n_cols=90, seed=3):
+def corruption_matrix(info, opts, n_rows=13, n_cols=90, seed=3, dtype=None):
     """A small matrix whose last row and last column hold entries (so shrinking either
-    leaves an entry out of range)."""
+    leaves an entry out of range); ``dtype`` None: the input's (float32)."""
     A = sp.random(n_rows, n_cols, density=0.2, random_state=np.random.default_rng(seed),
                   format="lil", dtype=np.float32)
     A[n_rows // 3, n_cols - 1] = 1.5
     A[n_rows - 1, 7] = -2.0
-    return info.encode(A.tocsr(), **opts).validate(expensive=True)
+    return info.encode(A.tocsr(), dtype=dtype, **opts).validate(expensive=True)
 
 
 @pytest.mark.parametrize("info, opts", params("corruption", per=by_options))
@@ -335,7 +342,8 @@ def test_to_device_rejects_inconsistent_matrices(info, _):
     kernel flags exactly the field the host check names. A corrupted matrix with its
     original checksum is refused too."""
     K = info.kernel_module()
-    M = corruption_matrix(info, info.check_options({}), n_rows=4, n_cols=24, seed=5)
+    M = corruption_matrix(info, info.check_options({}), n_rows=4, n_cols=24, seed=5,
+                          dtype=kernel_dtype(info))
     assert K.device_check(K._upload(M)) == []
     for what, B in _index_corruptions(M):
         for site in ("auto", "host", "device"):
@@ -655,13 +663,13 @@ def test_reference_products_equal_csr_reference(info, opts, case):
 @pytest.mark.parametrize("info, _", params("operand_errors"))
 def test_bad_operands_raise_and_change_nothing(info, _):
     modules = [info.reference_module()] + ([info.kernel_module()] if info.kernels else [])
-    dt = np.float32
-    M = info.encode(sp.random(5, 6, density=0.5, random_state=1, dtype=dt))
+    dt = kernel_dtype(info)
+    M = info.encode(sp.random(5, 6, density=0.5, random_state=1, dtype=np.float32), dtype=dt)
     x = np.ones(6, dt)
     for mod in modules:
         with pytest.raises(ShapeError, match=r"x.shape\[0\]: expected 6"):
             mod.spmv(M, np.ones(5, dt))
-        with pytest.raises(DTypeError, match="x.dtype: expected float32"):
+        with pytest.raises(DTypeError, match=f"x.dtype: expected {dt.name}"):
             mod.spmv(M, np.ones(6, np.float64))
         with pytest.raises(LayoutError, match="C-contiguous"):
             mod.spmv(M, np.ones(12, dt)[::2])
@@ -674,7 +682,7 @@ def test_bad_operands_raise_and_change_nothing(info, _):
         with pytest.raises(ShapeError, match="out.shape"):
             K.spmv(M, x, out=np.zeros(4, dt))
         with pytest.raises(DTypeError):
-            K.spmv(M, x.astype(np.float16), out=out)
+            K.spmv(M, x.astype(np.float16 if dt != np.float16 else np.float32), out=out)
         assert np.array_equal(out, before)
 
 
@@ -725,6 +733,8 @@ def test_kernel_parity_on_the_gallery(info, which):
     from spmvlab import datasets
     i, name = which
     dtype = (np.float16, np.float32)[i % 2]
+    if not info.supports_dtype(dtype):
+        dtype = kernel_dtype(info)
     A = datasets.gallery(name, "small", seed=i, dtype=dtype)[:12]
     rng = np.random.default_rng(i)
     x = rng.standard_normal(A.shape[1]).astype(dtype)
@@ -763,16 +773,17 @@ def test_device_arrays_in_device_out(info, _):
     from spmvlab._cuda import cuda
     K = info.kernel_module()
     cfg = info.make_config(**info.test_configs[0])
-    case = build_case(seed=1, n_rows=9, n_cols=13, density=0.4, dtype=np.float32)
-    M = info.encode(case.A)
+    dt = kernel_dtype(info)
+    case = build_case(seed=1, n_rows=9, n_cols=13, density=0.4, dtype=dt)
+    M = info.encode(case.A, dtype=dt)
     D = K.to_device(M)
     y_dev = K.spmv(D, cuda.to_device(case.x), config=cfg)
     assert not isinstance(y_dev, np.ndarray)
-    assert_close(y_dev.copy_to_host(), M.to_csr(), case.x, np.float32, "device spmv")
+    assert_close(y_dev.copy_to_host(), M.to_csr(), case.x, dt, "device spmv")
     if "spmm" in info.capabilities:
-        out = cuda.to_device(garbage_like((9, 3), np.float32))
+        out = cuda.to_device(garbage_like((9, 3), dt))
         assert K.spmm(D, cuda.to_device(case.X), out=out, config=cfg) is out
-        assert_close(out.copy_to_host(), M.to_csr(), case.X, np.float32, "device spmm")
+        assert_close(out.copy_to_host(), M.to_csr(), case.X, dt, "device spmm")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -781,9 +792,10 @@ def test_device_arrays_in_device_out(info, _):
 
 @pytest.mark.parametrize("info, _", params("method", need="spmv"))
 def test_method_check_passes_and_catches_a_broken_kernel(info, _):
-    A = build_case(seed=2, n_rows=7, n_cols=40, density=0.3, dtype=np.float32).A
+    dt = kernel_dtype(info)
+    A = build_case(seed=2, n_rows=7, n_cols=40, density=0.3, dtype=dt).A
     for k in (None, 3) if "spmm" in info.capabilities else (None,):
-        p = methods.Problem.make(A, np.float32, k=k)
+        p = methods.Problem.make(A, dt, k=k)
         spec = methods.format_method(info.name, config=info.test_configs[0])
         m = methods.build(spec, p)
         assert m.check().passed and m.nbytes == m.format_bytes + p.operand_bytes

@@ -26,6 +26,15 @@ a2 = A[g, 2t+8:2t+10], a3 = A[g+8, 2t+8:2t+10]; b0 = B[2t:2t+2, g], b1 = B[2t+8:
 c0, c1 = C[g, 2t:2t+2], c2, c3 = C[g+8, 2t:2t+2] (D likewise). Every lane of the warp must
 call it together (on the simulator: a rendezvous of the 32 lanes, ``spmvlab.cudasim``, that
 computes the product in float64 and rounds it to float32).
+``mma_sp16832(a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, e)`` one warp-wide
+``mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32`` with sparsity selector 0: D (16 x 8)
+= A (16 x 32, two nonzeros in every group of four columns) @ B (32 x 8) + C. The a registers
+are the dense m16n8k16 A fragment of the 16 x 16 kept values (kept value 2j of a row is
+the first of group j); b0..b3 = B[2t + 8i : 2t + 8i + 2, g] for i = 0..3; C and D as above.
+``e``: in lane 4g + h (h = 0, 1) the positions of the kept values of rows g (bits 0-15)
+and g + 8 (bits 16-31) in the groups 4h .. 4h + 3 (a nibble per group at bit 4j: first
+position in bits 0-1, the larger second in bits 2-3); the other lanes' ``e`` is not read.
+Layouts: ``reference/split24.py``.
 """
 from __future__ import annotations
 
@@ -107,6 +116,41 @@ if SIMULATOR:
             B[2 * t + 8:2 * t + 10, g] = _halves(f[5])
             C[g, 2 * t:2 * t + 2] = f[6], f[7]
             C[g + 8, 2 * t:2 * t + 2] = f[8], f[9]
+        with np.errstate(invalid="ignore", over="ignore"):
+            D = (A @ B + C).astype(np.float32)
+        g, t = lane // 4, lane % 4
+        return D[g, 2 * t], D[g, 2 * t + 1], D[g + 8, 2 * t], D[g + 8, 2 * t + 1]
+
+    def mma_sp16832(a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, e):
+        from ..cudasim import FULL_MASK, _exchange
+        lane, frags = _exchange(FULL_MASK, (a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, e))
+        K = np.zeros((16, 16))                      # the kept values, two per group
+        P = np.zeros((16, 16), np.int64)            # their positions in the group
+        B = np.zeros((32, 8))
+        C = np.zeros((16, 8))
+        for ln, f in frags.items():
+            g, t = ln // 4, ln % 4
+            K[g, 2 * t:2 * t + 2] = _halves(f[0])
+            K[g + 8, 2 * t:2 * t + 2] = _halves(f[1])
+            K[g, 2 * t + 8:2 * t + 10] = _halves(f[2])
+            K[g + 8, 2 * t + 8:2 * t + 10] = _halves(f[3])
+            for i in range(4):
+                B[2 * t + 8 * i:2 * t + 8 * i + 2, g] = _halves(f[4 + i])
+            C[g, 2 * t:2 * t + 2] = f[8], f[9]
+            C[g + 8, 2 * t:2 * t + 2] = f[10], f[11]
+            if t < 2:                               # sparsity selector 0: lanes 4g, 4g + 1
+                w = int(f[12]) & 0xFFFFFFFF
+                for up in range(2):
+                    for j in range(4):
+                        nib = (w >> (16 * up + 4 * j)) & 15
+                        p0, p1 = nib & 3, nib >> 2
+                        assert p0 < p1, f"metadata nibble {nib:#06b} (lane {ln}) is not valid"
+                        grp = 4 * t + j
+                        P[g + 8 * up, 2 * grp:2 * grp + 2] = p0, p1
+        A = np.zeros((16, 32))
+        for r in range(16):
+            for c in range(16):
+                A[r, 4 * (c // 2) + P[r, c]] += K[r, c]
         with np.errstate(invalid="ignore", over="ignore"):
             D = (A @ B + C).astype(np.float32)
         g, t = lane // 4, lane % 4
@@ -309,6 +353,31 @@ else:
                 "{$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
                 "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", side_effect=True)
             st = builder.call(asm, ins + list(args[6:]))
+            return context.make_tuple(builder, sig.return_type,
+                                      [builder.extract_value(st, k) for k in range(4)])
+
+        return sig, codegen
+
+
+    @intrinsic
+    def mma_sp16832(typingctx, a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, e):
+        words = (a0, a1, a2, a3, b0, b1, b2, b3)
+        if not all(isinstance(v, types.Integer) for v in words + (e,)):
+            return None
+        if not all(v == types.float32 for v in (c0, c1, c2, c3)):
+            return None
+        sig = types.UniTuple(types.float32, 4)(*words, c0, c1, c2, c3, e)
+
+        def codegen(context, builder, sig, args):
+            i32, f32 = ir.IntType(32), ir.FloatType()
+            ins = [context.cast(builder, args[k], sig.args[k], types.uint32) for k in range(8)]
+            meta = context.cast(builder, args[12], sig.args[12], types.uint32)
+            asm = ir.InlineAsm(
+                ir.FunctionType(ir.LiteralStructType([f32] * 4), [i32] * 8 + [f32] * 4 + [i32]),
+                "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {$0, $1, $2, $3}, "
+                "{$4, $5, $6, $7}, {$8, $9, $10, $11}, {$12, $13, $14, $15}, $16, 0x0;",
+                "=f,=f,=f,=f,r,r,r,r,r,r,r,r,f,f,f,f,r", side_effect=True)
+            st = builder.call(asm, ins + list(args[8:12]) + [meta])
             return context.make_tuple(builder, sig.return_type,
                                       [builder.extract_value(st, k) for k in range(4)])
 

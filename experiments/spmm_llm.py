@@ -1,0 +1,71 @@
+"""Batched SpMM on LLM layer shapes (Y = W @ X, X of N = 8 to 64 columns, fp16, cold L2):
+every format's SpMM against cuBLAS GEMM, issue 29's table.
+
+Serving a pruned model multiplies each weight by the activations of a batch of tokens. For
+each shape (Llama-2-7B's 4096x11008, a 7168x7168 and a 28672x7168 projection), sparsity
+(uniform random masks, ``datasets.uniform``) and N, every method is checked on the GPU
+against the float64 product and timed (median, L2 flushed before every call): MACKO, CSR,
+EC-CSR, the ``generalsparse`` method's default (the cost model's pick for the matrix and N)
+and the split 2:4 format (``split24``: the first two nonzeros of every group of four
+columns through the sparse tensor cores, the rest as a CSR residual; with its launch
+settings), cuBLAS GEMM fp16 (CuPy, GemmEx with fp32 compute) in the same run. The plot and
+the table are ``spmm_macko``'s.
+
+    python experiments/spmm_llm.py [--quick] [--plot-only] [--shapes ...] [--sparsities ...]
+                                   [--ks ...] [--methods cublas,split24,...] [--merge]
+"""
+from __future__ import annotations
+
+import sys
+
+from spmvlab import experiment as X
+
+from experiments import spmm_macko as _spmm
+
+NAME = "spmm_llm"
+NEEDS_GPU = True
+AWAITING_FIRST_GPU_RUN = True       # written without a GPU
+SPLIT_KEYS = ("shapes", "sparsities", "ks")   # measure in parts with --merge
+METHODS = ["cublas", "macko", "csr_vector", "ec_csr", "generalsparse", "split24",
+           "split24[cols_per_warp=8]", "split24[warps_per_band=4]", "split24[warps_per_band=16]"]
+FULL = dict(shapes=[[4096, 11008], [7168, 7168], [28672, 7168]], sparsities=[0.5, 0.7, 0.9],
+            ks=[8, 32, 64], dtype="float16", methods=METHODS, reps=50, warmup=5, seed=0)
+QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.7], ks=[8, 32], reps=20)
+
+method_list = _spmm.method_list
+plot = _spmm.plot
+report = _spmm.report
+
+
+def config(quick: bool = False, **overrides) -> dict:
+    return X.make_config(NAME, FULL, QUICK, quick, overrides)
+
+
+def cli(p):
+    p.add_argument("--methods", type=method_list,
+                   help="methods, comma-separated (keep cublas: speedups are against it)")
+    p.add_argument("--ks", type=X.floats, help="right-hand-side counts, e.g. 8,32,64")
+    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
+    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
+
+
+def measure(cfg: dict) -> dict:
+    """Per shape and sparsity one matrix (built with its dense copy in a worker process while
+    the previous one is timed); each N gets its own X (``Problem.with_rhs``, seed 1 as
+    ``methods.measure`` draws it). The plot reads ``cusparse_k`` and the fp16 rows."""
+    from spmvlab import methods
+    rows = []
+    jobs = [dict(shape=list(s), sparsity=sp, dtype=cfg["dtype"], seed=cfg["seed"])
+            for s in cfg["shapes"] for sp in cfg["sparsities"]]
+    for job, p1 in X.progress(X.problems(jobs, dense=True), total=len(jobs), desc=NAME):
+        for k in (int(v) for v in cfg["ks"]):
+            rows += methods.measure_problem(p1.with_rhs(k), cfg["methods"], reps=cfg["reps"],
+                                            warmup=cfg["warmup"],
+                                            extra=dict(sparsity=job["sparsity"]))
+        del p1
+        X.checkpoint(dict(rows=rows))            # a run stopped by a time limit keeps these
+    return dict(rows=rows)
+
+
+if __name__ == "__main__":
+    sys.exit(X.main(sys.modules[__name__]))

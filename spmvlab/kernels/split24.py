@@ -1,0 +1,343 @@
+"""Split 2:4 SpMV/SpMM kernels (numba.cuda), paired with ``reference/split24.py``.
+
+The 2:4 part goes through the sparse tensor cores (``mma.sp.m16n8k32``: the hardware picks
+each group's two kept values out of four columns, so a tile costs one 16-byte load of
+values, one metadata word and one instruction per 8 columns of X), the residual through
+CUDA cores. Float16 values only (float32 sums).
+
+1. ``pack``: X (n_cols x k, float16) is rewritten once per call into the B operands of the
+   mma, ``Xp``: for column block c (32 rows of X) and 8-column tile j, the 32 lanes' four
+   words (lane (g, t): rows 32c + 2t + 8i, + 1 of column 8j + g, i = 0..3, zero past X),
+   512 bytes a lane reads with one 16-byte load.
+2. ``spmm``: block (bx, by) owns band bx (16 rows) and ``cols_per_warp`` columns of Y (by);
+   its ``warps_per_band`` warps share the band's tiles (warp w: tiles w, w + W, ...). For
+   each: lane (g, t) loads its 8 kept values (16 bytes) and its metadata word, then for each
+   8-column tile its B operand and one mma.sp into float32 accumulators (rows g and g + 8,
+   columns 2t, 2t + 1 of each 8-column tile). Then the residual: the four lanes of a quad
+   take the entries w, w + W, ... of rows g and g + 8, each lane for its own columns. The
+   warps' sums meet in shared memory and are added in warp order (deterministic).
+
+SpMV is the same with k = 1 (one 8-column tile, seven of its columns zero). The hardware
+multiplies both kept slots of every group: a zero kept beside a nonzero (a group with one
+nonzero) meets an Inf or NaN of X as 0 * Inf = NaN, where CSR would skip it (the shared
+suite's NaN/Inf test is opted out for this reason). Measured times: docs/performance.md.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import numpy as np
+
+from reference.split24 import META_PER_TILE, TILE_COLS, TILE_ROWS, Split24Matrix
+
+from .. import formats
+from .._cuda import cuda
+from ._common import (
+    WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32, check_threads_per_block,
+    check_value_dtype, checked_to_device, finish, launch_stream, launch_strided, prepare,
+    prepare_spmm, scratch, to_dev,
+)
+from ._intrinsics import mma_sp16832, pack_half2, vload4, vwords4
+
+__all__ = ["Split24Config", "DeviceSplit24", "to_device", "device_check", "spmv", "spmm",
+           "ptx_targets", "CHECK_FIELDS"]
+
+LANE_WORDS = 4                 # B operand words per lane
+TILE_WORDS = WARP * LANE_WORDS  # Xp words per (column block, 8-column tile)
+PACK_THREADS = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class Split24Config:
+    """Launch settings: ``warps_per_band`` (1 to 32: the warps of a block, which share one
+    band's tiles and residual entries and add their sums in shared memory; enough warps in
+    flight to keep the loads coming even for matrices of few bands) and ``cols_per_warp``
+    (columns of Y per block: 8, 16, 32 or 64, four float32 registers per lane for each 8;
+    each tile's values loaded once for all of them)."""
+
+    warps_per_band: int = 8
+    cols_per_warp: int = 32
+
+    def __post_init__(self):
+        from reference._common import OptionError, problem
+        if not isinstance(self.warps_per_band, int) or not 1 <= self.warps_per_band <= 32:
+            raise OptionError(problem("Split24Config.warps_per_band", "an int in [1, 32]",
+                                      self.warps_per_band))
+        if self.cols_per_warp not in (8, 16, 32, 64):
+            raise OptionError(problem("Split24Config.cols_per_warp", "8, 16, 32 or 64",
+                                      self.cols_per_warp))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class DeviceSplit24:
+    """A :class:`Split24Matrix` whose arrays live on the device."""
+
+    tile_ptr: object
+    tile_col: object
+    values: object
+    meta: object
+    res_ptr: object
+    res_cols: object
+    res_values: object
+    shape: tuple
+    dtype: np.dtype
+    nbytes: int
+
+
+def to_device(M: Split24Matrix, check: str = "auto") -> DeviceSplit24:
+    """``M`` on the device, checked by ``kernels._common.checked_to_device`` (every column
+    block and residual column in range, every metadata nibble valid, no nonzero outside
+    the shape; ``check``: "auto", "host" or "device")."""
+    return checked_to_device(M, Split24Matrix, DeviceSplit24, _upload, device_check, check)
+
+
+def _upload(M: Split24Matrix) -> DeviceSplit24:
+    check_value_dtype(M.dtype, formats.get("split24").kernel_dtypes, "split24 kernel")
+    for name in ("tile_ptr", "res_ptr"):
+        check_int32(f"{name}[-1]", int(getattr(M, name)[-1]))
+    return DeviceSplit24(**{n: to_dev(a) for n, a in M.arrays()}, shape=M.shape, dtype=M.dtype,
+                         nbytes=M.nbytes)
+
+
+# ---------------------------------------------------------------------------------------------
+# the device check, the same predicates as Split24Matrix._check_entries(canonical=False)
+# ---------------------------------------------------------------------------------------------
+
+CHECK_FIELDS = ("tile_col", "meta", "values", "res_cols")
+
+
+@functools.lru_cache(maxsize=None)
+def _check_kernel():
+    @cuda.jit
+    def split24_check(tile_ptr, tile_col, values, meta, res_cols, n_rows, n_cols, flags):
+        """Grid-stride loop over the metadata words (tile p, word w = 2g + h): the tile's
+        column block in range (else flag 0 and nothing more for it); each nibble's positions
+        increasing (else flag 1 and not its values); each value of rows g, g + 8 in groups
+        4h .. 4h + 3 zero unless inside the shape (flag 2). Then over the residual: every
+        column in range (flag 3)."""
+        n_words = meta.shape[0]
+        blocks = (n_cols + TILE_COLS - 1) // TILE_COLS
+        q = cuda.grid(1)
+        step = cuda.gridsize(1)
+        while q < n_words:
+            p = q // META_PER_TILE
+            w = q % META_PER_TILE
+            kt = tile_col[p]
+            if kt < 0 or kt >= blocks:
+                flags[0] = 1
+            else:
+                lo = 0                                  # the band of tile p
+                hi = tile_ptr.shape[0] - 1
+                while hi - lo > 1:
+                    mid = (lo + hi) // 2
+                    if tile_ptr[mid] <= p:
+                        lo = mid
+                    else:
+                        hi = mid
+                g = w // 2
+                h = w % 2
+                word = meta[q]
+                for up in range(2):
+                    row = lo * TILE_ROWS + g + 8 * up
+                    for j in range(4):
+                        nib = (word >> (16 * up + 4 * j)) & 15
+                        p0 = nib & 3
+                        p1 = nib >> 2
+                        if p0 >= p1:
+                            flags[1] = 1
+                            continue
+                        grp = 4 * h + j
+                        v0 = (p * WARP + 4 * g + j) * 8 + (up + 2 * h) * 2
+                        c0 = kt * TILE_COLS + 4 * grp + p0
+                        c1 = kt * TILE_COLS + 4 * grp + p1
+                        if values[v0] != 0 and (row >= n_rows or c0 >= n_cols):
+                            flags[2] = 1
+                        if values[v0 + 1] != 0 and (row >= n_rows or c1 >= n_cols):
+                            flags[2] = 1
+            q += step
+        q = cuda.grid(1)
+        while q < res_cols.shape[0]:
+            c = res_cols[q]
+            if c < 0 or c >= n_cols:
+                flags[3] = 1
+            q += step
+
+    return split24_check
+
+
+def launch_check(D: DeviceSplit24, flags):
+    """Launch the check kernel (no wait): a grid-stride loop over metadata and residual."""
+    n = max(D.meta.shape[0], D.res_cols.shape[0])
+    launch_strided(_check_kernel(), n, D.tile_ptr, D.tile_col, D.values, D.meta, D.res_cols,
+                   D.shape[0], D.shape[1], flags)
+
+
+def device_check(D: DeviceSplit24) -> list[str]:
+    """The first of :data:`CHECK_FIELDS` the device check flags, as a list (empty: none):
+    the host check stops at its first failure in the same order, so both name one field."""
+    flags = cuda.to_device(np.zeros(len(CHECK_FIELDS), np.int32))
+    launch_check(D, flags)
+    return [f for f, v in zip(CHECK_FIELDS, flags.copy_to_host()) if v][:1]
+
+
+# ---------------------------------------------------------------------------------------------
+# the kernels
+# ---------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=None)
+def _pack_kernel():
+    f16 = np.float16
+
+    @cuda.jit
+    def split24_pack(X, Xp):
+        """Thread q writes word q of Xp: (block c, tile j, lane (g, t), i) -> X rows
+        32c + 2t + 8i and the next one of column 8j + g, packed (zero past X)."""
+        q = cuda.grid(1)
+        if q >= Xp.shape[0]:
+            return
+        n, k = X.shape
+        jt_n = (k + 7) // 8
+        i = q % LANE_WORDS
+        lane = (q // LANE_WORDS) % WARP
+        jt = (q // TILE_WORDS) % jt_n
+        c = q // (TILE_WORDS * jt_n)
+        r = c * TILE_COLS + 2 * (lane % 4) + 8 * i
+        col = jt * 8 + lane // 4
+        lo = f16(0)
+        hi = f16(0)
+        if col < k:
+            if r < n:
+                lo = X[r, col]
+            if r + 1 < n:
+                hi = X[r + 1, col]
+        Xp[q] = pack_half2(lo, hi)
+
+    return split24_pack
+
+
+@functools.lru_cache(maxsize=None)
+def _spmm_kernel(cfg: Split24Config):
+    W = cfg.warps_per_band
+    C = cfg.cols_per_warp
+    NW = C // 8
+    ND = 4 * NW
+    RED = W * TILE_ROWS * C
+    THREADS = W * WARP
+    f32 = np.float32
+    f16 = np.float16
+
+    @cuda.jit
+    def split24_spmm(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, Xp, X, Y):
+        """Block (bx, by): band bx, columns [by * C, by * C + C) of Y; warp w takes the
+        band's tiles w, w + W, ... and its residual entries w, w + W, ... of every row."""
+        warp = cuda.threadIdx.x // WARP
+        lane = cuda.threadIdx.x % WARP
+        band = cuda.blockIdx.x
+        n_rows, k = Y.shape
+        jt_n = (k + 7) // 8
+        jt0 = cuda.blockIdx.y * NW
+        g = lane // 4
+        t = lane % 4
+        d = cuda.local.array(ND, f32)
+        for i in range(ND):
+            d[i] = f32(0)
+        for p in range(tile_ptr[band] + warp, tile_ptr[band + 1], W):
+            a0, a1, a2, a3 = vwords4(values, (p * WARP + lane) * 8)
+            e = meta[p * META_PER_TILE + 2 * g + (t & 1)]
+            base = (tile_col[p] * jt_n + jt0) * TILE_WORDS + lane * LANE_WORDS
+            for j in range(NW):
+                if jt0 + j < jt_n:                  # the same in every lane
+                    b0, b1, b2, b3 = vload4(Xp, base + j * TILE_WORDS)
+                    e0, e1, e2, e3 = mma_sp16832(a0, a1, a2, a3, b0, b1, b2, b3,
+                                                 d[4 * j], d[4 * j + 1], d[4 * j + 2],
+                                                 d[4 * j + 3], e)
+                    d[4 * j] = e0
+                    d[4 * j + 1] = e1
+                    d[4 * j + 2] = e2
+                    d[4 * j + 3] = e3
+        red = cuda.shared.array(RED, f32)
+        for up in range(2):
+            row = band * TILE_ROWS + g + 8 * up
+            if row < n_rows:
+                for q in range(res_ptr[row] + warp, res_ptr[row + 1], W):
+                    c = res_cols[q]
+                    v = f32(res_values[q])
+                    for j in range(NW):
+                        col = (jt0 + j) * 8 + 2 * t
+                        if col < k:
+                            d[4 * j + 2 * up] += v * f32(X[c, col])
+                        if col + 1 < k:
+                            d[4 * j + 2 * up + 1] += v * f32(X[c, col + 1])
+            for j in range(NW):
+                at = (warp * TILE_ROWS + g + 8 * up) * C + 8 * j + 2 * t
+                red[at] = d[4 * j + 2 * up]
+                red[at + 1] = d[4 * j + 2 * up + 1]
+        cuda.syncthreads()
+        i = cuda.threadIdx.x
+        while i < TILE_ROWS * C:                    # the warps' sums in warp order
+            row = band * TILE_ROWS + i // C
+            col = jt0 * 8 + i % C
+            if row < n_rows and col < k:
+                s = red[i]
+                for w in range(1, W):
+                    s += red[w * TILE_ROWS * C + i]
+                Y[row, col] = f16(s)
+            i += THREADS
+
+    return split24_spmm
+
+
+def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
+    """Pack X into the B operands, then the SpMM, both on the launch stream."""
+    n_rows, n_cols = D.shape
+    k = int(X.shape[1])
+    if not (n_rows and k):
+        return
+    jt_n = -(-k // 8)
+    n_words = -(-n_cols // TILE_COLS) * jt_n * TILE_WORDS
+    Xp = scratch((max(n_words, 1),), np.uint32)
+    stream = launch_stream()
+    if n_words:
+        _pack_kernel()[blocks_for(n_words, PACK_THREADS), PACK_THREADS, stream](X, Xp)
+    grid = (-(-n_rows // TILE_ROWS), blocks_for(jt_n, config.cols_per_warp // 8))
+    _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream](
+        D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X, Y)
+
+
+def spmv(D, x, out=None, config: Split24Config = Split24Config()):
+    """y = D @ x. ``D`` a :class:`Split24Matrix` or :class:`DeviceSplit24`; ``x`` host or
+    device (the SpMM of one column)."""
+    check_config(config, Split24Config)
+    D = to_device(D)
+    n_rows, n_cols = D.shape
+    ops = prepare(x, out, n_cols, (n_rows,), D.dtype)
+    _launch(D, ops.x.reshape(n_cols, 1), ops.out.reshape(n_rows, 1), config)
+    return finish(ops, out)
+
+
+def spmm(D, X, out=None, config: Split24Config = Split24Config()):
+    """Y = D @ X for X of shape (n_cols, k)."""
+    check_config(config, Split24Config)
+    D = to_device(D)
+    ops, _ = prepare_spmm(D, X, out)
+    _launch(D, ops.x, ops.out, config)
+    return finish(ops, out)
+
+
+def ptx_targets():
+    """The SpMM (the SpMV is the same kernel), the packing and the check, int32 indices."""
+    it, dt = "int32", "float16"
+    cfg = Split24Config()
+    head = (f"void({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
+            f"{array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
+            f"{array_sig(dt, 2)}, {array_sig(dt, 2)})")
+    return [
+        PTXTarget("split24.spmm[float16,int32]", functools.partial(_spmm_kernel, cfg), head,
+                  expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",)),
+        PTXTarget("split24.pack[float16]", _pack_kernel,
+                  f"void({array_sig(dt, 2)}, {array_sig('uint32')})"),
+        PTXTarget("split24.check[int32]", _check_kernel,
+                  f"void({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
+                  f"{array_sig(it)}, int64, int64, {array_sig('int32')})"),
+    ]
