@@ -297,9 +297,6 @@ register(FormatInfo(
     config="Split24Config", kernel_dtypes=("float16",),
     test_configs=({"warps_per_band": 1, "cols_per_warp": 8},
                   {"warps_per_band": 3, "cols_per_warp": 16}),
-    opt_out={"nan_inf": "the sparse tensor cores multiply both kept slots of every group, so "
-                        "the zero kept beside a lone nonzero meets an Inf of x as 0 * Inf = NaN "
-                        "(kernels/split24.py)"},
     doc="split 2:4: the first two nonzeros of every group of four columns in 16 x 32 tiles "
         "for the sparse tensor cores (mma.sp, hardware metadata), the rest a CSR residual; "
         "float16 kernels"))

@@ -758,14 +758,20 @@ def test_kernel_parity_llm_like(info, _, case, pick):
 
 @pytest.mark.parametrize("info, cfg", params("nan_inf", need="spmv", per=by_config))
 def test_nan_inf_propagate_like_scipy(info, cfg):
-    A = sp.csr_matrix(np.array([[np.inf, 1, 0], [np.nan, 0, 2], [1, -np.inf, 0], [0, 0, 3]],
-                               dtype=np.float32))
-    M = info.encode(A)
-    x = np.array([1, 2, np.inf], np.float32)
-    want = A @ x
-    for y in (info.reference_module().spmv(M, x),
-              info.kernel_module().spmv(M, x, config=info.make_config(**cfg))):
-        np.testing.assert_array_equal(y, want)
+    """Inf and NaN in the matrix and in x, and a nonzero whose neighbours' columns hold an
+    Inf of x (the last row: a format that multiplies stored zeros must not make 0 * Inf)."""
+    dt = kernel_dtype(info)
+    A = sp.csr_matrix(np.array([[np.inf, 1, 0, 0], [np.nan, 0, 2, 0], [1, -np.inf, 0, 0],
+                                [0, 0, 3, 0], [0, 5, 0, 0]], dtype=np.float32))
+    M = info.encode(A, dtype=dt)
+    x = np.array([1, 2, np.inf, 1], np.float32)
+    X = np.stack([x, x[::-1]], axis=1)
+    K, ref, config = info.kernel_module(), info.reference_module(), info.make_config(**cfg)
+    for y in (ref.spmv(M, x.astype(dt)), K.spmv(M, x.astype(dt), config=config)):
+        np.testing.assert_array_equal(y, (A @ x).astype(dt))       # small integers: exact
+    if "spmm" in info.capabilities:
+        for Y in (ref.spmm(M, X.astype(dt)), K.spmm(M, X.astype(dt), config=config)):
+            np.testing.assert_array_equal(Y, (A @ X).astype(dt))
 
 
 @pytest.mark.parametrize("info, _", params("device_operands", need="spmv"))

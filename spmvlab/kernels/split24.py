@@ -17,22 +17,27 @@ CUDA cores. Float16 values only (float32 sums).
    take the entries w, w + W, ... of rows g and g + 8, each lane for its own columns. The
    warps' sums meet in shared memory and are added in warp order (deterministic).
 
-SpMV is the same with k = 1 (one 8-column tile, seven of its columns zero). The hardware
-multiplies both kept slots of every group: a zero kept beside a nonzero (a group with one
-nonzero) meets an Inf or NaN of X as 0 * Inf = NaN, where CSR would skip it (the shared
-suite's NaN/Inf test is opted out for this reason). Measured times: docs/performance.md.
+The hardware multiplies both kept slots of every group: a zero kept beside a lone nonzero
+meets an Inf or NaN of X as 0 * Inf = NaN, where CSR skips it. So a block with a sum that is
+not finite does its outputs again on CUDA cores from the nonzeros alone (a thread per
+output), and NaN/Inf propagate as in CSR; finite sums are exact products either way. (That
+pass is a scalar loop apart from the warps' accumulators: done as a second pass of the
+fragment code it raised the kernel from 76 to 121 registers in ptxas for sm_90.) SpMV is
+the same with k = 1 (one 8-column tile, seven of its columns zero). Measured times:
+docs/performance.md.
 """
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 
 import numpy as np
 
 from reference.split24 import META_PER_TILE, TILE_COLS, TILE_ROWS, Split24Matrix
 
 from .. import formats
-from .._cuda import cuda
+from .._cuda import cuda, inline_device
 from ._common import (
     WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32, check_threads_per_block,
     check_value_dtype, checked_to_device, finish, launch_stream, launch_strided, prepare,
@@ -227,6 +232,72 @@ def _spmm_kernel(cfg: Split24Config):
     f32 = np.float32
     f16 = np.float16
 
+    @inline_device
+    def add_entry(X, c, v, up, t, jt0, k, d):
+        """d += v * X[c, this lane's columns] for row g + 8 up of the lane's quad."""
+        for j in range(NW):
+            col = (jt0 + j) * 8 + 2 * t
+            if col < k:
+                d[4 * j + 2 * up] += v * f32(X[c, col])
+            if col + 1 < k:
+                d[4 * j + 2 * up + 1] += v * f32(X[c, col + 1])
+
+    @inline_device
+    def careful(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, X, Y, band,
+                rl, col):
+        """Y[row, col] for row ``rl`` of the band on CUDA cores from its nonzeros alone (the
+        stored zeros skipped, so an Inf or NaN of X meets only what CSR would multiply it
+        by): the row's kept values tile by tile, then its residual."""
+        n_rows, k = Y.shape
+        row = band * TILE_ROWS + rl
+        if row >= n_rows or col >= k:
+            return
+        g = rl % 8
+        up = rl // 8
+        s = f32(0)
+        for p in range(tile_ptr[band], tile_ptr[band + 1]):
+            c0 = tile_col[p] * TILE_COLS
+            for grp in range(8):
+                word = meta[p * META_PER_TILE + 2 * g + grp // 4]
+                at = (p * WARP + 4 * g + grp % 4) * 8 + (up + 2 * (grp // 4)) * 2
+                for half in range(2):
+                    v = f32(values[at + half])
+                    if v != 0:
+                        pos = (word >> (16 * up + 4 * (grp % 4) + 2 * half)) & 3
+                        s += v * f32(X[c0 + 4 * grp + pos, col])
+        for q in range(res_ptr[row], res_ptr[row + 1]):
+            s += f32(res_values[q]) * f32(X[res_cols[q], col])
+        Y[row, col] = f16(s)
+
+    @inline_device
+    def finish(res_ptr, res_cols, res_values, X, Y, red, flag, band, warp, g, t, jt0, d):
+        """Add the residual of rows g, g + 8 (entries w, w + W, ...), then the warps' sums in
+        warp order into Y; ``flag`` set if one is not finite. Two barriers."""
+        n_rows, k = Y.shape
+        for up in range(2):
+            row = band * TILE_ROWS + g + 8 * up
+            if row < n_rows:
+                for q in range(res_ptr[row] + warp, res_ptr[row + 1], W):
+                    add_entry(X, res_cols[q], f32(res_values[q]), up, t, jt0, k, d)
+            for j in range(NW):
+                at = (warp * TILE_ROWS + g + 8 * up) * C + 8 * j + 2 * t
+                red[at] = d[4 * j + 2 * up]
+                red[at + 1] = d[4 * j + 2 * up + 1]
+        cuda.syncthreads()
+        i = cuda.threadIdx.x
+        while i < TILE_ROWS * C:
+            row = band * TILE_ROWS + i // C
+            col = jt0 * 8 + i % C
+            if row < n_rows and col < k:
+                s = red[i]
+                for w in range(1, W):
+                    s += red[w * TILE_ROWS * C + i]
+                if math.isinf(s) or math.isnan(s):
+                    flag[0] = 1
+                Y[row, col] = f16(s)
+            i += THREADS
+        cuda.syncthreads()
+
     @cuda.jit
     def split24_spmm(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, Xp, X, Y):
         """Block (bx, by): band bx, columns [by * C, by * C + C) of Y; warp w takes the
@@ -239,6 +310,9 @@ def _spmm_kernel(cfg: Split24Config):
         jt0 = cuda.blockIdx.y * NW
         g = lane // 4
         t = lane % 4
+        flag = cuda.shared.array(1, np.int32)
+        if cuda.threadIdx.x == 0:
+            flag[0] = 0                             # read after the first barrier
         d = cuda.local.array(ND, f32)
         for i in range(ND):
             d[i] = f32(0)
@@ -257,33 +331,13 @@ def _spmm_kernel(cfg: Split24Config):
                     d[4 * j + 2] = e2
                     d[4 * j + 3] = e3
         red = cuda.shared.array(RED, f32)
-        for up in range(2):
-            row = band * TILE_ROWS + g + 8 * up
-            if row < n_rows:
-                for q in range(res_ptr[row] + warp, res_ptr[row + 1], W):
-                    c = res_cols[q]
-                    v = f32(res_values[q])
-                    for j in range(NW):
-                        col = (jt0 + j) * 8 + 2 * t
-                        if col < k:
-                            d[4 * j + 2 * up] += v * f32(X[c, col])
-                        if col + 1 < k:
-                            d[4 * j + 2 * up + 1] += v * f32(X[c, col + 1])
-            for j in range(NW):
-                at = (warp * TILE_ROWS + g + 8 * up) * C + 8 * j + 2 * t
-                red[at] = d[4 * j + 2 * up]
-                red[at + 1] = d[4 * j + 2 * up + 1]
-        cuda.syncthreads()
-        i = cuda.threadIdx.x
-        while i < TILE_ROWS * C:                    # the warps' sums in warp order
-            row = band * TILE_ROWS + i // C
-            col = jt0 * 8 + i % C
-            if row < n_rows and col < k:
-                s = red[i]
-                for w in range(1, W):
-                    s += red[w * TILE_ROWS * C + i]
-                Y[row, col] = f16(s)
-            i += THREADS
+        finish(res_ptr, res_cols, res_values, X, Y, red, flag, band, warp, g, t, jt0, d)
+        if flag[0] != 0:                            # the same in every thread
+            i = cuda.threadIdx.x
+            while i < TILE_ROWS * C:
+                careful(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, X, Y,
+                        band, i // C, jt0 * 8 + i % C)
+                i += THREADS
 
     return split24_spmm
 
