@@ -52,7 +52,7 @@ CELL_KEYS = ("models", "sparsities")
 #: settings that change no row (parts measured with other values still merge)
 UNCOMPARED_KEYS = ("encode_workers",)
 FULL = dict(models=["llama2-7b"], sparsities=[0.5, 0.7, 0.9, "mix"],
-            formats=["macko", "ec_csr", "csr", "csr_dtans", "coo"], batches=[1, 8, 32],
+            formats=["macko", "ec_csr", "csr", "csr_dtans", "coo", "split24"], batches=[1, 8, 32],
             new_tokens=[64, 128, 256], prompt=64, check_tokens=64, graphs=[True, False],
             encode_workers=None, hf_batches=[1, 8], seed=0)
 QUICK = dict(sparsities=[0.7], formats=["macko"], batches=[1, 8], new_tokens=[64],

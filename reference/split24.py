@@ -111,6 +111,12 @@ class Split24Matrix(SparseFormat):
     def n_tiles(self) -> int:
         return int(self.tile_col.size)
 
+    @property
+    def nnz(self) -> int:
+        """Nonzeros of the matrix: the kept values that are not padding zeros, and the
+        residual."""
+        return int(np.count_nonzero(self.values)) + int(self.res_values.size)
+
     def to_csr(self) -> sp.csr_matrix:
         self.validate(expensive=True)
         return _to_csr(self)
