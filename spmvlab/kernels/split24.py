@@ -59,10 +59,13 @@ class Split24Config:
     band's tiles and residual entries and add their sums in shared memory; enough warps in
     flight to keep the loads coming even for matrices of few bands) and ``cols_per_warp``
     (columns of Y per block: 8, 16, 32 or 64, four float32 registers per lane for each 8;
-    each tile's values loaded once for all of them)."""
+    each tile's values loaded once for all of them), ``depth`` (tiles per warp whose
+    values are loaded ahead of their mma: 1, 2 or 4; one warp streams a band's tiles one
+    after another, so with one tile at a time each costs a whole memory latency)."""
 
     warps_per_band: int = 8
     cols_per_warp: int = 32
+    depth: int = 2
 
     def __post_init__(self):
         from reference._common import OptionError, problem
@@ -72,6 +75,8 @@ class Split24Config:
         if self.cols_per_warp not in (8, 16, 32, 64):
             raise OptionError(problem("Split24Config.cols_per_warp", "8, 16, 32 or 64",
                                       self.cols_per_warp))
+        if self.depth not in (1, 2, 4):
+            raise OptionError(problem("Split24Config.depth", "1, 2 or 4", self.depth))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -225,12 +230,29 @@ def _pack_kernel():
 def _spmm_kernel(cfg: Split24Config):
     W = cfg.warps_per_band
     C = cfg.cols_per_warp
+    D = cfg.depth
+    AV = 4 * D
+    u32 = np.uint32
+    i64 = np.int64
     NW = C // 8
     ND = 4 * NW
     RED = W * TILE_ROWS * C
     THREADS = W * WARP
     f32 = np.float32
     f16 = np.float16
+
+    @inline_device
+    def load_tile(values, meta, tile_col, p, end, lane, g, t, s, av, ev, kv):
+        """Slot s := tile p's kept values (16 bytes), metadata word and column block, if
+        p < end."""
+        if p < end:
+            a0, a1, a2, a3 = vwords4(values, (p * WARP + lane) * 8)
+            av[4 * s] = a0
+            av[4 * s + 1] = a1
+            av[4 * s + 2] = a2
+            av[4 * s + 3] = a3
+            ev[s] = meta[p * META_PER_TILE + 2 * g + (t & 1)]
+            kv[s] = tile_col[p]
 
     @inline_device
     def add_entry(X, c, v, up, t, jt0, k, d):
@@ -316,20 +338,34 @@ def _spmm_kernel(cfg: Split24Config):
         d = cuda.local.array(ND, f32)
         for i in range(ND):
             d[i] = f32(0)
-        for p in range(tile_ptr[band] + warp, tile_ptr[band + 1], W):
-            a0, a1, a2, a3 = vwords4(values, (p * WARP + lane) * 8)
-            e = meta[p * META_PER_TILE + 2 * g + (t & 1)]
-            base = (tile_col[p] * jt_n + jt0) * TILE_WORDS + lane * LANE_WORDS
-            for j in range(NW):
-                if jt0 + j < jt_n:                  # the same in every lane
-                    b0, b1, b2, b3 = vload4(Xp, base + j * TILE_WORDS)
-                    e0, e1, e2, e3 = mma_sp16832(a0, a1, a2, a3, b0, b1, b2, b3,
-                                                 d[4 * j], d[4 * j + 1], d[4 * j + 2],
-                                                 d[4 * j + 3], e)
-                    d[4 * j] = e0
-                    d[4 * j + 1] = e1
-                    d[4 * j + 2] = e2
-                    d[4 * j + 3] = e3
+        # D slots of (values, metadata, column block) in registers: slot s holds the
+        # warp's tile base + s W, and is refilled with tile base + (s + D) W right after its
+        # mma, so D tiles' loads are in flight while the warp multiplies
+        av = cuda.local.array(AV, u32)
+        ev = cuda.local.array(D, u32)
+        kv = cuda.local.array(D, i64)
+        end = tile_ptr[band + 1]
+        base = tile_ptr[band] + warp
+        for s in range(D):
+            load_tile(values, meta, tile_col, base + s * W, end, lane, g, t, s, av, ev, kv)
+        while base < end:                           # the same in every lane
+            for s in range(D):
+                p = base + s * W
+                if p < end:
+                    xb = (kv[s] * jt_n + jt0) * TILE_WORDS + lane * LANE_WORDS
+                    for j in range(NW):
+                        if jt0 + j < jt_n:
+                            b0, b1, b2, b3 = vload4(Xp, xb + j * TILE_WORDS)
+                            e0, e1, e2, e3 = mma_sp16832(
+                                av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
+                                b0, b1, b2, b3, d[4 * j], d[4 * j + 1], d[4 * j + 2],
+                                d[4 * j + 3], ev[s])
+                            d[4 * j] = e0
+                            d[4 * j + 1] = e1
+                            d[4 * j + 2] = e2
+                            d[4 * j + 3] = e3
+                    load_tile(values, meta, tile_col, p + D * W, end, lane, g, t, s, av, ev, kv)
+            base += D * W
         red = cuda.shared.array(RED, f32)
         finish(res_ptr, res_cols, res_values, X, Y, red, flag, band, warp, g, t, jt0, d)
         if flag[0] != 0:                            # the same in every thread

@@ -1,0 +1,69 @@
+"""What is specific to split 2:4 (reference/split24.py, spmvlab/kernels/split24.py): the
+layout of the tensor-core operands, the split rule, and the kernel's tile pipeline on bands
+long enough to refill every slot many times (the shared suite's small cases hold a few tiles
+per band)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import reference.split24 as S
+from parity import garbage_like
+from spmvlab import formats
+from spmvlab.check import reference_product, relative_error
+
+
+def test_each_row_and_group_has_one_place_in_the_operands():
+    """The values' order (lane, register, kept value) and the metadata's (word, nibble) each
+    name every (tile row, group) of a tile exactly once (twice for the two kept values),
+    and a lane's metadata word covers the groups its own A registers hold."""
+    vr, vg, mr, mg = S._VROW, S._VGROUP, S._MROW, S._MGROUP
+    pairs = sorted(zip(vr.tolist(), vg.tolist()))
+    assert pairs == sorted([(r, g) for r in range(16) for g in range(8)] * 2)
+    assert sorted(zip(mr.tolist(), mg.tolist())) == [(r, g) for r in range(16) for g in range(8)]
+    for lane in range(32):
+        g, t = divmod(lane, 4)
+        got = set(zip(vr[lane * 8:lane * 8 + 8].tolist(), vg[lane * 8:lane * 8 + 8].tolist()))
+        assert got == {(g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)}
+        if t < 2:       # sparsity selector 0: lanes 4g and 4g + 1 supply the metadata
+            word = 2 * g + t
+            nib = set(zip(mr[word * 8:word * 8 + 8].tolist(), mg[word * 8:word * 8 + 8].tolist()))
+            assert nib == {(r, 4 * t + j) for r in (g, g + 8) for j in range(4)}
+
+
+def test_the_first_two_nonzeros_of_each_group_are_kept():
+    A = np.zeros((3, 8), np.float32)
+    A[0, :4] = [1, 2, 3, 4]          # full group: 1, 2 kept, 3, 4 residual
+    A[1, 3] = 5                      # a lone nonzero at position 3: kept as (2, 3)
+    A[1, 4:6] = [6, 7]
+    A[2, 5] = 8                      # a lone nonzero at position 1: kept as (1, 2)
+    M = S.encode(A)
+    assert M.res_values.tolist() == [3, 4] and M.res_cols.tolist() == [2, 3]
+    assert M.res_ptr.tolist() == [0, 2, 2, 2]
+    rows, cols, vals = S.decode_tiles(M)
+    kept = {(int(r), int(c)): float(v) for r, c, v in zip(rows, cols, vals) if r < 3 and c < 8}
+    assert kept[(0, 0)] == 1 and kept[(0, 1)] == 2
+    assert kept[(1, 2)] == 0 and kept[(1, 3)] == 5
+    assert kept[(1, 4)] == 6 and kept[(1, 5)] == 7
+    assert kept[(2, 5)] == 8 and kept[(2, 6)] == 0
+    assert M.nnz == 8 and M.n_tiles == 1
+
+
+@pytest.mark.parametrize("cfg", [dict(warps_per_band=1, cols_per_warp=8, depth=1),
+                                 dict(warps_per_band=2, cols_per_warp=16, depth=2),
+                                 dict(warps_per_band=3, cols_per_warp=8, depth=4)])
+def test_long_bands_refill_every_slot(cfg):
+    """Bands of 40 tiles (1280 columns), one spanning part of the next band, k across two
+    column blocks of Y: every warp refills its slots many times, ending at each slot."""
+    info = formats.get("split24")
+    K = info.kernel_module()
+    rng = np.random.default_rng(7)
+    n_rows, n_cols, k = 20, 1280 - 7, 2 * cfg["cols_per_warp"] - 3
+    A = rng.standard_normal((n_rows, n_cols)) * (rng.random((n_rows, n_cols)) < 0.3)
+    M = info.encode(A.astype(np.float16))
+    X = rng.standard_normal((n_cols, k)).astype(np.float16)
+    out = garbage_like((n_rows, k), np.float16)
+    Y = K.spmm(M, X, out=out, config=info.make_config(**cfg))
+    assert Y is out
+    chk = relative_error(Y, dtype=np.float16, ref=reference_product(M.to_csr(), X))
+    assert chk.passed, chk.worst
