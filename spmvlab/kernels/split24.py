@@ -59,12 +59,13 @@ class Split24Config:
     band's tiles and residual entries and add their sums in shared memory; enough warps in
     flight to keep the loads coming even for matrices of few bands) and ``cols_per_warp``
     (columns of Y per block: 8, 16, 32 or 64, four float32 registers per lane for each 8;
-    each tile's values loaded once for all of them), ``depth`` (tiles per warp whose
+    each tile's values loaded once for all of them; None: the fewest of these that cover
+    X's columns, 64 beyond), ``depth`` (tiles per warp whose
     values are loaded ahead of their mma: 1, 2 or 4; one warp streams a band's tiles one
     after another, so with one tile at a time each costs a whole memory latency)."""
 
     warps_per_band: int = 8
-    cols_per_warp: int = 32
+    cols_per_warp: int | None = None
     depth: int = 2
 
     def __post_init__(self):
@@ -72,8 +73,8 @@ class Split24Config:
         if not isinstance(self.warps_per_band, int) or not 1 <= self.warps_per_band <= 32:
             raise OptionError(problem("Split24Config.warps_per_band", "an int in [1, 32]",
                                       self.warps_per_band))
-        if self.cols_per_warp not in (8, 16, 32, 64):
-            raise OptionError(problem("Split24Config.cols_per_warp", "8, 16, 32 or 64",
+        if self.cols_per_warp not in (None, 8, 16, 32, 64):
+            raise OptionError(problem("Split24Config.cols_per_warp", "None, 8, 16, 32 or 64",
                                       self.cols_per_warp))
         if self.depth not in (1, 2, 4):
             raise OptionError(problem("Split24Config.depth", "1, 2 or 4", self.depth))
@@ -390,6 +391,9 @@ def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
     stream = launch_stream()
     if n_words:
         _pack_kernel()[blocks_for(n_words, PACK_THREADS), PACK_THREADS, stream](X, Xp)
+    if config.cols_per_warp is None:
+        config = dataclasses.replace(config, cols_per_warp=next(c for c in (8, 16, 32, 64)
+                                                                if c >= k or c == 64))
     grid = (-(-n_rows // TILE_ROWS), blocks_for(jt_n, config.cols_per_warp // 8))
     _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream](
         D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X, Y)
@@ -416,15 +420,19 @@ def spmm(D, X, out=None, config: Split24Config = Split24Config()):
 
 
 def ptx_targets():
-    """The SpMM (the SpMV is the same kernel), the packing and the check, int32 indices."""
+    """The SpMM (the SpMV is the same kernel) at 8, 32 and 64 columns per block, the
+    packing and the check, int32 indices."""
     it, dt = "int32", "float16"
-    cfg = Split24Config()
+    cfg = Split24Config(cols_per_warp=32)
     head = (f"void({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
             f"{array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
             f"{array_sig(dt, 2)}, {array_sig(dt, 2)})")
-    return [
-        PTXTarget("split24.spmm[float16,int32]", functools.partial(_spmm_kernel, cfg), head,
-                  expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",)),
+    spmm = [PTXTarget(f"split24.spmm[float16,int32,c{c.cols_per_warp},d{c.depth}]",
+                      functools.partial(_spmm_kernel, c), head,
+                      expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",))
+            for c in (cfg, Split24Config(cols_per_warp=8, depth=4),
+                      Split24Config(cols_per_warp=64))]
+    return spmm + [
         PTXTarget("split24.pack[float16]", _pack_kernel,
                   f"void({array_sig(dt, 2)}, {array_sig('uint32')})"),
         PTXTarget("split24.check[int32]", _check_kernel,
