@@ -173,21 +173,6 @@ def method_list(cfg: dict) -> list:
     return out
 
 
-def _encodings(names) -> list:
-    """The formats (default encode options) that the plain format or format-method names
-    among ``names`` encode their matrix in (``Problem.encoded``); others are encoded, if at
-    all, when their method is built."""
-    from spmvlab import formats
-    out = []
-    for name in names:
-        if not isinstance(name, str):
-            continue
-        for info in formats.kernel_formats():
-            if (name == info.name or name in info.methods) and info.name not in out:
-                out.append(info.name)
-    return out
-
-
 def _per_n(A, spec: dict, dense: bool, lossy: bool = False) -> list:
     """One Problem per N of ``spec["ns"]`` for ``A`` (X drawn as ``methods.measure`` draws
     it: seed 1), each with its reference product; the first one's dense copy (``dense``)
@@ -232,8 +217,9 @@ def build_suitesparse(spec: dict, dense: bool = False) -> list:
 def _build_settings(cfg: dict) -> tuple[dict, bool]:
     """What every job of ``cfg`` builds besides the matrix: the N, the encodings and
     whether a dense copy is needed (cuBLAS, the numba dense GEMV)."""
+    from spmvlab.workers import encodings_of
     common = dict(ns=[int(n) for n in cfg["ns"]], dtype=cfg["dtype"],
-                  encode=_encodings(cfg["methods"]))
+                  encode=encodings_of(cfg["methods"]))
     return common, any(m in ("cublas", "cublas_sgemv", "numba_dense") for m in cfg["methods"])
 
 

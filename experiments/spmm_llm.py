@@ -51,12 +51,13 @@ def cli(p):
 
 
 def measure(cfg: dict) -> dict:
-    """Per shape and sparsity one matrix (built with its dense copy in a worker process while
-    the previous one is timed); each N gets its own X (``Problem.with_rhs``, seed 1 as
+    """Per shape and sparsity one matrix (built with its dense copy and its encodings in a
+    worker process while the previous one is timed); each N gets its own X (``Problem.with_rhs``, seed 1 as
     ``methods.measure`` draws it). The plot reads ``cusparse_k`` and the fp16 rows."""
     from spmvlab import methods
     rows = []
-    jobs = [dict(shape=list(s), sparsity=sp, dtype=cfg["dtype"], seed=cfg["seed"])
+    jobs = [dict(shape=list(s), sparsity=sp, dtype=cfg["dtype"], seed=cfg["seed"],
+                 encode=X.encodings_of(cfg["methods"]))
             for s in cfg["shapes"] for sp in cfg["sparsities"]]
     for job, p1 in X.progress(X.problems(jobs, dense=True), total=len(jobs), desc=NAME):
         for k in (int(v) for v in cfg["ks"]):

@@ -55,11 +55,11 @@ from .results import (  # noqa: F401  (the experiments' one namespace: X.results
     EXPERIMENTS, FIGURES, RESULTS, ROOT, figure_path, load_results, result_devices,
     results_device, results_path, save_results, to_json,
 )
-from .workers import problems, progress  # noqa: F401  (X.problems, X.progress)
+from .workers import encodings_of, problems, progress  # noqa: F401  (X.problems, ...)
 
 __all__ = ["ROOT", "results_path", "figure_path", "result_devices", "results_device",
            "make_config", "floats", "shapes", "words", "to_json", "save_results", "load_results",
-           "progress", "problems", "gpu_available", "load_experiment", "experiments", "results_name",
+           "progress", "problems", "encodings_of", "gpu_available", "load_experiment", "experiments", "results_name",
            "build_parser", "checkpoint", "Stopped", "run", "derive_run", "replot", "main"]
 
 

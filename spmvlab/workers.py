@@ -13,7 +13,7 @@ import sys
 import time
 from typing import Iterable
 
-__all__ = ["progress", "build_problem", "default_workers", "problems"]
+__all__ = ["progress", "build_problem", "default_workers", "problems", "encodings_of"]
 
 
 def progress(iterable: Iterable, total: int | None = None, desc: str = "", stream=None,
@@ -50,6 +50,22 @@ def progress(iterable: Iterable, total: int | None = None, desc: str = "", strea
         i += 1
         draw(i)
     draw(i, final=True)
+
+
+def encodings_of(names) -> list:
+    """The formats (default encode options) that the plain format or format-method names
+    among ``names`` encode their matrix in (``Problem.encoded``): the ``encode`` list of a
+    job whose builder should encode ahead of the timing. Other names (vendor baselines,
+    GeneralSparse's methods) encode, if at all, when their method is built."""
+    from . import formats
+    out = []
+    for name in names:
+        if not isinstance(name, str):
+            continue
+        for info in formats.kernel_formats():
+            if (name == info.name or name in info.methods) and info.name not in out:
+                out.append(info.name)
+    return out
 
 
 def build_problem(spec: dict, dense: bool = False):
