@@ -34,20 +34,13 @@ FULL = dict(shapes=[[4096, 11008], [7168, 7168], [28672, 7168]], sparsities=[0.5
 QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.7], ks=[8, 32], reps=20)
 
 method_list = _spmm.method_list
+cli = _spmm.cli                     # --methods, --ks, --shapes, --sparsities
 plot = _spmm.plot
 report = _spmm.report
 
 
 def config(quick: bool = False, **overrides) -> dict:
     return X.make_config(NAME, FULL, QUICK, quick, overrides)
-
-
-def cli(p):
-    p.add_argument("--methods", type=method_list,
-                   help="methods, comma-separated (keep cublas: speedups are against it)")
-    p.add_argument("--ks", type=X.floats, help="right-hand-side counts, e.g. 8,32,64")
-    p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
-    p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
 
 
 def measure(cfg: dict) -> dict:

@@ -53,12 +53,13 @@ def test_the_first_two_nonzeros_of_each_group_are_kept():
                                  dict(warps_per_band=2, cols_per_warp=16, depth=2),
                                  dict(warps_per_band=3, cols_per_warp=8, depth=4)])
 def test_long_bands_refill_every_slot(cfg):
-    """Bands of 40 tiles (1280 columns), one spanning part of the next band, k across two
-    column blocks of Y: every warp refills its slots many times, ending at each slot."""
+    """Bands of 24 tiles (768 columns), the second band partial, k across two column blocks
+    of Y: every warp refills its slots several times (at W = 3, D = 4: tiles 0-23 in
+    slots of 3 warps x 4 steps, each slot twice)."""
     info = formats.get("split24")
     K = info.kernel_module()
     rng = np.random.default_rng(7)
-    n_rows, n_cols, k = 20, 1280 - 7, 2 * cfg["cols_per_warp"] - 3
+    n_rows, n_cols, k = 19, 768 - 7, 2 * cfg["cols_per_warp"] - 3
     A = rng.standard_normal((n_rows, n_cols)) * (rng.random((n_rows, n_cols)) < 0.3)
     M = info.encode(A.astype(np.float16))
     X = rng.standard_normal((n_cols, k)).astype(np.float16)

@@ -100,11 +100,14 @@ if SIMULATOR:
         assert 0 <= i < arr.shape[0], f"load at element {i} outside {arr.shape[0]}"
         return arr[i]
 
-    def mma16816(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+    def _warp_mma(regs, n_b):
+        """The rendezvous of a warp-wide mma: every lane's registers ``regs`` (4 A words,
+        ``n_b`` B words, 4 C floats, then any more); returns (lane, {lane: regs}, the
+        16 x 16 A fragment, B (8 n_b x 8), C (16 x 8)) in float64."""
         from ..cudasim import FULL_MASK, _exchange
-        lane, frags = _exchange(FULL_MASK, (a0, a1, a2, a3, b0, b1, c0, c1, c2, c3))
+        lane, frags = _exchange(FULL_MASK, regs)
         A = np.zeros((16, 16))
-        B = np.zeros((16, 8))
+        B = np.zeros((8 * n_b, 8))
         C = np.zeros((16, 8))
         for ln, f in frags.items():
             g, t = ln // 4, ln % 4
@@ -112,32 +115,28 @@ if SIMULATOR:
             A[g + 8, 2 * t:2 * t + 2] = _halves(f[1])
             A[g, 2 * t + 8:2 * t + 10] = _halves(f[2])
             A[g + 8, 2 * t + 8:2 * t + 10] = _halves(f[3])
-            B[2 * t:2 * t + 2, g] = _halves(f[4])
-            B[2 * t + 8:2 * t + 10, g] = _halves(f[5])
-            C[g, 2 * t:2 * t + 2] = f[6], f[7]
-            C[g + 8, 2 * t:2 * t + 2] = f[8], f[9]
+            for i in range(n_b):
+                B[2 * t + 8 * i:2 * t + 8 * i + 2, g] = _halves(f[4 + i])
+            C[g, 2 * t:2 * t + 2] = f[4 + n_b], f[5 + n_b]
+            C[g + 8, 2 * t:2 * t + 2] = f[6 + n_b], f[7 + n_b]
+        return lane, frags, A, B, C
+
+    def _lane_d(lane, A, B, C):
+        """This lane's four elements of D = A @ B + C, rounded to float32."""
         with np.errstate(invalid="ignore", over="ignore"):
             D = (A @ B + C).astype(np.float32)
         g, t = lane // 4, lane % 4
         return D[g, 2 * t], D[g, 2 * t + 1], D[g + 8, 2 * t], D[g + 8, 2 * t + 1]
 
+    def mma16816(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        lane, _, A, B, C = _warp_mma((a0, a1, a2, a3, b0, b1, c0, c1, c2, c3), 2)
+        return _lane_d(lane, A, B, C)
+
     def mma_sp16832(a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, e):
-        from ..cudasim import FULL_MASK, _exchange
-        lane, frags = _exchange(FULL_MASK, (a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, e))
-        K = np.zeros((16, 16))                      # the kept values, two per group
-        P = np.zeros((16, 16), np.int64)            # their positions in the group
-        B = np.zeros((32, 8))
-        C = np.zeros((16, 8))
+        lane, frags, K, B, C = _warp_mma((a0, a1, a2, a3, b0, b1, b2, b3, c0, c1, c2, c3, e), 4)
+        P = np.zeros((16, 16), np.int64)            # the kept values' positions in their group
         for ln, f in frags.items():
             g, t = ln // 4, ln % 4
-            K[g, 2 * t:2 * t + 2] = _halves(f[0])
-            K[g + 8, 2 * t:2 * t + 2] = _halves(f[1])
-            K[g, 2 * t + 8:2 * t + 10] = _halves(f[2])
-            K[g + 8, 2 * t + 8:2 * t + 10] = _halves(f[3])
-            for i in range(4):
-                B[2 * t + 8 * i:2 * t + 8 * i + 2, g] = _halves(f[4 + i])
-            C[g, 2 * t:2 * t + 2] = f[8], f[9]
-            C[g + 8, 2 * t:2 * t + 2] = f[10], f[11]
             if t < 2:                               # sparsity selector 0: lanes 4g, 4g + 1
                 w = int(f[12]) & 0xFFFFFFFF
                 for up in range(2):
@@ -147,14 +146,11 @@ if SIMULATOR:
                         assert p0 < p1, f"metadata nibble {nib:#06b} (lane {ln}) is not valid"
                         grp = 4 * t + j
                         P[g + 8 * up, 2 * grp:2 * grp + 2] = p0, p1
-        A = np.zeros((16, 32))
+        A = np.zeros((16, 32))                      # K holds the kept values, two per group
         for r in range(16):
             for c in range(16):
                 A[r, 4 * (c // 2) + P[r, c]] += K[r, c]
-        with np.errstate(invalid="ignore", over="ignore"):
-            D = (A @ B + C).astype(np.float32)
-        g, t = lane // 4, lane % 4
-        return D[g, 2 * t], D[g, 2 * t + 1], D[g + 8, 2 * t], D[g + 8, 2 * t + 1]
+        return _lane_d(lane, A, B, C)
 
 else:
     from llvmlite import ir
