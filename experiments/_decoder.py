@@ -1,13 +1,17 @@
-"""A Llama-style decoder in plain PyTorch for ``e2e_decode``: the shapes of a Hugging Face
-``transformers`` config, seeded random fp16 weights (nothing downloaded), a static KV cache,
-and one decode step whose every index is a tensor (the position, the token buffer), so the
-whole step can be captured once in a CUDA graph and replayed per token; dense and sparse
+"""Llama- and OPT-style decoders in plain PyTorch for ``e2e_decode``: the shapes of a Hugging
+Face ``transformers`` config, seeded random fp16 weights (nothing downloaded), a static KV
+cache, and one decode step whose every index is a tensor (the position, the token buffer), so
+the whole step can be captured once in a CUDA graph and replayed per token; dense and sparse
 models run the same code, only their linear layers differ (``nn.Linear`` or
 ``spmvlab.torch.SparseLinear``).
 
-Blocks: RMSNorm, q/k/v/o projections with rotary position embedding and grouped-query
+Llama blocks: RMSNorm, q/k/v/o projections with rotary position embedding and grouped-query
 attention over the cache (positions after the current one masked), RMSNorm, the gated SiLU
-MLP (gate, up, down); a final RMSNorm and a dense LM head. No biases (Llama's).
+MLP (gate, up, down); a final RMSNorm and a dense LM head. No biases.
+OPT blocks (``do_layer_norm_before``, as OPT-30B): LayerNorm, q/k/v/out projections with
+biases and multi-head attention over the cache, LayerNorm, the ReLU MLP (fc1, fc2, with
+biases); learned position embeddings (OPT's offset of 2) added to the token embeddings, a
+final LayerNorm and a dense LM head.
 """
 from __future__ import annotations
 
@@ -26,18 +30,49 @@ MODELS = {
     "llama2-13b": dict(hidden_size=5120, intermediate_size=13824, num_hidden_layers=40,
                        num_attention_heads=40, num_key_value_heads=40, vocab_size=32000,
                        rms_norm_eps=1e-5, rope_theta=10000.0),
+    # ``transformers.OPTConfig`` fields, marked by ``arch``
+    "opt-30b": dict(arch="opt", hidden_size=7168, ffn_dim=28672, num_hidden_layers=48,
+                    num_attention_heads=56, vocab_size=50272, max_position_embeddings=2048,
+                    word_embed_proj_dim=7168, do_layer_norm_before=True, enable_bias=True,
+                    activation_function="relu"),
     # for tests: the same code at a size the CUDA simulator runs
     "tiny": dict(hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
                  num_key_value_heads=2, vocab_size=80, rms_norm_eps=1e-5, rope_theta=10000.0),
+    "tiny-opt": dict(arch="opt", hidden_size=64, ffn_dim=96, num_hidden_layers=2,
+                     num_attention_heads=4, vocab_size=80, max_position_embeddings=64,
+                     word_embed_proj_dim=64, do_layer_norm_before=True, enable_bias=True,
+                     activation_function="relu"),
 }
-#: the linear layers of a block (the ones a sparse model swaps)
-PROJ = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+#: the linear layers of a block (the ones a sparse model swaps), per architecture
+PROJS = {"llama": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
+         "opt": ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")}
+PROJ = PROJS["llama"]
+#: OPT's learned position embeddings start at this row
+OPT_POSITION_OFFSET = 2
+
+
+def arch(name: str) -> str:
+    """"llama" or "opt": the architecture of model ``name``."""
+    return MODELS[name].get("arch", "llama")
 
 
 def hf_config(name: str):
-    """The ``transformers.LlamaConfig`` of ``name`` (no weights)."""
-    from transformers import LlamaConfig
-    return LlamaConfig(**MODELS[name])
+    """The ``transformers`` config of ``name`` (``LlamaConfig`` or ``OPTConfig``; no
+    weights)."""
+    import transformers
+    fields = {k: v for k, v in MODELS[name].items() if k != "arch"}
+    cls = transformers.OPTConfig if arch(name) == "opt" else transformers.LlamaConfig
+    return cls(**fields)
+
+
+def hf_model_class(name: str):
+    """Hugging Face's own causal LM class for ``name`` (for its eager reference)."""
+    import transformers
+    return transformers.OPTForCausalLM if arch(name) == "opt" else transformers.LlamaForCausalLM
+
+
+def _arch_of(config) -> str:
+    return "opt" if getattr(config, "model_type", "") == "opt" else "llama"
 
 
 def _theta(c) -> float:
@@ -60,6 +95,20 @@ class RMSNorm(torch.nn.Module):
         # and sparse models alike (a decode step at batch 1 is mostly such small kernels)
         return torch.nn.functional.rms_norm(x.float(), self.weight.shape, self.weight.float(),
                                             self.eps).to(x.dtype)
+
+
+class LayerNorm(torch.nn.Module):
+    """OPT's LayerNorm, in float32 like :class:`RMSNorm` (weights kept in float32)."""
+
+    def __init__(self, n: int, eps: float = 1e-5):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(n), requires_grad=False)
+        self.bias = torch.nn.Parameter(torch.zeros(n), requires_grad=False)
+        self.eps = eps
+
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x.float(), self.weight.shape, self.weight.float(),
+                                              self.bias.float(), self.eps).to(x.dtype)
 
 
 class Block(torch.nn.Module):
@@ -95,6 +144,30 @@ class Block(torch.nn.Module):
         return x + self.down_proj(torch.nn.functional.silu(self.gate_proj(m)) * self.up_proj(m))
 
 
+class OPTBlock(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        h, f = c.hidden_size, c.ffn_dim
+        self.heads = self.kv_heads = c.num_attention_heads
+        self.head_dim = h // self.heads
+        lin = lambda i, o: torch.nn.Linear(i, o, bias=c.enable_bias)       # noqa: E731
+        self.attn_norm, self.mlp_norm = LayerNorm(h), LayerNorm(h)
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (lin(h, h) for _ in range(4))
+        self.fc1, self.fc2 = lin(h, f), lin(f, h)
+
+    def forward(self, x, pos, cos, sin, k_cache, v_cache, mask):
+        """As :meth:`Block.forward` (``cos``, ``sin`` unused: OPT adds its positions to the
+        embeddings)."""
+        B = x.shape[0]
+        a = self.attn_norm(x)
+        q = self.q_proj(a).view(B, self.heads, 1, self.head_dim)
+        k_cache.index_copy_(2, pos, self.k_proj(a).view(B, self.heads, 1, self.head_dim))
+        v_cache.index_copy_(2, pos, self.v_proj(a).view(B, self.heads, 1, self.head_dim))
+        o = torch.nn.functional.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)
+        x = x + self.out_proj(o.reshape(B, self.heads * self.head_dim))
+        return x + self.fc2(torch.relu(self.fc1(self.mlp_norm(x))))
+
+
 def _rotate(t, cos, sin):
     half = t.shape[-1] // 2
     rot = torch.cat((-t[..., half:], t[..., :half]), dim=-1)
@@ -102,19 +175,28 @@ def _rotate(t, cos, sin):
 
 
 class Decoder(torch.nn.Module):
-    """The model of ``config`` (a ``LlamaConfig``) with weights ``N(0, 0.02)`` from ``seed``
-    (drawn by ``device``'s generator), in ``dtype`` on ``device``; :meth:`caches` makes the static KV cache of a batch."""
+    """The model of ``config`` (a ``LlamaConfig`` or an ``OPTConfig``) with weights
+    ``N(0, 0.02)`` from ``seed`` (drawn by ``device``'s generator; OPT's biases after the
+    weights, from the same generator), in ``dtype`` on ``device``; :meth:`caches` makes the
+    static KV cache of a batch. ``proj``: the names of a block's linear layers."""
 
     def __init__(self, config, dtype=torch.float16, device="cuda", seed: int = 0):
         super().__init__()
         c = config
         self.config = c
+        self.arch = _arch_of(c)
+        self.proj = PROJS[self.arch]
+        opt = self.arch == "opt"
         # built and drawn on ``device`` (drawing a 7B model on the host in float32 is slow):
         # the weights depend on the seed and the device's generator
         with torch.device(device):
             self.embed = torch.nn.Embedding(c.vocab_size, c.hidden_size)
-            self.layers = torch.nn.ModuleList(Block(c) for _ in range(c.num_hidden_layers))
-            self.norm = RMSNorm(c.hidden_size, c.rms_norm_eps)
+            if opt:
+                self.positions = torch.nn.Embedding(c.max_position_embeddings
+                                                    + OPT_POSITION_OFFSET, c.hidden_size)
+            block = OPTBlock if opt else Block
+            self.layers = torch.nn.ModuleList(block(c) for _ in range(c.num_hidden_layers))
+            self.norm = LayerNorm(c.hidden_size) if opt else RMSNorm(c.hidden_size, c.rms_norm_eps)
             self.lm_head = torch.nn.Linear(c.hidden_size, c.vocab_size, bias=False)
         g = torch.Generator(device=device).manual_seed(seed)
         with torch.no_grad():
@@ -122,23 +204,32 @@ class Decoder(torch.nn.Module):
                 p.requires_grad_(False)
                 if p.dim() == 2:
                     p.copy_(torch.randn(p.shape, generator=g, device=device).mul_(0.02))
+            for layer in self.layers if opt else ():
+                for name in self.proj:
+                    b = getattr(layer, name).bias
+                    if b is not None:
+                        b.copy_(torch.randn(b.shape, generator=g, device=device).mul_(0.02))
         self.to(dtype=dtype)
         for m in self.modules():
-            if isinstance(m, RMSNorm):
-                m.weight.data = m.weight.data.float()
+            if isinstance(m, (RMSNorm, LayerNorm)):
+                for p in m.parameters():
+                    p.data = p.data.float()
 
     def caches(self, batch: int, max_len: int):
         """(k caches, v caches): one (batch, kv_heads, max_len, head_dim) pair per block."""
         c, p = self.config, next(self.parameters())
         hd = c.hidden_size // c.num_attention_heads
-        shape = (batch, c.num_key_value_heads, max_len, hd)
+        shape = (batch, getattr(c, "num_key_value_heads", c.num_attention_heads), max_len, hd)
         ks = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
         vs = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
         return ks, vs
 
     def rope(self, max_len: int):
-        """cos and sin tables, (max_len, head_dim)."""
+        """cos and sin tables, (max_len, head_dim) (OPT: no rotation, (max_len, 0))."""
         c, p = self.config, next(self.parameters())
+        if self.arch == "opt":
+            empty = torch.zeros(max_len, 0, device=p.device)
+            return empty, empty
         hd = c.hidden_size // c.num_attention_heads
         inv = 1.0 / (_theta(c) ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))
         ang = torch.outer(torch.arange(max_len, dtype=torch.float64), inv)
@@ -153,6 +244,8 @@ class Decoder(torch.nn.Module):
         cos, sin = cos_t.index_select(0, pos), sin_t.index_select(0, pos)
         mask = torch.arange(max_len, device=pos.device).view(1, 1, 1, max_len) <= pos
         x = self.embed(tokens)
+        if self.arch == "opt":
+            x = x + self.positions(pos + OPT_POSITION_OFFSET)
         for layer, kc, vc in zip(self.layers, *kv):
             x = layer(x, pos, cos, sin, kc, vc, mask)
         return self.lm_head(self.norm(x)).float()
@@ -164,7 +257,7 @@ def prune_(model: Decoder, sparsity_of) -> None:
     with torch.no_grad():
         for i, layer in enumerate(model.layers):
             s = float(sparsity_of(i))
-            for name in PROJ:
+            for name in model.proj:
                 w = getattr(layer, name).weight
                 k = round(s * w.shape[1])
                 if k:

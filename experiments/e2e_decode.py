@@ -4,8 +4,11 @@
     python experiments/e2e_decode.py [--models llama2-7b] [--formats macko,csr] [--quick]
 
 Models (``experiments/_decoder.py``): the shapes of Hugging Face ``transformers`` Llama
-configs (Llama-2-7B, Llama-3.1-8B, Llama-2-13B) with seeded N(0, 0.02) fp16 weights, a
-static KV cache and one decode step with every index a tensor. Per model and sparsity
+configs (Llama-2-7B, Llama-3.1-8B, Llama-2-13B) and OPT-30B's with seeded N(0, 0.02) fp16
+weights, a static KV cache and one decode step with every index a tensor. A model of which
+three copies would not fit the GPU (OPT-30B's 60 GB) runs ``lean``: one model on the device
+at a time, the pruned dense model rebuilt from its seed for each format and sparsified in
+place (the same weights, so the same rows). Per model and sparsity
 (0.5 / 0.7 / 0.9, and GeneralSparse's ``mix``: 0.7 in the first and last quarter of the
 blocks, 0.9 between), the block projections are pruned per row by magnitude; that dense
 model, holding the zeros, is the baseline (cuBLAS through ``nn.Linear``) and the reference;
@@ -50,11 +53,11 @@ SPLIT_KEYS = ("models", "sparsities", "formats", "batches", "new_tokens", "graph
 #: a cluster task per (model, sparsity): its formats share the dense model and its timing
 CELL_KEYS = ("models", "sparsities")
 #: settings that change no row (parts measured with other values still merge)
-UNCOMPARED_KEYS = ("encode_workers",)
+UNCOMPARED_KEYS = ("encode_workers", "lean")
 FULL = dict(models=["llama2-7b"], sparsities=[0.5, 0.7, 0.9, "mix"],
             formats=["macko", "ec_csr", "csr", "csr_dtans", "coo", "split24"], batches=[1, 8, 32],
             new_tokens=[64, 128, 256], prompt=64, check_tokens=64, graphs=[True, False],
-            encode_workers=None, hf_batches=[1, 8], seed=0)
+            encode_workers=None, hf_batches=[1, 8], lean=None, seed=0)
 QUICK = dict(sparsities=[0.7], formats=["macko"], batches=[1, 8], new_tokens=[64],
              graphs=[True], hf_batches=[])
 
@@ -70,7 +73,8 @@ def config(quick: bool = False, **overrides) -> dict:
 
 
 def cli(p):
-    p.add_argument("--models", type=X.words, help="comma-separated: llama2-7b, llama3.1-8b, llama2-13b")
+    p.add_argument("--models", type=X.words, help="comma-separated: llama2-7b, llama3.1-8b, "
+                   "llama2-13b, opt-30b")
     p.add_argument("--formats", type=X.words, help="comma-separated layer formats "
                    "(spmvlab.torch.layer_formats: the kernel formats and generalsparse)")
     p.add_argument("--batches", type=lambda t: [int(v) for v in X.floats(t)])
@@ -81,6 +85,10 @@ def cli(p):
     p.add_argument("--hf-batches", dest="hf_batches", type=lambda t: [int(v) for v in X.floats(t)]
                    if t.strip() else [], help="batches of the Hugging Face eager reference "
                    "(comma-separated; '' for none)")
+    p.add_argument("--lean", type=lambda t: {"auto": None, "true": True, "false": False}[t.lower()],
+                   help="auto, true or false: one model on the device at a time (the dense "
+                   "model is rebuilt from its seed for each format and sparsified in place); "
+                   "auto: when three copies would not fit")
     p.add_argument("--encode-workers", dest="encode_workers", type=int,
                    help="processes encoding the layers (none: as many as the host has "
                    "cores, at most 16)")
@@ -168,7 +176,7 @@ def _nonlinear_ms(model, cfg: dict, prompts: dict) -> dict:
             return x.new_zeros(tuple(x.shape[:-1]) + (self.out_features,))
 
     n = max(cfg["new_tokens"])
-    held = [(layer, name, getattr(layer, name)) for layer in model.layers for name in DM.PROJ]
+    held = [(layer, name, getattr(layer, name)) for layer in model.layers for name in model.proj]
     try:
         for layer, name, lin in held:
             setattr(layer, name, Skip(lin.out_features))
@@ -203,7 +211,7 @@ def _hf_eager(name: str, cfg: dict, prompts: dict, device: str) -> list[dict]:
     torch.set_default_dtype(torch.float16)        # drawn in fp16 on the device: no fp32 copy
     try:
         with torch.device(device):
-            m = transformers.LlamaForCausalLM(DM.hf_config(name)).eval()
+            m = DM.hf_model_class(name)(DM.hf_config(name)).eval()
     finally:
         torch.set_default_dtype(prev)
     n = max(2, min(cfg["new_tokens"]))
@@ -307,23 +315,36 @@ def measure(cfg: dict) -> dict:
         workers = 0 if SIMULATOR else min(16, os.cpu_count() or 1)
     rows = []
     for name in cfg["models"]:
-        base = DM.Decoder(DM.hf_config(name), device=device, seed=cfg["seed"])
+        def build(name=name):
+            return DM.Decoder(DM.hf_config(name), device=device, seed=cfg["seed"])
         # drawn in increasing batch order from one seed: a part of a split run measuring a
         # prefix of the batches (e.g. batch 1 alone) gets the full run's prompts
         g = torch.Generator().manual_seed(cfg["seed"] + 1)
-        prompts = {B: torch.randint(0, base.config.vocab_size, (B, cfg["prompt"]), generator=g).to(device)
+        vocab = DM.hf_config(name).vocab_size
+        prompts = {B: torch.randint(0, vocab, (B, cfg["prompt"]), generator=g).to(device)
                    for B in sorted(set(cfg["batches"]) | set(cfg["hf_batches"]))}
-        if cfg["hf_batches"]:
+        if cfg["hf_batches"]:             # before our model: its own copy of the weights
             rows += _hf_eager(name, cfg, prompts, device)
             X.checkpoint(dict(rows=rows))
+        base = build()
+        lean = _lean(base, cfg["lean"])
         # the step without its projections: the same for every sparsity and format
         nl = _nonlinear_ms(base, cfg, prompts)
         print(f"{NAME}: {name}: the step without its projections "
-              + ", ".join(f"B={B} {ms:.2f} ms" for B, ms in nl.items()), file=sys.stderr,
+              + ", ".join(f"B={B} {ms:.2f} ms" for B, ms in nl.items())
+              + (" (lean: one model on the device at a time)" if lean else ""), file=sys.stderr,
               flush=True)
         for s in cfg["sparsities"]:
-            dense = copy.deepcopy(base)
-            DM.prune_(dense, _sparsity_of(dense, s))
+            def pruned(s=s):
+                m = build()
+                DM.prune_(m, _sparsity_of(m, s))
+                return m
+            if lean:
+                dense, base = base if base is not None else build(), None
+                DM.prune_(dense, _sparsity_of(dense, s))
+            else:
+                dense = copy.deepcopy(base)
+                DM.prune_(dense, _sparsity_of(dense, s))
             refs = {B: _reference(dense, prompts[B], cfg["check_tokens"]) for B in cfg["batches"]}
             extra = dict(model=name, sparsity=s)
             base_rows = _time_model(dense, "dense", cfg, prompts, refs, extra,
@@ -332,8 +353,11 @@ def measure(cfg: dict) -> dict:
             # every format row carries the dense tokens/s of its own run: a merged file that
             # re-measures the dense model for other formats keeps each ratio within one run
             base_tps = {(r["batch"], r["new_tokens"], r["graph"]): r["tokens_per_s"] for r in base_rows}
-            for fmt in cfg["formats"]:
-                sparse = copy.deepcopy(dense)
+            for i, fmt in enumerate(cfg["formats"]):
+                if lean:                  # the dense model itself, rebuilt after each format
+                    sparse, dense = (dense if dense is not None else pruned()), None
+                else:
+                    sparse = copy.deepcopy(dense)
                 t0 = time.perf_counter()
                 # prepared for every batch (the prompt is fed a token at a time, so a step
                 # multiplies B tokens): generalsparse plans its kernels now, in the workers
@@ -351,8 +375,32 @@ def measure(cfg: dict) -> dict:
                                    lambda done: X.checkpoint(dict(rows=rows + own(done))), nl)
                 rows += own(done)
                 del sparse
+                _free(device)
             del dense
+            _free(device)
     return dict(rows=rows)
+
+
+def _lean(model, lean) -> bool:
+    """``lean`` if given, else whether three copies of ``model`` (the unpruned model, the
+    pruned dense one and a copy being sparsified) would not fit in 90 % of the GPU's memory
+    (never on the CPU)."""
+    import torch
+    if lean is not None:
+        return bool(lean)
+    if _device(model).type != "cuda":
+        return False
+    own = sum(t.numel() * t.element_size() for t in model.parameters())
+    return 3 * own > 0.9 * torch.cuda.get_device_properties(_device(model)).total_memory
+
+
+def _free(device: str):
+    """Give the memory of deleted models back to the device (a lean run's next model)."""
+    import gc
+    gc.collect()
+    if device == "cuda":
+        import torch
+        torch.cuda.empty_cache()
 
 
 def _index(values: list, v) -> int:

@@ -396,7 +396,8 @@ _OLDER_KEYS = {"baseline_csr": {"tol"}}    # tolerances now live in spmvlab.chec
 _NEWER_KEYS = {"spmm_macko": {"fp32_methods", "fp32_ks"}, "fig4_macko": {"budget_s"},
                "fig7_macko": {"public_macko", "public_sparsities"},
                "fig1_macko": {"public_macko", "public_sparsities"},
-               "search_gs": {"anchors"}}          # the guarded search's anchors, after its run
+               "search_gs": {"anchors"},          # the guarded search's anchors, after its run
+               "e2e_decode": {"lean"}}            # how models are held, after its run
 
 
 def _run_flags(name, device):

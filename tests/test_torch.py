@@ -261,19 +261,21 @@ def test_cuda_graph_capture_and_replay(fmt):
 SIM_FORMAT = "coo"
 
 
+@pytest.mark.parametrize("model", ["tiny", "tiny-opt"])
 @pytest.mark.parametrize("fmt", ST.layer_formats(torch.float16) if not SIMULATOR else [SIM_FORMAT])
-def test_a_two_layer_decoder_decodes_as_its_dense_twin(fmt):
-    """experiments/_decoder's tiny Llama (2 blocks, GQA), pruned to 70 % per row: the model
-    with ``fmt`` layers gives the dense model's logits after a prompt (within the fp16
-    bound scaled by depth) and its greedy tokens; on a GPU also from a captured graph."""
+def test_a_two_layer_decoder_decodes_as_its_dense_twin(fmt, model):
+    """experiments/_decoder's tiny Llama (2 blocks, GQA) and tiny OPT (biases, LayerNorm,
+    learned positions), pruned to 70 % per row: the model with ``fmt`` layers gives the
+    dense model's logits after a prompt (within the fp16 bound scaled by depth) and its
+    greedy tokens; on a GPU also from a captured graph."""
     pytest.importorskip("transformers", reason="the decoder's shapes come from transformers")
     import copy
     from experiments import _decoder as DM
-    dense = DM.Decoder(DM.hf_config("tiny"), device=DEV, seed=3)
+    dense = DM.Decoder(DM.hf_config(model), device=DEV, seed=3)
     DM.prune_(dense, lambda i: 0.7)
     sparse = copy.deepcopy(dense)
     names = ST.sparsify(sparse, None, fmt, pruning="keep", include=r"^layers\.\d+\.")
-    assert len(names) == 2 * len(DM.PROJ)
+    assert len(names) == 2 * len(DM.PROJS[DM.arch(model)]) == 2 * len(dense.proj)
     prompt = torch.randint(0, 80, (2, 5), generator=torch.Generator().manual_seed(0)).to(DEV)
     runs = []
     for model in (dense, sparse):
@@ -343,3 +345,22 @@ def test_e2e_decode_measures_a_tiny_model():
                                        for t in [*m.parameters(), *m.buffers()])
     proj = dense["weights_bytes"] - csr["weights_bytes"]
     assert proj > 0 and csr["model_bytes"] == dense["model_bytes"] - proj
+
+
+def test_e2e_decode_lean_rebuilds_the_same_model(capsys):
+    """A lean run (one model at a time: the pruned dense model sparsified in place, rebuilt
+    from its seed for the next format and the next sparsity) on the tiny OPT: every format's
+    logits and greedy tokens match the dense reference of its sparsity (a rebuilt model
+    that was not pruned, or pruned at the other sparsity, would not)."""
+    pytest.importorskip("transformers", reason="the decoder's shapes come from transformers")
+    from experiments import e2e_decode as E
+    cfg = E.config(models=["tiny-opt"], sparsities=[0.7, 0.5], formats=[SIM_FORMAT, "split24"],
+                   batches=[2], new_tokens=[1], check_tokens=2, prompt=2,
+                   graphs=[not SIMULATOR], encode_workers=0, hf_batches=[], lean=True)
+    rows = E.measure(cfg)["rows"]
+    assert "lean: one model on the device at a time" in capsys.readouterr().err
+    assert [(r["sparsity"], r["method"]) for r in rows] == [
+        (s, m) for s in (0.7, 0.5) for m in ("dense", SIM_FORMAT, "split24")]
+    assert all(r["tokens_match"] and r["max_rel_err"] < 1e-2 for r in rows)
+    dense = {r["sparsity"]: r["weights_bytes"] for r in rows if r["method"] == "dense"}
+    assert dense[0.7] == dense[0.5]              # the same shapes; the zeros differ
