@@ -47,7 +47,7 @@ from ._common import (
     SparseFormat, canonical_csr, check_operand, csr_from_arrays, csr_value_array, resolve_dtype,
     triplet_product,
 )
-from ._input import index_dtype_for
+from ._input import check_size, index_dtype_for
 from .csr import row_ids
 
 __all__ = ["Split24Matrix", "encode", "spmv", "spmm", "TILE_ROWS", "TILE_COLS", "decode_tiles"]
@@ -271,6 +271,13 @@ def encode(A, dtype=None, lossy: bool = False) -> Split24Matrix:
     tkey = band * max(n_blocks, 1) + block
     tiles, tile_of = np.unique(tkey, return_inverse=True)
     n_tiles = tiles.size
+    # every occupied 16 x 32 block stores 256 values and 64 bytes of metadata, and is built
+    # through two (tiles, 16, 8, 2) grids: a scattered matrix costs that per nonzero
+    per_tile = VALUES_PER_TILE * dt.itemsize + META_PER_TILE * 4 + 2 * 256 * (8 + dt.itemsize)
+    check_size(n_tiles * per_tile, "A", f"{n_tiles:,} occupied 16 x 32 tiles "
+               f"({n_tiles * VALUES_PER_TILE:,} stored values for {vals.size:,} nonzeros)",
+               "split24 suits matrices whose nonzeros fill their 16 x 32 blocks (pruned weights); "
+               "use csr or macko for scattered ones")
     n_bands = -(-n_rows // TILE_ROWS)
     tile_band = tiles // max(n_blocks, 1)
     tile_ptr = np.concatenate(([0], np.cumsum(np.bincount(tile_band, minlength=n_bands)))).astype(idx)

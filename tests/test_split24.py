@@ -68,3 +68,18 @@ def test_long_bands_refill_every_slot(cfg):
     assert Y is out
     chk = relative_error(Y, dtype=np.float16, ref=reference_product(M.to_csr(), X))
     assert chk.passed, chk.worst
+
+
+def test_scattered_matrices_are_refused_by_the_memory_limit(monkeypatch):
+    """Each scattered nonzero costs a whole tile: past the memory limit encode raises a
+    typed error saying so, before it allocates the tiles."""
+    from reference._common import SizeLimitError
+    monkeypatch.setenv("SPMVLAB_MEMORY_LIMIT", "256K")
+    n = 4096
+    idx = np.arange(0, n, 37)
+    import scipy.sparse as sp
+    A = sp.csr_matrix((np.ones(idx.size, np.float32), (idx, idx[::-1])), shape=(n, n))
+    with pytest.raises(SizeLimitError, match="occupied 16 x 32 tiles .* use csr or macko"):
+        S.encode(A)
+    monkeypatch.setenv("SPMVLAB_MEMORY_LIMIT", "64M")
+    assert S.encode(A).n_tiles == idx.size
