@@ -39,7 +39,7 @@ from reference.split24 import META_PER_TILE, TILE_COLS, TILE_ROWS, Split24Matrix
 from .. import formats
 from .._cuda import cuda, inline_device
 from ._common import (
-    WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32, check_threads_per_block,
+    WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32,
     check_value_dtype, checked_to_device, finish, launch_stream, launch_strided, prepare,
     prepare_spmm, scratch, to_dev,
 )
