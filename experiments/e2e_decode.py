@@ -335,16 +335,15 @@ def measure(cfg: dict) -> dict:
               + (" (lean: one model on the device at a time)" if lean else ""), file=sys.stderr,
               flush=True)
         for s in cfg["sparsities"]:
-            def pruned(s=s):
-                m = build()
+            def pruned(m=None, s=s):
+                """``m`` (default: the model built afresh) pruned for sparsity ``s``."""
+                m = build() if m is None else m
                 DM.prune_(m, _sparsity_of(m, s))
                 return m
             if lean:
-                dense, base = base if base is not None else build(), None
-                DM.prune_(dense, _sparsity_of(dense, s))
+                dense, base = pruned(base), None
             else:
-                dense = copy.deepcopy(base)
-                DM.prune_(dense, _sparsity_of(dense, s))
+                dense = pruned(copy.deepcopy(base))
             refs = {B: _reference(dense, prompts[B], cfg["check_tokens"]) for B in cfg["batches"]}
             extra = dict(model=name, sparsity=s)
             base_rows = _time_model(dense, "dense", cfg, prompts, refs, extra,
@@ -353,7 +352,7 @@ def measure(cfg: dict) -> dict:
             # every format row carries the dense tokens/s of its own run: a merged file that
             # re-measures the dense model for other formats keeps each ratio within one run
             base_tps = {(r["batch"], r["new_tokens"], r["graph"]): r["tokens_per_s"] for r in base_rows}
-            for i, fmt in enumerate(cfg["formats"]):
+            for fmt in cfg["formats"]:
                 if lean:                  # the dense model itself, rebuilt after each format
                     sparse, dense = (dense if dense is not None else pruned()), None
                 else:

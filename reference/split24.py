@@ -58,8 +58,6 @@ GROUP = 4
 VALUES_PER_TILE = TILE_ROWS * TILE_COLS // 2     # two of every four
 META_PER_TILE = 16                               # uint32 words (two lanes of each quad)
 LANES = 32
-EMPTY_NIBBLE = 0b0100          # positions (0, 1): an empty group
-EMPTY_WORD = np.uint32(0x44444444)
 
 
 def _slot_map():
@@ -160,7 +158,7 @@ class Split24Matrix(SparseFormat):
             self._require(not bad.any(), "meta", "two positions in increasing order per group",
                           f"{int(bad.sum())} nibbles that are not (e.g. word "
                           f"{int(np.argmax(bad.any(axis=1)))})")
-            rows, cols, vals = _tile_entries(self)
+            rows, cols, vals = decode_tiles(self)
             outside = (vals != 0) & ((rows >= self.n_rows) | (cols >= self.n_cols))
             self._require(not outside.any(), "values", f"zeros outside the shape {self.shape}",
                           f"{int(outside.sum())} nonzeros there")
@@ -188,11 +186,7 @@ def _positions(meta: np.ndarray):
 
 def decode_tiles(M: Split24Matrix):
     """(rows, cols, values) of every stored slot of the 2:4 part (zeros included), in the
-    order of ``values``; columns from the metadata."""
-    return _tile_entries(M)
-
-
-def _tile_entries(M):
+    order of ``values``; columns from the metadata. No validation."""
     n = M.n_tiles
     if not n:
         e = np.zeros(0, np.int64)
@@ -212,7 +206,7 @@ def _tile_entries(M):
 
 def _to_csr(M) -> sp.csr_matrix:
     """The nonzeros of both parts as a canonical CSR (no validation)."""
-    rows, cols, vals = _tile_entries(M)
+    rows, cols, vals = decode_tiles(M)
     keep = vals != 0
     rr = row_ids(M.res_ptr.astype(np.int64))
     r = np.concatenate([rows[keep], rr])
