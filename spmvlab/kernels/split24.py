@@ -39,9 +39,9 @@ from reference.split24 import META_PER_TILE, TILE_COLS, TILE_ROWS, Split24Matrix
 from .. import formats
 from .._cuda import cuda, inline_device
 from ._common import (
-    WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32,
-    check_value_dtype, checked_to_device, finish, launch_stream, launch_strided, prepare,
-    prepare_spmm, scratch, to_dev,
+    WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32, check_value_dtype,
+    checked_to_device, finish, jit_options, launch_stream, launch_strided, prepare, prepare_spmm,
+    scratch, to_dev,
 )
 from ._intrinsics import mma_sp16832, pack_half2, vload4, vwords4
 
@@ -321,7 +321,9 @@ def _spmm_kernel(cfg: Split24Config):
             i += THREADS
         cuda.syncthreads()
 
-    @cuda.jit
+    # a block of W warps must fit the register file: at 16 and 32 warps the cap spills
+    # rather than leaving the launch without resources
+    @cuda.jit(**jit_options(max_registers=min(255, 65536 // THREADS)))
     def split24_spmm(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, Xp, X, Y):
         """Block (bx, by): band bx, columns [by * C, by * C + C) of Y; warp w takes the
         band's tiles w, w + W, ... and its residual entries w, w + W, ... of every row."""
