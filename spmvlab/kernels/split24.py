@@ -11,11 +11,13 @@ CUDA cores. Float16 values only (float32 sums).
    512 bytes a lane reads with one 16-byte load.
 2. ``spmm``: block (bx, by) owns band bx (16 rows) and ``cols_per_warp`` columns of Y (by);
    its ``warps_per_band`` warps share the band's tiles (warp w: tiles w, w + W, ...). For
-   each: lane (g, t) loads its 8 kept values (16 bytes) and its metadata word, then for each
-   8-column tile its B operand and one mma.sp into float32 accumulators (rows g and g + 8,
-   columns 2t, 2t + 1 of each 8-column tile). Then the residual: the four lanes of a quad
-   take the entries w, w + W, ... of rows g and g + 8, each lane for its own columns. The
-   warps' sums meet in shared memory and are added in warp order (deterministic).
+   each: lane (g, t) loads its 8 kept values (16 bytes), its metadata word and, for each
+   8-column tile, its B operand (16 bytes of Xp, at the tile's column block, read a round of
+   tiles earlier, so no load waits on another), all ``depth`` tiles ahead of their
+   mma.sp into float32 accumulators (rows g and g + 8, columns 2t, 2t + 1 of each 8-column
+   tile). Then the residual: the four lanes of a quad take the entries w, w + W, ... of rows
+   g and g + 8, four entries' loads at a time, each lane for its own columns. The warps' sums
+   meet in shared memory and are added in warp order (deterministic).
 
 The hardware multiplies both kept slots of every group: a zero kept beside a lone nonzero
 meets an Inf or NaN of X as 0 * Inf = NaN, where CSR skips it. So a block with a sum that is
@@ -58,11 +60,12 @@ class Split24Config:
     """Launch settings: ``warps_per_band`` (1 to 32: the warps of a block, which share one
     band's tiles and residual entries and add their sums in shared memory; enough warps in
     flight to keep the loads coming even for matrices of few bands) and ``cols_per_warp``
-    (columns of Y per block: 8, 16, 32 or 64, four float32 registers per lane for each 8;
-    each tile's values loaded once for all of them; None: the fewest of these that cover
-    X's columns, 64 beyond), ``depth`` (tiles per warp whose
-    values are loaded ahead of their mma: 1, 2 or 4; one warp streams a band's tiles one
-    after another, so with one tile at a time each costs a whole memory latency)."""
+    (columns of Y per block: 8, 16 or 32, four float32 registers per lane for each 8 and
+    ``4 depth`` for each 8 of prefetched B operands; each tile's values loaded once for all
+    of them; None: the fewest of these that cover X's columns, 32 beyond), ``depth`` (tiles
+    per warp whose values and B operands are loaded ahead of their mma: 1, 2 or 4; one warp
+    streams a band's tiles one after another, so with one tile at a time each costs a whole
+    memory latency)."""
 
     warps_per_band: int = 8
     cols_per_warp: int | None = None
@@ -73,8 +76,8 @@ class Split24Config:
         if not isinstance(self.warps_per_band, int) or not 1 <= self.warps_per_band <= 32:
             raise OptionError(problem("Split24Config.warps_per_band", "an int in [1, 32]",
                                       self.warps_per_band))
-        if self.cols_per_warp not in (None, 8, 16, 32, 64):
-            raise OptionError(problem("Split24Config.cols_per_warp", "None, 8, 16, 32 or 64",
+        if self.cols_per_warp not in (None, 8, 16, 32):
+            raise OptionError(problem("Split24Config.cols_per_warp", "None, 8, 16 or 32",
                                       self.cols_per_warp))
         if self.depth not in (1, 2, 4):
             raise OptionError(problem("Split24Config.depth", "1, 2 or 4", self.depth))
@@ -233,6 +236,7 @@ def _spmm_kernel(cfg: Split24Config):
     C = cfg.cols_per_warp
     D = cfg.depth
     AV = 4 * D
+    BV = 4 * D * (C // 8)
     u32 = np.uint32
     i64 = np.int64
     NW = C // 8
@@ -243,9 +247,9 @@ def _spmm_kernel(cfg: Split24Config):
     f16 = np.float16
 
     @inline_device
-    def load_tile(values, meta, tile_col, p, end, lane, g, t, s, av, ev, kv):
-        """Slot s := tile p's kept values (16 bytes), metadata word and column block, if
-        p < end."""
+    def load_tile(values, meta, Xp, p, end, c, lane, g, t, jt0, jt_n, s, av, ev, bv):
+        """Slot s := tile p's kept values (16 bytes), metadata word and B operands (column
+        block c, already loaded), if p < end."""
         if p < end:
             a0, a1, a2, a3 = vwords4(values, (p * WARP + lane) * 8)
             av[4 * s] = a0
@@ -253,7 +257,15 @@ def _spmm_kernel(cfg: Split24Config):
             av[4 * s + 2] = a2
             av[4 * s + 3] = a3
             ev[s] = meta[p * META_PER_TILE + 2 * g + (t & 1)]
-            kv[s] = tile_col[p]
+            xb = (c * jt_n + jt0) * TILE_WORDS + lane * LANE_WORDS
+            for j in range(NW):
+                if jt0 + j < jt_n:
+                    b0, b1, b2, b3 = vload4(Xp, xb + j * TILE_WORDS)
+                    at = 4 * (NW * s + j)
+                    bv[at] = b0
+                    bv[at + 1] = b1
+                    bv[at + 2] = b2
+                    bv[at + 3] = b3
 
     @inline_device
     def add_entry(X, c, v, up, t, jt0, k, d):
@@ -264,6 +276,19 @@ def _spmm_kernel(cfg: Split24Config):
                 d[4 * j + 2 * up] += v * f32(X[c, col])
             if col + 1 < k:
                 d[4 * j + 2 * up + 1] += v * f32(X[c, col + 1])
+
+    @inline_device
+    def add_entries4(X, c0, c1, c2, c3, v0, v1, v2, v3, up, t, jt0, k, d):
+        """add_entry for four entries, their loads of X issued together."""
+        for j in range(NW):
+            col = (jt0 + j) * 8 + 2 * t
+            for h in range(2):
+                if col + h < k:
+                    x0 = f32(X[c0, col + h])
+                    x1 = f32(X[c1, col + h])
+                    x2 = f32(X[c2, col + h])
+                    x3 = f32(X[c3, col + h])
+                    d[4 * j + 2 * up + h] += v0 * x0 + v1 * x1 + v2 * x2 + v3 * x3
 
     @inline_device
     def careful(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, X, Y, band,
@@ -300,8 +325,17 @@ def _spmm_kernel(cfg: Split24Config):
         for up in range(2):
             row = band * TILE_ROWS + g + 8 * up
             if row < n_rows:
-                for q in range(res_ptr[row] + warp, res_ptr[row + 1], W):
+                q = res_ptr[row] + warp
+                qe = res_ptr[row + 1]
+                while q + 3 * W < qe:       # a latency per four entries, not per entry
+                    add_entries4(X, res_cols[q], res_cols[q + W], res_cols[q + 2 * W],
+                                 res_cols[q + 3 * W], f32(res_values[q]),
+                                 f32(res_values[q + W]), f32(res_values[q + 2 * W]),
+                                 f32(res_values[q + 3 * W]), up, t, jt0, k, d)
+                    q += 4 * W
+                while q < qe:
                     add_entry(X, res_cols[q], f32(res_values[q]), up, t, jt0, k, d)
+                    q += W
             for j in range(NW):
                 at = (warp * TILE_ROWS + g + 8 * up) * C + 8 * j + 2 * t
                 red[at] = d[4 * j + 2 * up]
@@ -341,33 +375,42 @@ def _spmm_kernel(cfg: Split24Config):
         d = cuda.local.array(ND, f32)
         for i in range(ND):
             d[i] = f32(0)
-        # D slots of (values, metadata, column block) in registers: slot s holds the
-        # warp's tile base + s W, and is refilled with tile base + (s + D) W right after its
-        # mma, so D tiles' loads are in flight while the warp multiplies
+        # D slots of (values, metadata, B operands) in registers: slot s holds the warp's
+        # tile base + s W, and is refilled with tile base + (s + D) W right after its mma, so
+        # D tiles' loads are in flight while the warp multiplies. The B operands' address
+        # needs the tile's column block: kn[s] holds it for the slot's next tile, loaded a
+        # round earlier.
         av = cuda.local.array(AV, u32)
         ev = cuda.local.array(D, u32)
-        kv = cuda.local.array(D, i64)
+        bv = cuda.local.array(BV, u32)
+        kn = cuda.local.array(D, i64)
         end = tile_ptr[band + 1]
         base = tile_ptr[band] + warp
         for s in range(D):
-            load_tile(values, meta, tile_col, base + s * W, end, lane, g, t, s, av, ev, kv)
+            p = base + s * W
+            c = tile_col[p] if p < end else 0
+            load_tile(values, meta, Xp, p, end, c, lane, g, t, jt0, jt_n, s, av, ev, bv)
+            kn[s] = tile_col[p + D * W] if p + D * W < end else 0
         while base < end:                           # the same in every lane
             for s in range(D):
                 p = base + s * W
                 if p < end:
-                    xb = (kv[s] * jt_n + jt0) * TILE_WORDS + lane * LANE_WORDS
                     for j in range(NW):
                         if jt0 + j < jt_n:
-                            b0, b1, b2, b3 = vload4(Xp, xb + j * TILE_WORDS)
+                            at = 4 * (NW * s + j)
                             e0, e1, e2, e3 = mma_sp16832(
                                 av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
-                                b0, b1, b2, b3, d[4 * j], d[4 * j + 1], d[4 * j + 2],
-                                d[4 * j + 3], ev[s])
+                                bv[at], bv[at + 1], bv[at + 2], bv[at + 3],
+                                d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3], ev[s])
                             d[4 * j] = e0
                             d[4 * j + 1] = e1
                             d[4 * j + 2] = e2
                             d[4 * j + 3] = e3
-                    load_tile(values, meta, tile_col, p + D * W, end, lane, g, t, s, av, ev, kv)
+                    pn = p + D * W
+                    load_tile(values, meta, Xp, pn, end, kn[s], lane, g, t, jt0, jt_n, s, av,
+                              ev, bv)
+                    if pn + D * W < end:
+                        kn[s] = tile_col[pn + D * W]
             base += D * W
         red = cuda.shared.array(RED, f32)
         finish(res_ptr, res_cols, res_values, X, Y, red, flag, band, warp, g, t, jt0, d)
@@ -394,8 +437,8 @@ def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
     if n_words:
         _pack_kernel()[blocks_for(n_words, PACK_THREADS), PACK_THREADS, stream](X, Xp)
     if config.cols_per_warp is None:
-        config = dataclasses.replace(config, cols_per_warp=next(c for c in (8, 16, 32, 64)
-                                                                if c >= k or c == 64))
+        config = dataclasses.replace(config, cols_per_warp=next(c for c in (8, 16, 32)
+                                                                if c >= k or c == 32))
     grid = (-(-n_rows // TILE_ROWS), blocks_for(jt_n, config.cols_per_warp // 8))
     _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream](
         D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X, Y)
@@ -422,7 +465,7 @@ def spmm(D, X, out=None, config: Split24Config = Split24Config()):
 
 
 def ptx_targets():
-    """The SpMM (the SpMV is the same kernel) at 8, 32 and 64 columns per block, the
+    """The SpMM (the SpMV is the same kernel) at 8 and 32 columns per block, the
     packing and the check, int32 indices."""
     it, dt = "int32", "float16"
     cfg = Split24Config(cols_per_warp=32)
@@ -433,7 +476,7 @@ def ptx_targets():
                       functools.partial(_spmm_kernel, c), head,
                       expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",))
             for c in (cfg, Split24Config(cols_per_warp=8, depth=4),
-                      Split24Config(cols_per_warp=64))]
+                      Split24Config(cols_per_warp=32, depth=4))]
     return spmm + [
         PTXTarget("split24.pack[float16]", _pack_kernel,
                   f"void({array_sig(dt, 2)}, {array_sig('uint32')})"),
