@@ -24,7 +24,6 @@ from experiments import spmm_macko as _spmm
 
 NAME = "spmm_llm"
 NEEDS_GPU = True
-AWAITING_FIRST_GPU_RUN = True       # written without a GPU
 SPLIT_KEYS = ("shapes", "sparsities", "ks")   # measure in parts with --merge
 METHODS = ["cublas", "macko", "csr_vector", "ec_csr", "generalsparse", "split24",
            "split24[cols_per_warp=32]", "split24[warps_per_band=4]", "split24[warps_per_band=16]",

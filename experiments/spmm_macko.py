@@ -153,7 +153,7 @@ def plot(results: dict, fig_path: str) -> list[str]:
             ax.xaxis.set_minor_locator(P._null())
     P.ratio_axis(axes[0][0], ratios, line_label="cuBLAS GEMM (fp16)")
     fig.suptitle(f"SpMM fp16, cold L2, {P.device_name(results)}")
-    P.legend_below(fig, axes.flat, ncol=3, room=0.13)   # one legend for all panels, under them
+    P.legend_below(fig, axes.flat, ncol=3, room=None)   # one legend for all panels, under them
     return P.savefig(fig, fig_path, tight=False)
 
 

@@ -181,19 +181,26 @@ def ratio_bars(ax, xs, ratios, width, **kw):
     return ax.bar(xs, [r - 1.0 for r in ratios], width, bottom=1.0, **kw)
 
 
-def legend_below(fig, axes, ncol: int | None = None, room: float = 0.07):
+def legend_below(fig, axes, ncol: int | None = None, room: float | None = 0.07):
     """One legend for the whole figure, under its panels (the labels of every axis, once), so
     nothing on the plots hides behind it; lays the panels out above it (``room``: the
-    fraction of the height it takes). Save with ``savefig(..., tight=False)``."""
+    fraction of the height it takes; None: room for its rows of entries at the legend's font
+    size and the x labels above them, whatever the figure's height). Save with
+    ``savefig(..., tight=False)``."""
     seen = {}
     for ax in axes:
         for handle, text in zip(*ax.get_legend_handles_labels()):
             seen.setdefault(text, handle)
+    ncol = ncol or min(len(seen), 4) or 1
+    if room is None:
+        rows = -(-len(seen) // ncol)
+        inches = rows * 1.6 * pyplot().rcParams["legend.fontsize"] / 72 + 0.15
+        room = min(0.6, inches / fig.get_figheight())
     fig.tight_layout(rect=(0, room, 1, 1))
     if not seen:
         return None
     return fig.legend(list(seen.values()), list(seen), loc="lower center",
-                      ncol=ncol or min(len(seen), 4), frameon=False, bbox_to_anchor=(0.5, 0.0))
+                      ncol=ncol, frameon=False, bbox_to_anchor=(0.5, 0.0))
 
 
 def savefig(fig, path: str, *, tight: bool = True) -> list[str]:
