@@ -238,7 +238,6 @@ def _spmm_kernel(cfg: Split24Config):
     AV = 4 * D
     BV = 4 * D * (C // 8)
     u32 = np.uint32
-    i64 = np.int64
     NW = C // 8
     ND = 4 * NW
     RED = W * TILE_ROWS * C
@@ -379,11 +378,12 @@ def _spmm_kernel(cfg: Split24Config):
         # tile base + s W, and is refilled with tile base + (s + D) W right after its mma, so
         # D tiles' loads are in flight while the warp multiplies. The B operands' address
         # needs the tile's column block: kn[s] holds it for the slot's next tile, loaded a
-        # round earlier.
+        # round earlier, kept as the int32 it is stored as (widened at its use: a widening
+        # right after the load would wait for it).
         av = cuda.local.array(AV, u32)
         ev = cuda.local.array(D, u32)
         bv = cuda.local.array(BV, u32)
-        kn = cuda.local.array(D, i64)
+        kn = cuda.local.array(D, np.int32)
         end = tile_ptr[band + 1]
         base = tile_ptr[band] + warp
         for s in range(D):
