@@ -27,6 +27,14 @@ here read the ``abort`` flag too), joins its threads for up to :data:`JOIN_TIMEO
 seconds, warns if any is still running (a lane spinning in plain code cannot be stopped),
 and raises the failure that came first (the out-of-bounds ``IndexError`` rather than the
 ``WarpDivergenceError`` its warp-mates raised because of it).
+
+Shared arrays. The simulator gives each ``cuda.shared.array`` call site one array per block,
+looked up and, on a miss, created without a lock: threads that reach a call site together
+(all the lanes a barrier or a warp collective has just released) can each miss and create
+their own, and a thread left with its own array writes where its block-mates never read
+(split24's SpMM lost a warp's sums that way, at random, under load). :func:`install`
+replaces the lookup with the same one under a lock, the call site found from the caller's
+frame.
 """
 from __future__ import annotations
 
@@ -355,6 +363,23 @@ def install() -> None:
         self._spmvlab_barriers = getattr(self, "_spmvlab_barriers", 0) + 1
         original_syncthreads(self)
 
+    shared_lock = threading.Lock()
+    original_shared = kernelapi.FakeCUDAShared.array
+
+    def shared_array(self, shape, dtype, alignment=None):  # one array per call site and block
+        if alignment is not None or shape == 0:            # refused, or the dynamic array
+            return original_shared(self, shape, dtype, alignment)
+        if isinstance(dtype, kernelapi.types.Type):       # the simulator's own imports
+            dtype = kernelapi.numpy_support.as_dtype(dtype)
+        caller = sys._getframe(1)
+        site = (caller.f_code.co_filename, caller.f_lineno)
+        with shared_lock:
+            res = self._allocations.get(site)
+            if res is None:
+                res = self._allocations[site] = np.empty(shape, dtype)
+        return res
+
+    kernelapi.FakeCUDAShared.array = shared_array
     kernel.BlockThread.run = run
     kernel.BlockThread.syncthreads = syncthreads
     sys.setswitchinterval(min(sys.getswitchinterval(), SWITCH_INTERVAL_S))

@@ -295,3 +295,38 @@ def test_a_collective_right_after_syncthreads_is_no_divergence():
         out = np.zeros(64, np.int32)
         run(k, 64, out)
         assert np.array_equal(out, 63 - (np.arange(64) ^ 1))
+
+
+def test_threads_reaching_a_shared_array_together_share_it(monkeypatch):
+    """Every thread released by a barrier allocates the same shared array at once: all of them
+    must get the block's one array. The simulator's own lookup was not atomic and once gave a
+    thread an array of its own, whose writes the others never saw; creating the array is
+    slowed here (as a thread switch would) so that window is always hit."""
+    from numba.cuda.simulator import kernelapi
+
+    class SlowNumpy:
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        def empty(self, *args, **kwargs):
+            time.sleep(0.002)
+            return np.empty(*args, **kwargs)
+
+    monkeypatch.setattr(kernelapi, "np", SlowNumpy())
+    n = 64
+
+    @cuda.jit
+    def k(out):
+        i = cuda.threadIdx.x
+        cuda.syncthreads()                     # the whole block reaches the next line at once
+        buf = cuda.shared.array(64, np.int32)
+        buf[i] = i + 1
+        cuda.syncthreads()
+        s = 0
+        for j in range(64):
+            s += buf[j]
+        out[cuda.blockIdx.x, i] = s
+
+    out = np.zeros((4, n), np.int32)
+    k[4, n](out)
+    assert (out == n * (n + 1) // 2).all(), np.unique(out)
