@@ -246,25 +246,26 @@ def _spmm_kernel(cfg: Split24Config):
     f16 = np.float16
 
     @inline_device
-    def load_tile(values, meta, Xp, p, end, c, lane, g, t, jt0, jt_n, s, av, ev, bv):
+    def load_tile(values, meta, Xp, p, c, lane, g, t, jt0, jt_n, s, av, ev, bv):
         """Slot s := tile p's kept values (16 bytes), metadata word and B operands (column
-        block c, already loaded), if p < end."""
-        if p < end:
-            a0, a1, a2, a3 = vwords4(values, (p * WARP + lane) * 8)
-            av[4 * s] = a0
-            av[4 * s + 1] = a1
-            av[4 * s + 2] = a2
-            av[4 * s + 3] = a3
-            ev[s] = meta[p * META_PER_TILE + 2 * g + (t & 1)]
-            xb = (c * jt_n + jt0) * TILE_WORDS + lane * LANE_WORDS
-            for j in range(NW):
-                if jt0 + j < jt_n:
-                    b0, b1, b2, b3 = vload4(Xp, xb + j * TILE_WORDS)
-                    at = 4 * (NW * s + j)
-                    bv[at] = b0
-                    bv[at + 1] = b1
-                    bv[at + 2] = b2
-                    bv[at + 3] = b3
+        block c, already loaded; past Y's last 8-column tile, that block's last, unused).
+        No branch around the loads: the caller keeps p in range instead, so that ptxas can
+        count them on one scoreboard and an mma waits only for its own slot's loads (with a
+        branch it waited for every load in flight, the next slots' too)."""
+        a0, a1, a2, a3 = vwords4(values, (p * WARP + lane) * 8)
+        av[4 * s] = a0
+        av[4 * s + 1] = a1
+        av[4 * s + 2] = a2
+        av[4 * s + 3] = a3
+        ev[s] = meta[p * META_PER_TILE + 2 * g + (t & 1)]
+        for j in range(NW):
+            jt = min(jt0 + j, jt_n - 1)
+            b0, b1, b2, b3 = vload4(Xp, (c * jt_n + jt) * TILE_WORDS + lane * LANE_WORDS)
+            at = 4 * (NW * s + j)
+            bv[at] = b0
+            bv[at + 1] = b1
+            bv[at + 2] = b2
+            bv[at + 3] = b3
 
     @inline_device
     def add_entry(X, c, v, up, t, jt0, k, d):
@@ -385,32 +386,31 @@ def _spmm_kernel(cfg: Split24Config):
         bv = cuda.local.array(BV, u32)
         kn = cuda.local.array(D, np.int32)
         end = tile_ptr[band + 1]
+        last = end - 1                              # tiles past it load this one, unused
         base = tile_ptr[band] + warp
-        for s in range(D):
-            p = base + s * W
-            c = tile_col[p] if p < end else 0
-            load_tile(values, meta, Xp, p, end, c, lane, g, t, jt0, jt_n, s, av, ev, bv)
-            kn[s] = tile_col[p + D * W] if p + D * W < end else 0
+        if base < end:
+            for s in range(D):
+                p = min(base + s * W, last)
+                load_tile(values, meta, Xp, p, tile_col[p], lane, g, t, jt0, jt_n, s, av, ev,
+                          bv)
+                kn[s] = tile_col[min(base + (s + D) * W, last)]
         while base < end:                           # the same in every lane
             for s in range(D):
                 p = base + s * W
-                if p < end:
-                    for j in range(NW):
-                        if jt0 + j < jt_n:
-                            at = 4 * (NW * s + j)
-                            e0, e1, e2, e3 = mma_sp16832(
-                                av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
-                                bv[at], bv[at + 1], bv[at + 2], bv[at + 3],
-                                d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3], ev[s])
-                            d[4 * j] = e0
-                            d[4 * j + 1] = e1
-                            d[4 * j + 2] = e2
-                            d[4 * j + 3] = e3
-                    pn = p + D * W
-                    load_tile(values, meta, Xp, pn, end, kn[s], lane, g, t, jt0, jt_n, s, av,
-                              ev, bv)
-                    if pn + D * W < end:
-                        kn[s] = tile_col[pn + D * W]
+                for j in range(NW):                 # every slot's mma, kept where live
+                    at = 4 * (NW * s + j)
+                    e0, e1, e2, e3 = mma_sp16832(
+                        av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
+                        bv[at], bv[at + 1], bv[at + 2], bv[at + 3],
+                        d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3], ev[s])
+                    live = p < end and jt0 + j < jt_n
+                    d[4 * j] = e0 if live else d[4 * j]
+                    d[4 * j + 1] = e1 if live else d[4 * j + 1]
+                    d[4 * j + 2] = e2 if live else d[4 * j + 2]
+                    d[4 * j + 3] = e3 if live else d[4 * j + 3]
+                load_tile(values, meta, Xp, min(p + D * W, last), kn[s], lane, g, t, jt0, jt_n,
+                          s, av, ev, bv)
+                kn[s] = tile_col[min(p + 2 * D * W, last)]
             base += D * W
         red = cuda.shared.array(RED, f32)
         finish(res_ptr, res_cols, res_values, X, Y, red, flag, band, warp, g, t, jt0, d)
