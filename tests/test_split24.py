@@ -51,15 +51,18 @@ def test_the_first_two_nonzeros_of_each_group_are_kept():
 
 @pytest.mark.parametrize("cfg", [dict(warps_per_band=1, cols_per_warp=8, depth=1),
                                  dict(warps_per_band=2, cols_per_warp=16, depth=2),
-                                 dict(warps_per_band=3, cols_per_warp=8, depth=4)])
+                                 dict(warps_per_band=3, cols_per_warp=8, depth=2),
+                                 dict(warps_per_band=2, cols_per_warp=32, depth=None)])
 def test_long_bands_refill_every_slot(cfg):
-    """Bands of 24 tiles (768 columns), the second band partial, k across two column blocks
-    of Y: every warp refills its slots several times (at W = 3, D = 4: tiles 0-23 in
-    slots of 3 warps x 4 steps, each slot twice)."""
+    """Bands of 23 tiles (736 columns), the second band partial, k across two column blocks
+    of Y, the second of fewer 8-column tiles than a block holds: every warp refills its slots
+    several times (at W = 3, D = 2: tiles 0-22 in slots of 3 warps x 2 steps, each slot four
+    times), and where W D does not divide 23 the slots past a band's last tile load that
+    tile again, to be left out of the sums."""
     info = formats.get("split24")
     K = info.kernel_module()
     rng = np.random.default_rng(7)
-    n_rows, n_cols, k = 19, 768 - 7, 2 * cfg["cols_per_warp"] - 3
+    n_rows, n_cols, k = 19, 736 - 7, cfg["cols_per_warp"] + 5   # a second block, partial
     A = rng.standard_normal((n_rows, n_cols)) * (rng.random((n_rows, n_cols)) < 0.3)
     M = info.encode(A.astype(np.float16))
     X = rng.standard_normal((n_cols, k)).astype(np.float16)

@@ -13,7 +13,7 @@ CUDA cores. Float16 values only (float32 sums).
    its ``warps_per_band`` warps share the band's tiles (warp w: tiles w, w + W, ...). For
    each: lane (g, t) loads its 8 kept values (16 bytes), its metadata word and, for each
    8-column tile, its B operand (16 bytes of Xp, at the tile's column block, read a round of
-   tiles earlier, so no load waits on another), all ``depth`` tiles ahead of their
+   tiles earlier, so no load waits on another), ``depth`` tiles ahead of their
    mma.sp into float32 accumulators (rows g and g + 8, columns 2t, 2t + 1 of each 8-column
    tile). Then the residual: the four lanes of a quad take the entries w, w + W, ... of rows
    g and g + 8, four entries' loads at a time, each lane for its own columns. The warps' sums
@@ -48,7 +48,7 @@ from ._common import (
 from ._intrinsics import mma_sp16832, pack_half2, vload4, vwords4
 
 __all__ = ["Split24Config", "DeviceSplit24", "to_device", "device_check", "spmv", "spmm",
-           "ptx_targets", "CHECK_FIELDS"]
+           "ptx_targets", "CHECK_FIELDS", "resolved"]
 
 LANE_WORDS = 4                 # B operand words per lane
 TILE_WORDS = WARP * LANE_WORDS  # Xp words per (column block, 8-column tile)
@@ -63,13 +63,13 @@ class Split24Config:
     (columns of Y per block: 8, 16 or 32, four float32 registers per lane for each 8 and
     ``4 depth`` for each 8 of prefetched B operands; each tile's values loaded once for all
     of them; None: the fewest of these that cover X's columns, 32 beyond), ``depth`` (tiles
-    per warp whose values and B operands are loaded ahead of their mma: 1, 2 or 4; one warp
-    streams a band's tiles one after another, so with one tile at a time each costs a whole
-    memory latency)."""
+    per warp whose values and B operands are loaded ahead of their mma, 1 or 2: a warp
+    waits for a memory latency once per ``depth`` tiles; None: 2 up to 16 columns per
+    block, 1 at 32, where the second slot's B operands cost occupancy)."""
 
     warps_per_band: int = 8
     cols_per_warp: int | None = None
-    depth: int = 2
+    depth: int | None = None
 
     def __post_init__(self):
         from reference._common import OptionError, problem
@@ -79,8 +79,8 @@ class Split24Config:
         if self.cols_per_warp not in (None, 8, 16, 32):
             raise OptionError(problem("Split24Config.cols_per_warp", "None, 8, 16 or 32",
                                       self.cols_per_warp))
-        if self.depth not in (1, 2, 4):
-            raise OptionError(problem("Split24Config.depth", "1, 2 or 4", self.depth))
+        if self.depth not in (None, 1, 2):
+            raise OptionError(problem("Split24Config.depth", "None, 1 or 2", self.depth))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -403,7 +403,7 @@ def _spmm_kernel(cfg: Split24Config):
                         av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
                         bv[at], bv[at + 1], bv[at + 2], bv[at + 3],
                         d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3], ev[s])
-                    live = p < end and jt0 + j < jt_n
+                    live = p < end                  # (columns past k: summed, never stored)
                     d[4 * j] = e0 if live else d[4 * j]
                     d[4 * j + 1] = e1 if live else d[4 * j + 1]
                     d[4 * j + 2] = e2 if live else d[4 * j + 2]
@@ -424,6 +424,13 @@ def _spmm_kernel(cfg: Split24Config):
     return split24_spmm
 
 
+def resolved(config: Split24Config, k: int) -> Split24Config:
+    """``config`` with its None fields chosen for X of k columns (see Split24Config)."""
+    cols = config.cols_per_warp or next(c for c in (8, 16, 32) if c >= k or c == 32)
+    depth = config.depth or (2 if cols <= 16 else 1)
+    return dataclasses.replace(config, cols_per_warp=cols, depth=depth)
+
+
 def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
     """Pack X into the B operands, then the SpMM, both on the launch stream."""
     n_rows, n_cols = D.shape
@@ -436,9 +443,7 @@ def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
     stream = launch_stream()
     if n_words:
         _pack_kernel()[blocks_for(n_words, PACK_THREADS), PACK_THREADS, stream](X, Xp)
-    if config.cols_per_warp is None:
-        config = dataclasses.replace(config, cols_per_warp=next(c for c in (8, 16, 32)
-                                                                if c >= k or c == 32))
+    config = resolved(config, k)
     grid = (-(-n_rows // TILE_ROWS), blocks_for(jt_n, config.cols_per_warp // 8))
     _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream](
         D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X, Y)
@@ -468,15 +473,14 @@ def ptx_targets():
     """The SpMM (the SpMV is the same kernel) at 8 and 32 columns per block, the
     packing and the check, int32 indices."""
     it, dt = "int32", "float16"
-    cfg = Split24Config(cols_per_warp=32)
+    cfg = resolved(Split24Config(cols_per_warp=32), 32)
     head = (f"void({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
             f"{array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
             f"{array_sig(dt, 2)}, {array_sig(dt, 2)})")
     spmm = [PTXTarget(f"split24.spmm[float16,int32,c{c.cols_per_warp},d{c.depth}]",
                       functools.partial(_spmm_kernel, c), head,
                       expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",))
-            for c in (cfg, Split24Config(cols_per_warp=8, depth=4),
-                      Split24Config(cols_per_warp=32, depth=4))]
+            for c in (cfg, Split24Config(cols_per_warp=8, depth=2))]
     return spmm + [
         PTXTarget("split24.pack[float16]", _pack_kernel,
                   f"void({array_sig(dt, 2)}, {array_sig('uint32')})"),
