@@ -367,10 +367,11 @@ def install() -> None:
     original_shared = kernelapi.FakeCUDAShared.array
 
     def shared_array(self, shape, dtype, alignment=None):  # one array per call site and block
-        if alignment is not None or shape == 0:            # refused, or the dynamic array
-            return original_shared(self, shape, dtype, alignment)
         if isinstance(dtype, kernelapi.types.Type):       # the simulator's own imports
             dtype = kernelapi.numpy_support.as_dtype(dtype)
+        dtype = np.dtype(dtype)     # (np.uint32 as well: the stock dynamic array needs a dtype)
+        if alignment is not None or shape == 0:            # refused, or the dynamic array
+            return original_shared(self, shape, dtype, alignment)
         caller = sys._getframe(1)
         site = (caller.f_code.co_filename, caller.f_lineno)
         with shared_lock:

@@ -41,11 +41,14 @@ from reference.split24 import META_PER_TILE, TILE_COLS, TILE_ROWS, Split24Matrix
 from .. import formats
 from .._cuda import cuda, inline_device
 from ._common import (
-    WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32, check_value_dtype,
-    checked_to_device, finish, jit_options, launch_stream, launch_strided, prepare, prepare_spmm,
-    scratch, to_dev,
+    FULL_MASK, WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32,
+    check_value_dtype, checked_to_device, finish, jit_options, launch_stream, launch_strided,
+    prepare, prepare_spmm, scratch, to_dev,
 )
-from ._intrinsics import mma_sp16832, pack_half2, vload4, vwords4
+from ._intrinsics import (
+    cp_async4, cp_async16, cp_async_commit, cp_async_waiter, mma_sp16832, pack_half2, sload4, vload4,
+    vwords4,
+)
 
 __all__ = ["Split24Config", "DeviceSplit24", "to_device", "device_check", "spmv", "spmm",
            "ptx_targets", "CHECK_FIELDS", "resolved"]
@@ -65,11 +68,16 @@ class Split24Config:
     of them; None: the fewest of these that cover X's columns, 32 beyond), ``depth`` (tiles
     per warp whose values and B operands are loaded ahead of their mma, 1 or 2: a warp
     waits for a memory latency once per ``depth`` tiles; None: 2 up to 16 columns per
-    block, 1 at 32, where the second slot's B operands cost occupancy)."""
+    block, 1 at 32, where the second slot's B operands cost occupancy), ``stages`` (0: the
+    loads go to registers as ``depth`` says; 2 or 4: instead, each warp copies its next tiles
+    with cp.async into that many buffers of shared memory and waits for one tile's copies
+    at a time, ``depth`` unused; the buffers, ``stages x (20 + 2 cols_per_warp)`` bytes per
+    lane, must fit 48 KB per block)."""
 
     warps_per_band: int = 8
     cols_per_warp: int | None = None
     depth: int | None = None
+    stages: int = 0
 
     def __post_init__(self):
         from reference._common import OptionError, problem
@@ -81,6 +89,8 @@ class Split24Config:
                                       self.cols_per_warp))
         if self.depth not in (None, 1, 2):
             raise OptionError(problem("Split24Config.depth", "None, 1 or 2", self.depth))
+        if self.stages not in (0, 2, 4):
+            raise OptionError(problem("Split24Config.stages", "0, 2 or 4", self.stages))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -234,13 +244,17 @@ def _pack_kernel():
 def _spmm_kernel(cfg: Split24Config):
     W = cfg.warps_per_band
     C = cfg.cols_per_warp
-    D = cfg.depth
+    S = cfg.stages
+    D = cfg.depth or 1                  # (unused with stages)
     AV = 4 * D
     BV = 4 * D * (C // 8)
+    STAGE = stage_words(C)
+    wait_oldest = cp_async_waiter(max(S - 1, 0))
+    wait_all = cp_async_waiter(0)
+    RED_SHAPE = 0 if S else W * TILE_ROWS * C
     u32 = np.uint32
     NW = C // 8
     ND = 4 * NW
-    RED = W * TILE_ROWS * C
     THREADS = W * WARP
     f32 = np.float32
     f16 = np.float16
@@ -357,24 +371,10 @@ def _spmm_kernel(cfg: Split24Config):
 
     # a block of W warps must fit the register file: at 16 and 32 warps the cap spills
     # rather than leaving the launch without resources
-    @cuda.jit(**jit_options(max_registers=min(255, 65536 // THREADS)))
-    def split24_spmm(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, Xp, X, Y):
-        """Block (bx, by): band bx, columns [by * C, by * C + C) of Y; warp w takes the
-        band's tiles w, w + W, ... and its residual entries w, w + W, ... of every row."""
-        warp = cuda.threadIdx.x // WARP
-        lane = cuda.threadIdx.x % WARP
-        band = cuda.blockIdx.x
-        n_rows, k = Y.shape
-        jt_n = (k + 7) // 8
-        jt0 = cuda.blockIdx.y * NW
-        g = lane // 4
-        t = lane % 4
-        flag = cuda.shared.array(1, np.int32)
-        if cuda.threadIdx.x == 0:
-            flag[0] = 0                             # read after the first barrier
-        d = cuda.local.array(ND, f32)
-        for i in range(ND):
-            d[i] = f32(0)
+    @inline_device
+    def loop_registers(tile_ptr, tile_col, values, meta, Xp, band, warp, lane, g, t, jt0, jt_n,
+                       d):
+        """d += this warp's tiles of the band, their loads ``depth`` tiles ahead in registers."""
         # D slots of (values, metadata, B operands) in registers: slot s holds the warp's
         # tile base + s W, and is refilled with tile base + (s + D) W right after its mma, so
         # D tiles' loads are in flight while the warp multiplies. The B operands' address
@@ -412,7 +412,89 @@ def _spmm_kernel(cfg: Split24Config):
                           s, av, ev, bv)
                 kn[s] = tile_col[min(p + 2 * D * W, last)]
             base += D * W
-        red = cuda.shared.array(RED, f32)
+
+    @inline_device
+    def issue(stg, sb, p, c, values, meta, Xp, lane, g, t, jt0, jt_n):
+        """Start the copies of tile p (column block c) into the stage at word sb: this lane's
+        16 bytes of kept values, its metadata word, its B operands (each lane later reads
+        only what it copied itself, so no barrier is needed)."""
+        cp_async16(stg, sb + 4 * lane, values, (p * WARP + lane) * 8)
+        cp_async4(stg, sb + 4 * WARP + lane, meta, p * META_PER_TILE + 2 * g + (t & 1))
+        for j in range(NW):
+            jt = min(jt0 + j, jt_n - 1)
+            cp_async16(stg, sb + 5 * WARP + 4 * WARP * j + 4 * lane, Xp,
+                       (c * jt_n + jt) * TILE_WORDS + lane * LANE_WORDS)
+
+    @inline_device
+    def loop_async(tile_ptr, tile_col, values, meta, Xp, band, warp, lane, g, t, jt0, jt_n, d):
+        """d += this warp's tiles of the band through ``stages`` buffers of shared memory
+        filled by cp.async, one group of copies per tile: tile i + S - 1's copies start
+        (into the stage tile i - 1 was read from, whose values the last mma consumed), then
+        a wait for tile i's group alone, then tile i's mma, so S - 1 tiles' copies are in
+        flight while a warp multiplies. The column blocks, needed for the B operands'
+        addresses, come 32 tiles at a time (a register per lane, passed round by shuffles),
+        the next 32 loaded while these are used. Ends with every copy done and a barrier:
+        the stages' memory then holds the warps' sums."""
+        stg = cuda.shared.array(0, u32)
+        wb = warp * S * STAGE
+        end = tile_ptr[band + 1]
+        last = end - 1                              # stages past it copy this tile, unused
+        base = tile_ptr[band] + warp
+        n_i = (end - base + W - 1) // W if base < end else 0
+        if n_i > 0:
+            cols = tile_col[min(base + lane * W, last)]
+            ncols = tile_col[min(base + (WARP + lane) * W, last)]
+            for s in range(S - 1):
+                c = cuda.shfl_sync(FULL_MASK, cols, s)
+                issue(stg, wb + s * STAGE, min(base + s * W, last), c, values, meta, Xp, lane,
+                      g, t, jt0, jt_n)
+                cp_async_commit()
+            for i in range(n_i):
+                nxt = i + S - 1
+                if nxt % WARP == 0:                 # (nxt >= 1: chunk 0 is already in cols)
+                    cols = ncols
+                    ncols = tile_col[min(base + (nxt + WARP + lane) * W, last)]
+                c = cuda.shfl_sync(FULL_MASK, cols, nxt % WARP)
+                issue(stg, wb + (nxt % S) * STAGE, min(base + nxt * W, last), c, values, meta,
+                      Xp, lane, g, t, jt0, jt_n)
+                cp_async_commit()
+                wait_oldest()                       # tile i's group; S - 1 later ones fly
+                sb = wb + (i % S) * STAGE
+                a0, a1, a2, a3 = sload4(stg, sb + 4 * lane)
+                e = stg[sb + 4 * WARP + lane]
+                for j in range(NW):
+                    b0, b1, b2, b3 = sload4(stg, sb + 5 * WARP + 4 * WARP * j + 4 * lane)
+                    e0, e1, e2, e3 = mma_sp16832(a0, a1, a2, a3, b0, b1, b2, b3, d[4 * j],
+                                                 d[4 * j + 1], d[4 * j + 2], d[4 * j + 3], e)
+                    d[4 * j] = e0                   # (columns past k: summed, never stored)
+                    d[4 * j + 1] = e1
+                    d[4 * j + 2] = e2
+                    d[4 * j + 3] = e3
+            wait_all()
+        cuda.syncthreads()
+
+    tile_loop = loop_async if S else loop_registers
+
+    @cuda.jit(**jit_options(max_registers=min(255, 65536 // THREADS)))
+    def split24_spmm(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, Xp, X, Y):
+        """Block (bx, by): band bx, columns [by * C, by * C + C) of Y; warp w takes the
+        band's tiles w, w + W, ... and its residual entries w, w + W, ... of every row."""
+        warp = cuda.threadIdx.x // WARP
+        lane = cuda.threadIdx.x % WARP
+        band = cuda.blockIdx.x
+        n_rows, k = Y.shape
+        jt_n = (k + 7) // 8
+        jt0 = cuda.blockIdx.y * NW
+        g = lane // 4
+        t = lane % 4
+        flag = cuda.shared.array(1, np.int32)
+        if cuda.threadIdx.x == 0:
+            flag[0] = 0                             # read after the first barrier
+        d = cuda.local.array(ND, f32)
+        for i in range(ND):
+            d[i] = f32(0)
+        tile_loop(tile_ptr, tile_col, values, meta, Xp, band, warp, lane, g, t, jt0, jt_n, d)
+        red = cuda.shared.array(RED_SHAPE, f32)        # (the stages' memory, if async)
         finish(res_ptr, res_cols, res_values, X, Y, red, flag, band, warp, g, t, jt0, d)
         if flag[0] != 0:                            # the same in every thread
             i = cuda.threadIdx.x
@@ -424,11 +506,38 @@ def _spmm_kernel(cfg: Split24Config):
     return split24_spmm
 
 
+STATIC_SHARED_LIMIT = 48 * 1024
+
+
+def stage_words(cols_per_warp: int) -> int:
+    """uint32 words of one warp's stage: 32 lanes' kept values (4 words), metadata word and
+    B operands (4 words per 8 columns)."""
+    return WARP * (5 + 4 * (cols_per_warp // 8))
+
+
+def shared_bytes(config: Split24Config) -> int:
+    """Dynamic shared memory of a block with ``stages``: the stages, reused afterwards for
+    the warps' sums (float32, 16 rows x cols_per_warp per warp); 0 without."""
+    if not config.stages:
+        return 0
+    w, c = config.warps_per_band, config.cols_per_warp
+    return 4 * max(w * config.stages * stage_words(c), w * TILE_ROWS * c)
+
+
 def resolved(config: Split24Config, k: int) -> Split24Config:
-    """``config`` with its None fields chosen for X of k columns (see Split24Config)."""
+    """``config`` with its None fields chosen for X of k columns (see Split24Config); raises
+    OptionError if its stages do not fit a block's shared memory."""
+    from reference._common import OptionError, problem
     cols = config.cols_per_warp or next(c for c in (8, 16, 32) if c >= k or c == 32)
     depth = config.depth or (2 if cols <= 16 else 1)
-    return dataclasses.replace(config, cols_per_warp=cols, depth=depth)
+    out = dataclasses.replace(config, cols_per_warp=cols, depth=depth)
+    need = shared_bytes(out)
+    if need > STATIC_SHARED_LIMIT:
+        raise OptionError(problem(
+            "Split24Config.stages", f"buffers within {STATIC_SHARED_LIMIT} bytes per block",
+            f"{need} bytes (stages {out.stages} x warps_per_band {out.warps_per_band} at "
+            f"{cols} columns per block)", "use fewer stages, warps_per_band or cols_per_warp"))
+    return out
 
 
 def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
@@ -437,15 +546,15 @@ def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
     k = int(X.shape[1])
     if not (n_rows and k):
         return
+    config = resolved(config, k)
     jt_n = -(-k // 8)
     n_words = -(-n_cols // TILE_COLS) * jt_n * TILE_WORDS
     Xp = scratch((max(n_words, 1),), np.uint32)
     stream = launch_stream()
     if n_words:
         _pack_kernel()[blocks_for(n_words, PACK_THREADS), PACK_THREADS, stream](X, Xp)
-    config = resolved(config, k)
     grid = (-(-n_rows // TILE_ROWS), blocks_for(jt_n, config.cols_per_warp // 8))
-    _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream](
+    _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream, shared_bytes(config)](
         D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X, Y)
 
 
@@ -470,8 +579,8 @@ def spmm(D, X, out=None, config: Split24Config = Split24Config()):
 
 
 def ptx_targets():
-    """The SpMM (the SpMV is the same kernel) at 8 and 32 columns per block, the
-    packing and the check, int32 indices."""
+    """The SpMM (the SpMV is the same kernel) at 8 and 32 columns per block, with its loads
+    in registers and through cp.async stages, the packing and the check, int32 indices."""
     it, dt = "int32", "float16"
     cfg = resolved(Split24Config(cols_per_warp=32), 32)
     head = (f"void({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
@@ -481,6 +590,12 @@ def ptx_targets():
                       functools.partial(_spmm_kernel, c), head,
                       expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",))
             for c in (cfg, Split24Config(cols_per_warp=8, depth=2))]
+    spmm += [PTXTarget(f"split24.spmm[float16,int32,c{c.cols_per_warp},s{c.stages}]",
+                       functools.partial(_spmm_kernel, c), head,
+                       expects=(r"mma\.sp\.sync\.aligned\.m16n8k32", r"cp\.async\.cg",
+                                rf"cp\.async\.wait_group {c.stages - 1};"))
+             for c in (resolved(Split24Config(cols_per_warp=8, stages=4), 8),
+                       resolved(Split24Config(cols_per_warp=32, stages=2), 32))]
     return spmm + [
         PTXTarget("split24.pack[float16]", _pack_kernel,
                   f"void({array_sig(dt, 2)}, {array_sig('uint32')})"),
