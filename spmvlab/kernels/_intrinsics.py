@@ -39,7 +39,8 @@ Layouts: ``reference/split24.py``.
 Asynchronous copies (``cp.async``, sm_80 and later): ``cp_async16(sarr, si, garr, gi)`` starts
 a copy of the 16 bytes at element gi of the 1-D global array ``garr`` into the 1-D shared
 uint32 array ``sarr`` at element si (both 16-byte aligned; ``cp.async.cg``, L2 only),
-``cp_async4`` the same for 4 bytes (``cp.async.ca``); ``cp_async_commit()`` closes this
+``cp_async16_l1`` the same through L1 (``cp.async.ca``: data other blocks of the SM read
+again), ``cp_async4`` 4 bytes (``cp.async.ca``); ``cp_async_commit()`` closes this
 thread's group of copies started since the last one; ``cp_async_waiter(n)`` gives the
 function of no arguments that waits until at most n of this thread's groups are still in
 flight (``cp.async.wait_group n``; n fixed when the kernel is built), so a thread that commits
@@ -174,6 +175,8 @@ if SIMULATOR:
 
     def cp_async16(sarr, si, garr, gi):
         _bytes_at(sarr, si, 16)[:] = _bytes_at(garr, gi, 16)
+
+    cp_async16_l1 = cp_async16
 
     def cp_async4(sarr, si, garr, gi):
         _bytes_at(sarr, si, 4)[:] = _bytes_at(garr, gi, 4)
@@ -442,6 +445,7 @@ else:
         return cp_async
 
     cp_async16 = _make_cp_async(16, "cg")
+    cp_async16_l1 = _make_cp_async(16, "ca")
     cp_async4 = _make_cp_async(4, "ca")
 
     @intrinsic

@@ -46,8 +46,8 @@ from ._common import (
     prepare, prepare_spmm, scratch, to_dev,
 )
 from ._intrinsics import (
-    cp_async4, cp_async16, cp_async_commit, cp_async_waiter, mma_sp16832, pack_half2, sload4, vload4,
-    vwords4,
+    cp_async4, cp_async16, cp_async16_l1, cp_async_commit, cp_async_waiter, mma_sp16832,
+    pack_half2, sload4, vload4, vwords4,
 )
 
 __all__ = ["Split24Config", "DeviceSplit24", "to_device", "device_check", "spmv", "spmm",
@@ -416,13 +416,15 @@ def _spmm_kernel(cfg: Split24Config):
     @inline_device
     def issue(stg, sb, p, c, values, meta, Xp, lane, g, t, jt0, jt_n):
         """Start the copies of tile p (column block c) into the stage at word sb: this lane's
-        16 bytes of kept values, its metadata word, its B operands (each lane later reads
-        only what it copied itself, so no barrier is needed)."""
+        16 bytes of kept values (read once: L2 only), its metadata word, its B operands
+        (through L1: the other bands' blocks on the SM read the same column blocks at about
+        the same time). Each lane later reads only what it copied itself, so no barrier is
+        needed."""
         cp_async16(stg, sb + 4 * lane, values, (p * WARP + lane) * 8)
         cp_async4(stg, sb + 4 * WARP + lane, meta, p * META_PER_TILE + 2 * g + (t & 1))
         for j in range(NW):
             jt = min(jt0 + j, jt_n - 1)
-            cp_async16(stg, sb + 5 * WARP + 4 * WARP * j + 4 * lane, Xp,
+            cp_async16_l1(stg, sb + 5 * WARP + 4 * WARP * j + 4 * lane, Xp,
                        (c * jt_n + jt) * TILE_WORDS + lane * LANE_WORDS)
 
     @inline_device
