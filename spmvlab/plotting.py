@@ -194,7 +194,8 @@ def legend_below(fig, axes, ncol: int | None = None, room: float | None = 0.07):
     ncol = ncol or min(len(seen), 4) or 1
     if room is None:
         rows = -(-len(seen) // ncol)
-        inches = rows * 1.6 * pyplot().rcParams["legend.fontsize"] / 72 + 0.15
+        import matplotlib                     # (the figure came from pyplot(): its style is set)
+        inches = rows * 1.6 * matplotlib.rcParams["legend.fontsize"] / 72 + 0.15
         room = min(0.6, inches / fig.get_figheight())
     fig.tight_layout(rect=(0, room, 1, 1))
     if not seen:
