@@ -295,10 +295,9 @@ register(FormatInfo(
 register(FormatInfo(
     name="split24", reference="reference.split24", kernels="spmvlab.kernels.split24",
     config="Split24Config", kernel_dtypes=("float16",),
-    test_configs=({"warps_per_band": 1, "cols_per_warp": 8, "depth": 1},
+    test_configs=({"warps_per_band": 1, "cols_per_warp": 8},
                   {"warps_per_band": 3, "cols_per_warp": 16},
-                  {"warps_per_band": 2, "cols_per_warp": 8, "depth": 2},
-                  {"warps_per_band": 2, "cols_per_warp": 16, "stages": 4}),
+                  {"warps_per_band": 2, "cols_per_warp": 32}),
     doc="split 2:4: the first two nonzeros of every group of four columns in 16 x 32 tiles "
         "for the sparse tensor cores (mma.sp, hardware metadata), the rest a CSR residual; "
         "float16 kernels"))

@@ -49,17 +49,15 @@ def test_the_first_two_nonzeros_of_each_group_are_kept():
     assert M.nnz == 8 and M.n_tiles == 1
 
 
-@pytest.mark.parametrize("cfg", [dict(warps_per_band=1, cols_per_warp=8, depth=1),
-                                 dict(warps_per_band=2, cols_per_warp=16, depth=2),
-                                 dict(warps_per_band=3, cols_per_warp=8, depth=2),
-                                 dict(warps_per_band=3, cols_per_warp=8, stages=4),
-                                 dict(warps_per_band=2, cols_per_warp=16, stages=2)])
-def test_long_bands_refill_every_slot(cfg):
+@pytest.mark.parametrize("cfg", [dict(warps_per_band=1, cols_per_warp=8),
+                                 dict(warps_per_band=3, cols_per_warp=8),
+                                 dict(warps_per_band=2, cols_per_warp=16)])
+def test_long_bands_refill_the_slot_every_tile(cfg):
     """Bands of 23 tiles (736 columns), the second band partial, k across two column blocks
-    of Y, the second of fewer 8-column tiles than a block holds: every warp refills its slots
-    several times (at W = 3, D = 2: tiles 0-22 in slots of 3 warps x 2 steps, each slot four
-    times), and where W D does not divide 23 the slots past a band's last tile load that
-    tile again, to be left out of the sums."""
+    of Y, the second of fewer 8-column tiles than a block holds: every warp refills its slot
+    several times (at W = 3: tiles w, w + 3, ..., 8 refills for warp 0), and where W does
+    not divide 23 the last refills load the band's last tile again, to be left out of the
+    sums."""
     info = formats.get("split24")
     K = info.kernel_module()
     rng = np.random.default_rng(7)
@@ -74,35 +72,15 @@ def test_long_bands_refill_every_slot(cfg):
     assert chk.passed, chk.worst
 
 
-def test_async_stages_take_column_blocks_32_tiles_at_a_time():
-    """With cp.async stages a warp fetches its tiles' column blocks 32 at a time: a band of
-    70 tiles for one warp crosses two such chunks (4 stages: the prologue's three tiles and
-    the loop's next ones both come from a chunk's register)."""
-    info = formats.get("split24")
-    K = info.kernel_module()
-    rng = np.random.default_rng(8)
-    n_rows, n_cols, k = 16, 70 * 32 - 5, 11
-    A = rng.standard_normal((n_rows, n_cols)) * (rng.random((n_rows, n_cols)) < 0.2)
-    M = info.encode(A.astype(np.float16))
-    assert M.n_tiles == 70
-    X = rng.standard_normal((n_cols, k)).astype(np.float16)
-    out = garbage_like((n_rows, k), np.float16)
-    K.spmm(M, X, out=out, config=info.make_config(warps_per_band=1, stages=4))
-    chk = relative_error(out, dtype=np.float16, ref=reference_product(M.to_csr(), X))
-    assert chk.passed, chk.worst
-
-
-def test_stages_beyond_the_shared_memory_of_a_block_are_refused():
-    """32 warps of 4 stages at 32 columns would need 336 KB: a typed error naming the field
-    and a fix, before anything is launched."""
-    from reference._common import OptionError
-    info = formats.get("split24")
-    K = info.kernel_module()
-    M = info.encode(np.eye(40, dtype=np.float16))
-    cfg = info.make_config(warps_per_band=32, cols_per_warp=32, stages=4)
-    with pytest.raises(OptionError, match="Split24Config.stages.*fewer stages"):
-        K.spmm(M, np.ones((40, 3), np.float16), config=cfg)
-    assert K.resolved(info.make_config(warps_per_band=8, stages=4), 8).stages == 4
+def test_defaults_follow_the_columns_of_x():
+    """None fields: the fewest columns per block that cover X (32 beyond), 8 warps per band
+    up to 32 columns of X and 4 beyond."""
+    K = formats.get("split24").kernel_module()
+    got = [(c.cols_per_warp, c.warps_per_band)
+           for c in (K.resolved(K.Split24Config(), k) for k in (1, 8, 9, 16, 17, 32, 33, 64))]
+    assert got == [(8, 8), (8, 8), (16, 8), (16, 8), (32, 8), (32, 8), (32, 4), (32, 4)]
+    assert K.resolved(K.Split24Config(warps_per_band=2, cols_per_warp=8), 64) == \
+        K.Split24Config(warps_per_band=2, cols_per_warp=8)
 
 
 def test_scattered_matrices_are_refused_by_the_memory_limit(monkeypatch):

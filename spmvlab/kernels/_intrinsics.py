@@ -35,22 +35,8 @@ the first of group j); b0..b3 = B[2t + 8i : 2t + 8i + 2, g] for i = 0..3; C and 
 and g + 8 (bits 16-31) in the groups 4h .. 4h + 3 (a nibble per group at bit 4j: first
 position in bits 0-1, the larger second in bits 2-3); the other lanes' ``e`` is not read.
 Layouts: ``reference/split24.py``.
-
-Asynchronous copies (``cp.async``, sm_80 and later): ``cp_async16(sarr, si, garr, gi)`` starts
-a copy of the 16 bytes at element gi of the 1-D global array ``garr`` into the 1-D shared
-uint32 array ``sarr`` at element si (both 16-byte aligned; ``cp.async.cg``, L2 only),
-``cp_async16_l1`` the same through L1 (``cp.async.ca``: data other blocks of the SM read
-again), ``cp_async4`` 4 bytes (``cp.async.ca``); ``cp_async_commit()`` closes this
-thread's group of copies started since the last one; ``cp_async_waiter(n)`` gives the
-function of no arguments that waits until at most n of this thread's groups are still in
-flight (``cp.async.wait_group n``; n fixed when the kernel is built), so a thread that commits
-one group per stage waits only for its oldest stage, whatever else is in flight. A thread
-sees its own completed copies; other threads' need a barrier. On the simulator the copies
-happen at once and the group calls do nothing.
 """
 from __future__ import annotations
-
-import functools
 
 import numpy as np
 
@@ -165,29 +151,6 @@ if SIMULATOR:
             for c in range(16):
                 A[r, 4 * (c // 2) + P[r, c]] += K[r, c]
         return _lane_d(lane, A, B, C)
-
-    def _bytes_at(arr, i, n):
-        assert (i * arr.itemsize) % n == 0, f"{n}-byte copy at element {i} is not aligned"
-        raw = arr.reshape(-1).view(np.uint8)
-        at = i * arr.itemsize
-        assert 0 <= at and at + n <= raw.size, f"{n}-byte copy at element {i} outside the array"
-        return raw[at:at + n]
-
-    def cp_async16(sarr, si, garr, gi):
-        _bytes_at(sarr, si, 16)[:] = _bytes_at(garr, gi, 16)
-
-    cp_async16_l1 = cp_async16
-
-    def cp_async4(sarr, si, garr, gi):
-        _bytes_at(sarr, si, 4)[:] = _bytes_at(garr, gi, 4)
-
-    def cp_async_commit():
-        pass
-
-    def cp_async_waiter(n):
-        def cp_async_wait():
-            pass
-        return cp_async_wait
 
 else:
     from llvmlite import ir
@@ -415,65 +378,6 @@ else:
                                       [builder.extract_value(st, k) for k in range(4)])
 
         return sig, codegen
-
-
-    def _make_cp_async(n, kind):
-        @intrinsic
-        def cp_async(typingctx, sarr, si, garr, gi):
-            if not (isinstance(sarr, types.Array) and sarr.ndim == 1
-                    and sarr.dtype == types.uint32 and isinstance(garr, types.Array)
-                    and garr.ndim == 1 and isinstance(si, types.Integer)
-                    and isinstance(gi, types.Integer)):
-                return None
-            sig = types.void(sarr, si, garr, gi)
-
-            def codegen(context, builder, sig, args):
-                i64 = ir.IntType(64)
-                dst = builder.ptrtoint(_elem_ptr(context, builder, sig.args[0], args[0],
-                                                 sig.args[1], args[1]), i64)
-                src = builder.ptrtoint(_elem_ptr(context, builder, sig.args[2], args[2],
-                                                 sig.args[3], args[3]), i64)
-                asm = ir.InlineAsm(
-                    ir.FunctionType(ir.VoidType(), [i64, i64]),
-                    "{ .reg .u64 sa, ga; cvta.to.shared.u64 sa, $0; cvta.to.global.u64 ga, $1; "
-                    f"cp.async.{kind}.shared.global [sa], [ga], {n}; }}",
-                    "l,l,~{memory}", side_effect=True)
-                builder.call(asm, [dst, src])
-                return context.get_dummy_value()
-
-            return sig, codegen
-        return cp_async
-
-    cp_async16 = _make_cp_async(16, "cg")
-    cp_async16_l1 = _make_cp_async(16, "ca")
-    cp_async4 = _make_cp_async(4, "ca")
-
-    @intrinsic
-    def cp_async_commit(typingctx):
-        sig = types.void()
-
-        def codegen(context, builder, sig, args):
-            builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []),
-                                      "cp.async.commit_group;", "~{memory}", side_effect=True), [])
-            return context.get_dummy_value()
-
-        return sig, codegen
-
-    @functools.lru_cache(maxsize=None)
-    def cp_async_waiter(n):
-        text = f"cp.async.wait_group {int(n)};"
-
-        @intrinsic
-        def cp_async_wait(typingctx):
-            sig = types.void()
-
-            def codegen(context, builder, sig, args):
-                builder.call(ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}",
-                                          side_effect=True), [])
-                return context.get_dummy_value()
-
-            return sig, codegen
-        return cp_async_wait
 
 
 # ---------------------------------------------------------------------------------------------

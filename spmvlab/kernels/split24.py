@@ -12,8 +12,8 @@ CUDA cores. Float16 values only (float32 sums).
 2. ``spmm``: block (bx, by) owns band bx (16 rows) and ``cols_per_warp`` columns of Y (by);
    its ``warps_per_band`` warps share the band's tiles (warp w: tiles w, w + W, ...). For
    each: lane (g, t) loads its 8 kept values (16 bytes), its metadata word and, for each
-   8-column tile, its B operand (16 bytes of Xp, at the tile's column block, read a round of
-   tiles earlier, so no load waits on another), ``depth`` tiles ahead of their
+   8-column tile, its B operand (16 bytes of Xp, at the tile's column block, read a tile
+   earlier, so no load waits on another), a tile ahead of their
    mma.sp into float32 accumulators (rows g and g + 8, columns 2t, 2t + 1 of each 8-column
    tile). Then the residual: the four lanes of a quad take the entries w, w + W, ... of rows
    g and g + 8, four entries' loads at a time, each lane for its own columns. The warps' sums
@@ -41,14 +41,11 @@ from reference.split24 import META_PER_TILE, TILE_COLS, TILE_ROWS, Split24Matrix
 from .. import formats
 from .._cuda import cuda, inline_device
 from ._common import (
-    FULL_MASK, WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32,
+    WARP, PTXTarget, array_sig, blocks_for, check_config, check_int32,
     check_value_dtype, checked_to_device, finish, jit_options, launch_stream, launch_strided,
     prepare, prepare_spmm, scratch, to_dev,
 )
-from ._intrinsics import (
-    cp_async4, cp_async16, cp_async16_l1, cp_async_commit, cp_async_waiter, mma_sp16832,
-    pack_half2, sload4, vload4, vwords4,
-)
+from ._intrinsics import mma_sp16832, pack_half2, vload4, vwords4
 
 __all__ = ["Split24Config", "DeviceSplit24", "to_device", "device_check", "spmv", "spmm",
            "ptx_targets", "CHECK_FIELDS", "resolved"]
@@ -62,35 +59,25 @@ PACK_THREADS = 256
 class Split24Config:
     """Launch settings: ``warps_per_band`` (1 to 32: the warps of a block, which share one
     band's tiles and residual entries and add their sums in shared memory; enough warps in
-    flight to keep the loads coming even for matrices of few bands) and ``cols_per_warp``
-    (columns of Y per block: 8, 16 or 32, four float32 registers per lane for each 8 and
-    ``4 depth`` for each 8 of prefetched B operands; each tile's values loaded once for all
-    of them; None: the fewest of these that cover X's columns, 32 beyond), ``depth`` (tiles
-    per warp whose values and B operands are loaded ahead of their mma, 1 or 2: a warp
-    waits for a memory latency once per ``depth`` tiles; None: 2 up to 16 columns per
-    block, 1 at 32, where the second slot's B operands cost occupancy), ``stages`` (0: the
-    loads go to registers as ``depth`` says; 2 or 4: instead, each warp copies its next tiles
-    with cp.async into that many buffers of shared memory and waits for one tile's copies
-    at a time, ``depth`` unused; the buffers, ``stages x (20 + 2 cols_per_warp)`` bytes per
-    lane, must fit 48 KB per block)."""
+    flight to keep the loads coming even for matrices of few bands; None: 8 up to 32
+    columns of X, 4 beyond, where the column blocks of Y multiply the blocks) and
+    ``cols_per_warp`` (columns of Y per block: 8, 16 or 32, eight float32 registers per
+    lane for each 8, half for the sums, half for the next tile's B operands; each tile's
+    values loaded once for all of them; None: the fewest of these that cover X's columns,
+    32 beyond)."""
 
-    warps_per_band: int = 8
+    warps_per_band: int | None = None
     cols_per_warp: int | None = None
-    depth: int | None = None
-    stages: int = 0
 
     def __post_init__(self):
         from reference._common import OptionError, problem
-        if not isinstance(self.warps_per_band, int) or not 1 <= self.warps_per_band <= 32:
-            raise OptionError(problem("Split24Config.warps_per_band", "an int in [1, 32]",
-                                      self.warps_per_band))
+        w = self.warps_per_band
+        if w is not None and (not isinstance(w, int) or not 1 <= w <= 32):
+            raise OptionError(problem("Split24Config.warps_per_band", "None or an int in [1, 32]",
+                                      w))
         if self.cols_per_warp not in (None, 8, 16, 32):
             raise OptionError(problem("Split24Config.cols_per_warp", "None, 8, 16 or 32",
                                       self.cols_per_warp))
-        if self.depth not in (None, 1, 2):
-            raise OptionError(problem("Split24Config.depth", "None, 1 or 2", self.depth))
-        if self.stages not in (0, 2, 4):
-            raise OptionError(problem("Split24Config.stages", "0, 2 or 4", self.stages))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -244,42 +231,34 @@ def _pack_kernel():
 def _spmm_kernel(cfg: Split24Config):
     W = cfg.warps_per_band
     C = cfg.cols_per_warp
-    S = cfg.stages
-    D = cfg.depth or 1                  # (unused with stages)
-    AV = 4 * D
-    BV = 4 * D * (C // 8)
-    STAGE = stage_words(C)
-    wait_oldest = cp_async_waiter(max(S - 1, 0))
-    wait_all = cp_async_waiter(0)
-    RED_SHAPE = 0 if S else W * TILE_ROWS * C
     u32 = np.uint32
     NW = C // 8
     ND = 4 * NW
     THREADS = W * WARP
+    RED = W * TILE_ROWS * C             # the warps' sums (a shared array's shape: a constant)
     f32 = np.float32
     f16 = np.float16
 
     @inline_device
-    def load_tile(values, meta, Xp, p, c, lane, g, t, jt0, jt_n, s, av, ev, bv):
-        """Slot s := tile p's kept values (16 bytes), metadata word and B operands (column
+    def load_tile(values, meta, Xp, p, c, lane, g, t, jt0, jt_n, av, ev, bv):
+        """The slot := tile p's kept values (16 bytes), metadata word and B operands (column
         block c, already loaded; past Y's last 8-column tile, that block's last, unused).
         No branch around the loads: the caller keeps p in range instead, so that ptxas can
-        count them on one scoreboard and an mma waits only for its own slot's loads (with a
-        branch it waited for every load in flight, the next slots' too)."""
+        count them on one scoreboard and an mma waits only for its own tile's loads (with a
+        branch it waited for every load in flight, the next tile's too)."""
         a0, a1, a2, a3 = vwords4(values, (p * WARP + lane) * 8)
-        av[4 * s] = a0
-        av[4 * s + 1] = a1
-        av[4 * s + 2] = a2
-        av[4 * s + 3] = a3
-        ev[s] = meta[p * META_PER_TILE + 2 * g + (t & 1)]
+        av[0] = a0
+        av[1] = a1
+        av[2] = a2
+        av[3] = a3
+        ev[0] = meta[p * META_PER_TILE + 2 * g + (t & 1)]
         for j in range(NW):
             jt = min(jt0 + j, jt_n - 1)
             b0, b1, b2, b3 = vload4(Xp, (c * jt_n + jt) * TILE_WORDS + lane * LANE_WORDS)
-            at = 4 * (NW * s + j)
-            bv[at] = b0
-            bv[at + 1] = b1
-            bv[at + 2] = b2
-            bv[at + 3] = b3
+            bv[4 * j] = b0
+            bv[4 * j + 1] = b1
+            bv[4 * j + 2] = b2
+            bv[4 * j + 3] = b3
 
     @inline_device
     def add_entry(X, c, v, up, t, jt0, k, d):
@@ -369,114 +348,42 @@ def _spmm_kernel(cfg: Split24Config):
             i += THREADS
         cuda.syncthreads()
 
-    # a block of W warps must fit the register file: at 16 and 32 warps the cap spills
-    # rather than leaving the launch without resources
     @inline_device
-    def loop_registers(tile_ptr, tile_col, values, meta, Xp, band, warp, lane, g, t, jt0, jt_n,
-                       d):
-        """d += this warp's tiles of the band, their loads ``depth`` tiles ahead in registers."""
-        # D slots of (values, metadata, B operands) in registers: slot s holds the warp's
-        # tile base + s W, and is refilled with tile base + (s + D) W right after its mma, so
-        # D tiles' loads are in flight while the warp multiplies. The B operands' address
-        # needs the tile's column block: kn[s] holds it for the slot's next tile, loaded a
-        # round earlier, kept as the int32 it is stored as (widened at its use: a widening
-        # right after the load would wait for it).
-        av = cuda.local.array(AV, u32)
-        ev = cuda.local.array(D, u32)
-        bv = cuda.local.array(BV, u32)
-        kn = cuda.local.array(D, np.int32)
+    def tile_loop(tile_ptr, tile_col, values, meta, Xp, band, warp, lane, g, t, jt0, jt_n, d):
+        """d += this warp's tiles of the band, each tile's loads issued a tile ahead."""
+        # One slot of (values, metadata, B operands) in registers holds the warp's next tile
+        # and is refilled with the one after right after that tile's mma, so one tile's loads
+        # are in flight while the warp multiplies (two slots timed alike at 8 columns and
+        # cost occupancy at 32: docs/performance.md). The B operands' address needs the
+        # tile's column block: kn holds it for the slot's next tile, loaded a tile earlier,
+        # kept as the int32 it is stored as (widened at its use: a widening right after the
+        # load would wait for it).
+        av = cuda.local.array(4, u32)
+        ev = cuda.local.array(1, u32)
+        bv = cuda.local.array(ND, u32)
         end = tile_ptr[band + 1]
         last = end - 1                              # tiles past it load this one, unused
-        base = tile_ptr[band] + warp
-        if base < end:
-            for s in range(D):
-                p = min(base + s * W, last)
-                load_tile(values, meta, Xp, p, tile_col[p], lane, g, t, jt0, jt_n, s, av, ev,
-                          bv)
-                kn[s] = tile_col[min(base + (s + D) * W, last)]
-        while base < end:                           # the same in every lane
-            for s in range(D):
-                p = base + s * W
-                for j in range(NW):                 # every slot's mma, kept where live
-                    at = 4 * (NW * s + j)
-                    e0, e1, e2, e3 = mma_sp16832(
-                        av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
-                        bv[at], bv[at + 1], bv[at + 2], bv[at + 3],
-                        d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3], ev[s])
-                    live = p < end                  # (columns past k: summed, never stored)
-                    d[4 * j] = e0 if live else d[4 * j]
-                    d[4 * j + 1] = e1 if live else d[4 * j + 1]
-                    d[4 * j + 2] = e2 if live else d[4 * j + 2]
-                    d[4 * j + 3] = e3 if live else d[4 * j + 3]
-                load_tile(values, meta, Xp, min(p + D * W, last), kn[s], lane, g, t, jt0, jt_n,
-                          s, av, ev, bv)
-                kn[s] = tile_col[min(p + 2 * D * W, last)]
-            base += D * W
+        p = tile_ptr[band] + warp
+        kn = np.int32(0)
+        if p < end:
+            load_tile(values, meta, Xp, p, tile_col[p], lane, g, t, jt0, jt_n, av, ev, bv)
+            kn = tile_col[min(p + W, last)]
+        while p < end:                              # the same in every lane
+            for j in range(NW):
+                e0, e1, e2, e3 = mma_sp16832(
+                    av[0], av[1], av[2], av[3], bv[4 * j], bv[4 * j + 1], bv[4 * j + 2],
+                    bv[4 * j + 3], d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3], ev[0])
+                d[4 * j] = e0                       # (columns past k: summed, never stored)
+                d[4 * j + 1] = e1
+                d[4 * j + 2] = e2
+                d[4 * j + 3] = e3
+            load_tile(values, meta, Xp, min(p + W, last), kn, lane, g, t, jt0, jt_n, av, ev,
+                      bv)
+            kn = tile_col[min(p + 2 * W, last)]
+            p += W
 
-    @inline_device
-    def issue(stg, sb, p, c, values, meta, Xp, lane, g, t, jt0, jt_n):
-        """Start the copies of tile p (column block c) into the stage at word sb: this lane's
-        16 bytes of kept values (read once: L2 only), its metadata word, its B operands
-        (through L1: the other bands' blocks on the SM read the same column blocks at about
-        the same time). Each lane later reads only what it copied itself, so no barrier is
-        needed."""
-        cp_async16(stg, sb + 4 * lane, values, (p * WARP + lane) * 8)
-        cp_async4(stg, sb + 4 * WARP + lane, meta, p * META_PER_TILE + 2 * g + (t & 1))
-        for j in range(NW):
-            jt = min(jt0 + j, jt_n - 1)
-            cp_async16_l1(stg, sb + 5 * WARP + 4 * WARP * j + 4 * lane, Xp,
-                       (c * jt_n + jt) * TILE_WORDS + lane * LANE_WORDS)
-
-    @inline_device
-    def loop_async(tile_ptr, tile_col, values, meta, Xp, band, warp, lane, g, t, jt0, jt_n, d):
-        """d += this warp's tiles of the band through ``stages`` buffers of shared memory
-        filled by cp.async, one group of copies per tile: tile i + S - 1's copies start
-        (into the stage tile i - 1 was read from, whose values the last mma consumed), then
-        a wait for tile i's group alone, then tile i's mma, so S - 1 tiles' copies are in
-        flight while a warp multiplies. The column blocks, needed for the B operands'
-        addresses, come 32 tiles at a time (a register per lane, passed round by shuffles),
-        the next 32 loaded while these are used. Ends with every copy done and a barrier:
-        the stages' memory then holds the warps' sums."""
-        stg = cuda.shared.array(0, u32)
-        wb = warp * S * STAGE
-        end = tile_ptr[band + 1]
-        last = end - 1                              # stages past it copy this tile, unused
-        base = tile_ptr[band] + warp
-        n_i = (end - base + W - 1) // W if base < end else 0
-        if n_i > 0:
-            cols = tile_col[min(base + lane * W, last)]
-            ncols = tile_col[min(base + (WARP + lane) * W, last)]
-            for s in range(S - 1):
-                c = cuda.shfl_sync(FULL_MASK, cols, s)
-                issue(stg, wb + s * STAGE, min(base + s * W, last), c, values, meta, Xp, lane,
-                      g, t, jt0, jt_n)
-                cp_async_commit()
-            for i in range(n_i):
-                nxt = i + S - 1
-                if nxt % WARP == 0:                 # (nxt >= 1: chunk 0 is already in cols)
-                    cols = ncols
-                    ncols = tile_col[min(base + (nxt + WARP + lane) * W, last)]
-                c = cuda.shfl_sync(FULL_MASK, cols, nxt % WARP)
-                issue(stg, wb + (nxt % S) * STAGE, min(base + nxt * W, last), c, values, meta,
-                      Xp, lane, g, t, jt0, jt_n)
-                cp_async_commit()
-                wait_oldest()                       # tile i's group; S - 1 later ones fly
-                sb = wb + (i % S) * STAGE
-                a0, a1, a2, a3 = sload4(stg, sb + 4 * lane)
-                e = stg[sb + 4 * WARP + lane]
-                for j in range(NW):
-                    b0, b1, b2, b3 = sload4(stg, sb + 5 * WARP + 4 * WARP * j + 4 * lane)
-                    e0, e1, e2, e3 = mma_sp16832(a0, a1, a2, a3, b0, b1, b2, b3, d[4 * j],
-                                                 d[4 * j + 1], d[4 * j + 2], d[4 * j + 3], e)
-                    d[4 * j] = e0                   # (columns past k: summed, never stored)
-                    d[4 * j + 1] = e1
-                    d[4 * j + 2] = e2
-                    d[4 * j + 3] = e3
-            wait_all()
-        cuda.syncthreads()
-
-    tile_loop = loop_async if S else loop_registers
-
+    # a block of W warps must fit the register file: at 16 and 32 warps the cap spills
+    # rather than leaving the launch without resources
     @cuda.jit(**jit_options(max_registers=min(255, 65536 // THREADS)))
     def split24_spmm(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, Xp, X, Y):
         """Block (bx, by): band bx, columns [by * C, by * C + C) of Y; warp w takes the
@@ -496,7 +403,7 @@ def _spmm_kernel(cfg: Split24Config):
         for i in range(ND):
             d[i] = f32(0)
         tile_loop(tile_ptr, tile_col, values, meta, Xp, band, warp, lane, g, t, jt0, jt_n, d)
-        red = cuda.shared.array(RED_SHAPE, f32)        # (the stages' memory, if async)
+        red = cuda.shared.array(RED, f32)
         finish(res_ptr, res_cols, res_values, X, Y, red, flag, band, warp, g, t, jt0, d)
         if flag[0] != 0:                            # the same in every thread
             i = cuda.threadIdx.x
@@ -508,38 +415,11 @@ def _spmm_kernel(cfg: Split24Config):
     return split24_spmm
 
 
-STATIC_SHARED_LIMIT = 48 * 1024
-
-
-def stage_words(cols_per_warp: int) -> int:
-    """uint32 words of one warp's stage: 32 lanes' kept values (4 words), metadata word and
-    B operands (4 words per 8 columns)."""
-    return WARP * (5 + 4 * (cols_per_warp // 8))
-
-
-def shared_bytes(config: Split24Config) -> int:
-    """Dynamic shared memory of a block with ``stages``: the stages, reused afterwards for
-    the warps' sums (float32, 16 rows x cols_per_warp per warp); 0 without."""
-    if not config.stages:
-        return 0
-    w, c = config.warps_per_band, config.cols_per_warp
-    return 4 * max(w * config.stages * stage_words(c), w * TILE_ROWS * c)
-
-
 def resolved(config: Split24Config, k: int) -> Split24Config:
-    """``config`` with its None fields chosen for X of k columns (see Split24Config); raises
-    OptionError if its stages do not fit a block's shared memory."""
-    from reference._common import OptionError, problem
+    """``config`` with its None fields chosen for X of k columns (see Split24Config)."""
     cols = config.cols_per_warp or next(c for c in (8, 16, 32) if c >= k or c == 32)
-    depth = config.depth or (2 if cols <= 16 else 1)
-    out = dataclasses.replace(config, cols_per_warp=cols, depth=depth)
-    need = shared_bytes(out)
-    if need > STATIC_SHARED_LIMIT:
-        raise OptionError(problem(
-            "Split24Config.stages", f"buffers within {STATIC_SHARED_LIMIT} bytes per block",
-            f"{need} bytes (stages {out.stages} x warps_per_band {out.warps_per_band} at "
-            f"{cols} columns per block)", "use fewer stages, warps_per_band or cols_per_warp"))
-    return out
+    warps = config.warps_per_band or (8 if k <= 32 else 4)
+    return dataclasses.replace(config, cols_per_warp=cols, warps_per_band=warps)
 
 
 def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
@@ -556,7 +436,7 @@ def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
     if n_words:
         _pack_kernel()[blocks_for(n_words, PACK_THREADS), PACK_THREADS, stream](X, Xp)
     grid = (-(-n_rows // TILE_ROWS), blocks_for(jt_n, config.cols_per_warp // 8))
-    _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream, shared_bytes(config)](
+    _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream](
         D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X, Y)
 
 
@@ -581,23 +461,16 @@ def spmm(D, X, out=None, config: Split24Config = Split24Config()):
 
 
 def ptx_targets():
-    """The SpMM (the SpMV is the same kernel) at 8 and 32 columns per block, with its loads
-    in registers and through cp.async stages, the packing and the check, int32 indices."""
+    """The SpMM (the SpMV is the same kernel) at 8 and 32 columns per block, the packing
+    and the check, int32 indices."""
     it, dt = "int32", "float16"
-    cfg = resolved(Split24Config(cols_per_warp=32), 32)
     head = (f"void({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
             f"{array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
             f"{array_sig(dt, 2)}, {array_sig(dt, 2)})")
-    spmm = [PTXTarget(f"split24.spmm[float16,int32,c{c.cols_per_warp},d{c.depth}]",
+    spmm = [PTXTarget(f"split24.spmm[float16,int32,c{c.cols_per_warp},w{c.warps_per_band}]",
                       functools.partial(_spmm_kernel, c), head,
                       expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",))
-            for c in (cfg, Split24Config(cols_per_warp=8, depth=2))]
-    spmm += [PTXTarget(f"split24.spmm[float16,int32,c{c.cols_per_warp},s{c.stages}]",
-                       functools.partial(_spmm_kernel, c), head,
-                       expects=(r"mma\.sp\.sync\.aligned\.m16n8k32", r"cp\.async\.cg",
-                                rf"cp\.async\.wait_group {c.stages - 1};"))
-             for c in (resolved(Split24Config(cols_per_warp=8, stages=4), 8),
-                       resolved(Split24Config(cols_per_warp=32, stages=2), 32))]
+            for c in (resolved(Split24Config(), 32), resolved(Split24Config(), 8))]
     return spmm + [
         PTXTarget("split24.pack[float16]", _pack_kernel,
                   f"void({array_sig(dt, 2)}, {array_sig('uint32')})"),
