@@ -419,11 +419,6 @@ def _run_flags(name, device):
     if (name, device) == ("e2e_decode", "h200"):         # measured in parts on GPU hosts
         return dict(encode_workers=15,                   # the last part's
                     formats=["macko", "ec_csr", "csr", "csr_dtans"])   # before coo joined
-    if (name, device) == ("spmm_llm", "h200"):           # one shape so far, split24 at 333093c
-        return dict(shapes=[[4096, 11008]], methods=[
-            "cublas", "macko", "csr_vector", "ec_csr", "generalsparse", "split24",
-            "split24[cols_per_warp=32]", "split24[warps_per_band=4]", "split24[warps_per_band=16]",
-            "split24[depth=1]", "split24[depth=4]"])
     if (name, device) == ("fig4_gs", "h200"):             # before generalsparse_fixed existed
         return dict(methods=["generalsparse", "csr_vector", "generalsparse_best"])
     return _RUN_FLAGS.get(name, {})
