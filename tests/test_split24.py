@@ -72,14 +72,19 @@ def test_long_bands_refill_the_slot_every_tile(cfg):
     assert chk.passed, chk.worst
 
 
-def test_defaults_follow_the_columns_of_x():
-    """None fields: the fewest columns per block that cover X (32 beyond), 8 warps per band
-    up to 32 columns of X and 4 beyond."""
+def test_defaults_follow_the_columns_of_x_and_the_grid():
+    """None fields: the fewest columns per block that cover X (32 beyond); 4 warps per band
+    once bands x column blocks reach FULL_GRID_BLOCKS, 8 below."""
     K = formats.get("split24").kernel_module()
+    full = K.FULL_GRID_BLOCKS * 16
     got = [(c.cols_per_warp, c.warps_per_band)
-           for c in (K.resolved(K.Split24Config(), k) for k in (1, 8, 9, 16, 17, 32, 33, 64))]
-    assert got == [(8, 8), (8, 8), (16, 8), (16, 8), (32, 8), (32, 8), (32, 4), (32, 4)]
-    assert K.resolved(K.Split24Config(warps_per_band=2, cols_per_warp=8), 64) == \
+           for c in (K.resolved(K.Split24Config(), k, full // 2)
+                     for k in (1, 8, 9, 16, 17, 32, 33, 64, 65))]
+    assert got == [(8, 8), (8, 8), (16, 8), (16, 8), (32, 8), (32, 8), (32, 4), (32, 4),
+                   (32, 4)]
+    assert K.resolved(K.Split24Config(), 8, full).warps_per_band == 4
+    assert K.resolved(K.Split24Config(), 8, full - 16).warps_per_band == 8
+    assert K.resolved(K.Split24Config(warps_per_band=2, cols_per_warp=8), 64, full) == \
         K.Split24Config(warps_per_band=2, cols_per_warp=8)
 
 

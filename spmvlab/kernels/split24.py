@@ -59,12 +59,11 @@ PACK_THREADS = 256
 class Split24Config:
     """Launch settings: ``warps_per_band`` (1 to 32: the warps of a block, which share one
     band's tiles and residual entries and add their sums in shared memory; enough warps in
-    flight to keep the loads coming even for matrices of few bands; None: 8 up to 32
-    columns of X, 4 beyond, where the column blocks of Y multiply the blocks) and
-    ``cols_per_warp`` (columns of Y per block: 8, 16 or 32, eight float32 registers per
-    lane for each 8, half for the sums, half for the next tile's B operands; each tile's
-    values loaded once for all of them; None: the fewest of these that cover X's columns,
-    32 beyond)."""
+    flight to keep the loads coming even for matrices of few bands; None: 4 once the grid
+    has ``FULL_GRID_BLOCKS`` blocks, 8 for smaller grids) and ``cols_per_warp`` (columns of
+    Y per block: 8, 16 or 32, eight float32 registers per lane for each 8, half for the
+    sums, half for the next tile's B operands; each tile's values loaded once for all of
+    them; None: the fewest of these that cover X's columns, 32 beyond)."""
 
     warps_per_band: int | None = None
     cols_per_warp: int | None = None
@@ -415,10 +414,18 @@ def _spmm_kernel(cfg: Split24Config):
     return split24_spmm
 
 
-def resolved(config: Split24Config, k: int) -> Split24Config:
-    """``config`` with its None fields chosen for X of k columns (see Split24Config)."""
+#: grids of at least this many blocks (bands x column blocks of Y) get 4 warps per band by
+#: default, smaller ones 8 (about three blocks per SM of an H100 or H200; measured in
+#: docs/performance.md, split24)
+FULL_GRID_BLOCKS = 384
+
+
+def resolved(config: Split24Config, k: int, n_rows: int) -> Split24Config:
+    """``config`` with its None fields chosen for X of k columns and a matrix of n_rows rows
+    (see Split24Config)."""
     cols = config.cols_per_warp or next(c for c in (8, 16, 32) if c >= k or c == 32)
-    warps = config.warps_per_band or (8 if k <= 32 else 4)
+    blocks = -(-n_rows // TILE_ROWS) * -(-k // cols)
+    warps = config.warps_per_band or (4 if blocks >= FULL_GRID_BLOCKS else 8)
     return dataclasses.replace(config, cols_per_warp=cols, warps_per_band=warps)
 
 
@@ -428,7 +435,7 @@ def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
     k = int(X.shape[1])
     if not (n_rows and k):
         return
-    config = resolved(config, k)
+    config = resolved(config, k, n_rows)
     jt_n = -(-k // 8)
     n_words = -(-n_cols // TILE_COLS) * jt_n * TILE_WORDS
     Xp = scratch((max(n_words, 1),), np.uint32)
@@ -470,7 +477,7 @@ def ptx_targets():
     spmm = [PTXTarget(f"split24.spmm[float16,int32,c{c.cols_per_warp},w{c.warps_per_band}]",
                       functools.partial(_spmm_kernel, c), head,
                       expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",))
-            for c in (resolved(Split24Config(), 32), resolved(Split24Config(), 8))]
+            for c in (resolved(Split24Config(), 32, 4096), resolved(Split24Config(), 8, 4096))]
     return spmm + [
         PTXTarget("split24.pack[float16]", _pack_kernel,
                   f"void({array_sig(dt, 2)}, {array_sig('uint32')})"),
