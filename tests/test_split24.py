@@ -49,21 +49,31 @@ def test_the_first_two_nonzeros_of_each_group_are_kept():
     assert M.nnz == 8 and M.n_tiles == 1
 
 
+@pytest.mark.parametrize("extra", [5, 6], ids=["odd-k", "even-k"])
 @pytest.mark.parametrize("cfg", [dict(warps_per_band=1, cols_per_warp=8),
                                  dict(warps_per_band=3, cols_per_warp=8),
                                  dict(warps_per_band=2, cols_per_warp=16)])
-def test_long_bands_refill_the_slot_every_tile(cfg):
+def test_long_bands_refill_the_slot_every_tile(cfg, extra):
     """Bands of 23 tiles (736 columns), the second band partial, k across two column blocks
     of Y, the second of fewer 8-column tiles than a block holds: every warp refills its slot
     several times (at W = 3: tiles w, w + 3, ..., 8 refills for warp 0), and where W does
     not divide 23 the last refills load the band's last tile again, to be left out of the
-    sums."""
+    sums. The residual: rows of none, one and five entries beside rows of about twenty (so
+    a warp's last batch of four is partial, or its only one), k odd (X read 2 bytes at a
+    time) and even (4 bytes)."""
     info = formats.get("split24")
     K = info.kernel_module()
     rng = np.random.default_rng(7)
-    n_rows, n_cols, k = 19, 736 - 7, cfg["cols_per_warp"] + 5   # a second block, partial
+    n_rows, n_cols, k = 19, 736 - 7, cfg["cols_per_warp"] + extra   # a second block, partial
     A = rng.standard_normal((n_rows, n_cols)) * (rng.random((n_rows, n_cols)) < 0.3)
+    A[0] = 0
+    A[0, ::4] = 1.5                                  # one nonzero per group: no residual
+    A[3] = 0
+    A[3, 40:43] = [1, -2, 3]                         # one residual entry
+    A[17] = 0
+    A[17, 100:120] = rng.standard_normal(20)         # five residual groups
     M = info.encode(A.astype(np.float16))
+    assert [int(v) for v in np.diff(M.res_ptr)[[0, 3, 17]]] == [0, 1, 10]
     X = rng.standard_normal((n_cols, k)).astype(np.float16)
     out = garbage_like((n_rows, k), np.float16)
     Y = K.spmm(M, X, out=out, config=info.make_config(**cfg))

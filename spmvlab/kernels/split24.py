@@ -16,8 +16,9 @@ CUDA cores. Float16 values only (float32 sums).
    earlier, so no load waits on another), a tile ahead of their
    mma.sp into float32 accumulators (rows g and g + 8, columns 2t, 2t + 1 of each 8-column
    tile). Then the residual: the four lanes of a quad take the entries w, w + W, ... of rows
-   g and g + 8, four entries' loads at a time, each lane for its own columns. The warps' sums
-   meet in shared memory and are added in warp order (deterministic).
+   g and g + 8, four entries at a time (their loads together, the next four's indices
+   loaded meanwhile), each lane for its own columns (4 bytes of X each for even k). The
+   warps' sums meet in shared memory and are added in warp order (deterministic).
 
 The hardware multiplies both kept slots of every group: a zero kept beside a lone nonzero
 meets an Inf or NaN of X as 0 * Inf = NaN, where CSR skips it. So a block with a sum that is
@@ -45,7 +46,7 @@ from ._common import (
     check_value_dtype, checked_to_device, finish, jit_options, launch_stream, launch_strided,
     prepare, prepare_spmm, scratch, to_dev,
 )
-from ._intrinsics import mma_sp16832, pack_half2, vload4, vwords4
+from ._intrinsics import mma_sp16832, pack_half2, vload2, vload4, vwords4
 
 __all__ = ["Split24Config", "DeviceSplit24", "to_device", "device_check", "spmv", "spmm",
            "ptx_targets", "CHECK_FIELDS", "resolved"]
@@ -260,27 +261,29 @@ def _spmm_kernel(cfg: Split24Config):
             bv[4 * j + 3] = b3
 
     @inline_device
-    def add_entry(X, c, v, up, t, jt0, k, d):
-        """d += v * X[c, this lane's columns] for row g + 8 up of the lane's quad."""
+    def add_entries4(X, Xf, c0, c1, c2, c3, v0, v1, v2, v3, up, t, jt0, k, d):
+        """d += the four entries' v * X[c, this lane's columns] for row g + 8 up of the
+        lane's quad, their loads of X issued together: for even k a lane's two columns of an
+        8-column tile are one 4-byte load (``Xf``: X flat; column 2t of an even row length
+        starts a 4-byte word), for odd k two 2-byte loads."""
         for j in range(NW):
             col = (jt0 + j) * 8 + 2 * t
             if col < k:
-                d[4 * j + 2 * up] += v * f32(X[c, col])
-            if col + 1 < k:
-                d[4 * j + 2 * up + 1] += v * f32(X[c, col + 1])
-
-    @inline_device
-    def add_entries4(X, c0, c1, c2, c3, v0, v1, v2, v3, up, t, jt0, k, d):
-        """add_entry for four entries, their loads of X issued together."""
-        for j in range(NW):
-            col = (jt0 + j) * 8 + 2 * t
-            for h in range(2):
-                if col + h < k:
-                    x0 = f32(X[c0, col + h])
-                    x1 = f32(X[c1, col + h])
-                    x2 = f32(X[c2, col + h])
-                    x3 = f32(X[c3, col + h])
-                    d[4 * j + 2 * up + h] += v0 * x0 + v1 * x1 + v2 * x2 + v3 * x3
+                if k % 2 == 0:                      # (the same in every thread)
+                    a0, b0 = vload2(Xf, c0 * k + col)
+                    a1, b1 = vload2(Xf, c1 * k + col)
+                    a2, b2 = vload2(Xf, c2 * k + col)
+                    a3, b3 = vload2(Xf, c3 * k + col)
+                    d[4 * j + 2 * up] += (v0 * f32(a0) + v1 * f32(a1) + v2 * f32(a2)
+                                          + v3 * f32(a3))
+                    d[4 * j + 2 * up + 1] += (v0 * f32(b0) + v1 * f32(b1) + v2 * f32(b2)
+                                              + v3 * f32(b3))
+                else:
+                    for h in range(2):
+                        if col + h < k:
+                            d[4 * j + 2 * up + h] += (
+                                v0 * f32(X[c0, col + h]) + v1 * f32(X[c1, col + h])
+                                + v2 * f32(X[c2, col + h]) + v3 * f32(X[c3, col + h]))
 
     @inline_device
     def careful(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, X, Y, band,
@@ -310,24 +313,50 @@ def _spmm_kernel(cfg: Split24Config):
         Y[row, col] = f16(s)
 
     @inline_device
-    def finish(res_ptr, res_cols, res_values, X, Y, red, flag, band, warp, g, t, jt0, d):
+    def finish(res_ptr, res_cols, res_values, X, Xf, Y, red, flag, band, warp, g, t, jt0, d):
         """Add the residual of rows g, g + 8 (entries w, w + W, ...), then the warps' sums in
         warp order into Y; ``flag`` set if one is not finite. Two barriers."""
+        # The entries go four at a time, the next four's columns and values loaded before
+        # this four's rows of X, so a batch waits for one latency, not two. Indices past the
+        # row's last entry are clamped to it with value 0: no branch around the loads (as
+        # in load_tile), and a product 0 * X that is not finite only comes with the same
+        # column's real entry, whose sum then takes the careful path anyway.
         n_rows, k = Y.shape
         for up in range(2):
             row = band * TILE_ROWS + g + 8 * up
             if row < n_rows:
                 q = res_ptr[row] + warp
                 qe = res_ptr[row + 1]
-                while q + 3 * W < qe:       # a latency per four entries, not per entry
-                    add_entries4(X, res_cols[q], res_cols[q + W], res_cols[q + 2 * W],
-                                 res_cols[q + 3 * W], f32(res_values[q]),
-                                 f32(res_values[q + W]), f32(res_values[q + 2 * W]),
-                                 f32(res_values[q + 3 * W]), up, t, jt0, k, d)
-                    q += 4 * W
-                while q < qe:
-                    add_entry(X, res_cols[q], f32(res_values[q]), up, t, jt0, k, d)
-                    q += W
+                last = qe - 1
+                if q < qe:                  # (last is then a real entry: no wrap-around)
+                    c0 = res_cols[q]
+                    c1 = res_cols[min(q + W, last)]
+                    c2 = res_cols[min(q + 2 * W, last)]
+                    c3 = res_cols[min(q + 3 * W, last)]
+                    u0 = res_values[q]
+                    u1 = res_values[min(q + W, last)]
+                    u2 = res_values[min(q + 2 * W, last)]
+                    u3 = res_values[min(q + 3 * W, last)]
+                    while q < qe:
+                        v0 = f32(u0)
+                        v1 = f32(u1) if q + W < qe else f32(0)
+                        v2 = f32(u2) if q + 2 * W < qe else f32(0)
+                        v3 = f32(u3) if q + 3 * W < qe else f32(0)
+                        nq = q + 4 * W
+                        n0 = res_cols[min(nq, last)]
+                        n1 = res_cols[min(nq + W, last)]
+                        n2 = res_cols[min(nq + 2 * W, last)]
+                        n3 = res_cols[min(nq + 3 * W, last)]
+                        u0 = res_values[min(nq, last)]
+                        u1 = res_values[min(nq + W, last)]
+                        u2 = res_values[min(nq + 2 * W, last)]
+                        u3 = res_values[min(nq + 3 * W, last)]
+                        add_entries4(X, Xf, c0, c1, c2, c3, v0, v1, v2, v3, up, t, jt0, k, d)
+                        c0 = n0
+                        c1 = n1
+                        c2 = n2
+                        c3 = n3
+                        q = nq
             for j in range(NW):
                 at = (warp * TILE_ROWS + g + 8 * up) * C + 8 * j + 2 * t
                 red[at] = d[4 * j + 2 * up]
@@ -384,7 +413,8 @@ def _spmm_kernel(cfg: Split24Config):
     # a block of W warps must fit the register file: at 16 and 32 warps the cap spills
     # rather than leaving the launch without resources
     @cuda.jit(**jit_options(max_registers=min(255, 65536 // THREADS)))
-    def split24_spmm(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, Xp, X, Y):
+    def split24_spmm(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, Xp, X, Xf,
+                     Y):
         """Block (bx, by): band bx, columns [by * C, by * C + C) of Y; warp w takes the
         band's tiles w, w + W, ... and its residual entries w, w + W, ... of every row."""
         warp = cuda.threadIdx.x // WARP
@@ -403,7 +433,7 @@ def _spmm_kernel(cfg: Split24Config):
             d[i] = f32(0)
         tile_loop(tile_ptr, tile_col, values, meta, Xp, band, warp, lane, g, t, jt0, jt_n, d)
         red = cuda.shared.array(RED, f32)
-        finish(res_ptr, res_cols, res_values, X, Y, red, flag, band, warp, g, t, jt0, d)
+        finish(res_ptr, res_cols, res_values, X, Xf, Y, red, flag, band, warp, g, t, jt0, d)
         if flag[0] != 0:                            # the same in every thread
             i = cuda.threadIdx.x
             while i < TILE_ROWS * C:
@@ -444,7 +474,8 @@ def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
         _pack_kernel()[blocks_for(n_words, PACK_THREADS), PACK_THREADS, stream](X, Xp)
     grid = (-(-n_rows // TILE_ROWS), blocks_for(jt_n, config.cols_per_warp // 8))
     _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream](
-        D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X, Y)
+        D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X,
+        X.reshape(X.size), Y)
 
 
 def spmv(D, x, out=None, config: Split24Config = Split24Config()):
@@ -473,7 +504,7 @@ def ptx_targets():
     it, dt = "int32", "float16"
     head = (f"void({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
             f"{array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
-            f"{array_sig(dt, 2)}, {array_sig(dt, 2)})")
+            f"{array_sig(dt, 2)}, {array_sig(dt)}, {array_sig(dt, 2)})")
     spmm = [PTXTarget(f"split24.spmm[float16,int32,c{c.cols_per_warp},w{c.warps_per_band}]",
                       functools.partial(_spmm_kernel, c), head,
                       expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",))
