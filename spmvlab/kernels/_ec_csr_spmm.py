@@ -94,6 +94,29 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                     p += step
         else:
             @inline_device
+            def word_cols(Xf, n, j0, nvalid, w, vals, col, accs):
+                """The vec columns of code word w, each times its G values of ``vals`` into
+                the tile; returns the last column. Written out column by column, so the
+                index into ``vals`` is a constant in each: in a loop over the columns
+                (too long for the compiler to unroll at G x ct FMAs a column) every read
+                of a value became a search over the tuple's elements."""
+                col += code(w, 0)
+                fma_tile(Xf, col * n + j0, nvalid, vals, 0, accs)
+                if vec > 1:
+                    col += code(w, 1)
+                    fma_tile(Xf, col * n + j0, nvalid, vals, G, accs)
+                if vec > 2:
+                    col += code(w, 2)
+                    fma_tile(Xf, col * n + j0, nvalid, vals, 2 * G, accs)
+                    col += code(w, 3)
+                    fma_tile(Xf, col * n + j0, nvalid, vals, 3 * G, accs)
+                if vec > 4:
+                    for j in range(4, 8):           # (8: a vector size no default uses)
+                        col += code(w, j)
+                        fma_tile(Xf, col * n + j0, nvalid, vals, j * G, accs)
+                return col
+
+            @inline_device
             def walk(words, bytes_, values, Xf, n, j0, nvalid, c0, nc, v0, g, r0, col0, t, accs):
                 for k in range(G * ct):
                     accs[k] = acc(0)
@@ -103,9 +126,7 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                 while p < end:
                     w = load_w(words, bytes_, p)
                     vals = grp_load(values, v0 + (p - c0) * G)
-                    for j in range(vec):
-                        col += code(w, j)
-                        fma_tile(Xf, col * n + j0, nvalid, vals, j * G, accs)
+                    col = word_cols(Xf, n, j0, nvalid, w, vals, col, accs)
                     p += step
 
         @inline_device
