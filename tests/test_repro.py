@@ -158,3 +158,33 @@ def test_figures_repro_writes_the_generated_file(tmp_path, monkeypatch, capsys):
     assert copies["README"].read_text() == open(repro.README).read()          # tables refreshed
     assert copies["docs"].read_text() == open(repro.EXPERIMENTS_DOC).read()
     assert json.dumps(capsys.readouterr().out).count("wrote") == 1
+
+
+_SECTION_REF = re.compile(r'(docs/[a-z_]+\.md)`{0,2}[\s#]*[,(][\s#(]*"([^"]{3,160})"')
+
+
+def _section_refs(root: str):
+    """(file, doc, section) for every 'docs/NAME.md, "Section"' a source file names."""
+    for top in ("spmvlab", "reference", "experiments", "tools", "tests"):
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
+            for name in sorted(n for n in names if n.endswith(".py") and n != "test_repro.py"):
+                path = os.path.join(dirpath, name)
+                text = open(path, encoding="utf-8").read()
+                for m in _SECTION_REF.finditer(text):
+                    section = " ".join(m.group(2).replace("#", " ").split())
+                    yield os.path.relpath(path, root), m.group(1), section
+
+
+def test_code_names_only_doc_sections_that_exist():
+    """Docstrings and comments send readers to 'docs/performance.md, "Section"': each such
+    section must be a heading of that file (a heading that begins with the quoted words)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    refs = list(_section_refs(root))
+    assert len(refs) >= 8, refs                  # the pattern still finds the references
+    missing = []
+    for where, doc, section in refs:
+        with open(os.path.join(root, doc), encoding="utf-8") as f:
+            heads = [" ".join(line.lstrip("#").split()) for line in f if line.startswith("#")]
+        if not any(h.startswith(section) for h in heads):
+            missing.append(f"{where}: {doc}, {section!r}")
+    assert not missing, "sections named in the code but not in the docs:\n" + "\n".join(missing)
