@@ -27,7 +27,7 @@ NEEDS_GPU = True
 SPLIT_KEYS = ("shapes", "sparsities", "ks")   # measure in parts with --merge
 METHODS = ["cublas", "macko", "csr_vector", "ec_csr", "generalsparse", "split24",
            "split24[warps_per_band=4]", "split24[warps_per_band=8]",
-           "split24[warps_per_band=16]"]
+           "split24[warps_per_band=16]", "split24[cols_per_warp=16]"]
 FULL = dict(shapes=[[4096, 11008], [7168, 7168], [28672, 7168]], sparsities=[0.5, 0.7, 0.9],
             ks=[8, 32, 64], dtype="float16", methods=METHODS, reps=50, warmup=5, seed=0)
 QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.7], ks=[8, 32], reps=20)
