@@ -29,12 +29,23 @@ def pytest_report_header(config):
     return f"spmvlab kernels run on: {backend_name()}"
 
 
+@pytest.hookimpl(trylast=True)      # after -k / -m have deselected
 def pytest_collection_modifyitems(config, items):
     if SIMULATOR:
         skip = pytest.mark.skip(reason="needs a real CUDA GPU (running in the simulator)")
         for item in items:
             if "gpu" in item.keywords:
                 item.add_marker(skip)
+    for item in items:     # the sm_90 compile starts now, beside the rest of the suite
+        if item.name == "test_all_kernels_compile_for_sm90":
+            item.module.start_in_background()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    import sys
+    ptx = sys.modules.get("test_ptx") or sys.modules.get("tests.test_ptx")
+    if ptx is not None:
+        ptx.stop_background()
 
 
 @pytest.fixture
