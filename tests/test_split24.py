@@ -82,6 +82,25 @@ def test_long_bands_refill_the_slot_every_tile(cfg, extra):
     assert chk.passed, chk.worst
 
 
+@pytest.mark.parametrize("k", [6, 14])
+def test_residual_in_the_last_row_of_x(k):
+    """Residual entries in the matrix's last column read the last row of X; for even k the
+    lanes of columns past k read k's last two columns instead, never past X's end (which the
+    simulator's vector loads assert)."""
+    info = formats.get("split24")
+    K = info.kernel_module()
+    A = np.zeros((16, 64), np.float32)
+    A[0, 60:64] = [1, 2, 3, 4]                       # 3 and 4 into the residual
+    A[9, 61:64] = [-1, 5, 0.5]
+    M = info.encode(A.astype(np.float16))
+    assert M.res_cols.tolist() == [62, 63, 63]
+    X = np.random.default_rng(3).standard_normal((64, k)).astype(np.float16)
+    out = garbage_like((16, k), np.float16)
+    K.spmm(M, X, out=out, config=info.make_config(warps_per_band=1, cols_per_warp=8))
+    chk = relative_error(out, dtype=np.float16, ref=reference_product(M.to_csr(), X))
+    assert chk.passed, chk.worst
+
+
 def test_defaults_follow_the_columns_of_x_and_the_grid():
     """None fields: the fewest columns per block that cover X (32 beyond); 4 warps per band
     once bands x column blocks reach FULL_GRID_BLOCKS, 8 below."""
