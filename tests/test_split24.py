@@ -58,7 +58,7 @@ def test_long_bands_refill_the_slot_every_tile(cfg, extra):
     of Y, the second of fewer 8-column tiles than a block holds: every warp refills its slot
     several times (at W = 3: tiles w, w + 3, ..., 8 refills for warp 0), and where W does
     not divide 23 the last refills load the band's last tile again, to be left out of the
-    sums. The residual: rows of none, one and five entries beside rows of about twenty (so
+    sums. The residual: rows of none, one and ten entries beside rows of about twenty (so
     a warp's last batch of four is partial, or its only one), k odd (X read 2 bytes at a
     time) and even (4 bytes)."""
     info = formats.get("split24")

@@ -316,6 +316,15 @@ def _spmm_kernel(cfg: Split24Config):
         Y[row, col] = f16(s)
 
     @inline_device
+    def batch(res_cols, res_values, q, last):
+        """The columns and values of residual entries q, q + W, q + 2 W, q + 3 W, indices
+        past ``last`` (the row's last entry) clamped to it."""
+        return (res_cols[min(q, last)], res_cols[min(q + W, last)],
+                res_cols[min(q + 2 * W, last)], res_cols[min(q + 3 * W, last)],
+                res_values[min(q, last)], res_values[min(q + W, last)],
+                res_values[min(q + 2 * W, last)], res_values[min(q + 3 * W, last)])
+
+    @inline_device
     def finish(res_ptr, res_cols, res_values, X, Xf, Y, red, flag, band, warp, g, t, jt0, d):
         """Add the residual of rows g, g + 8 (entries w, w + W, ...), then the warps' sums in
         warp order into Y; ``flag`` set if one is not finite. Two barriers."""
@@ -332,33 +341,16 @@ def _spmm_kernel(cfg: Split24Config):
                 qe = res_ptr[row + 1]
                 last = qe - 1
                 if q < qe:                  # (last is then a real entry: no wrap-around)
-                    c0 = res_cols[q]
-                    c1 = res_cols[min(q + W, last)]
-                    c2 = res_cols[min(q + 2 * W, last)]
-                    c3 = res_cols[min(q + 3 * W, last)]
-                    u0 = res_values[q]
-                    u1 = res_values[min(q + W, last)]
-                    u2 = res_values[min(q + 2 * W, last)]
-                    u3 = res_values[min(q + 3 * W, last)]
+                    c0, c1, c2, c3, u0, u1, u2, u3 = batch(res_cols, res_values, q, last)
                     while q < qe:
                         v0 = f32(u0)
                         v1 = f32(u1) if q + W < qe else f32(0)
                         v2 = f32(u2) if q + 2 * W < qe else f32(0)
                         v3 = f32(u3) if q + 3 * W < qe else f32(0)
                         nq = q + 4 * W
-                        n0 = res_cols[min(nq, last)]
-                        n1 = res_cols[min(nq + W, last)]
-                        n2 = res_cols[min(nq + 2 * W, last)]
-                        n3 = res_cols[min(nq + 3 * W, last)]
-                        u0 = res_values[min(nq, last)]
-                        u1 = res_values[min(nq + W, last)]
-                        u2 = res_values[min(nq + 2 * W, last)]
-                        u3 = res_values[min(nq + 3 * W, last)]
+                        n0, n1, n2, n3, u0, u1, u2, u3 = batch(res_cols, res_values, nq, last)
                         add_entries4(X, Xf, c0, c1, c2, c3, v0, v1, v2, v3, up, t, jt0, k, d)
-                        c0 = n0
-                        c1 = n1
-                        c2 = n2
-                        c3 = n3
+                        c0, c1, c2, c3 = n0, n1, n2, n3
                         q = nq
             for j in range(NW):
                 at = (warp * TILE_ROWS + g + 8 * up) * C + 8 * j + 2 * t
@@ -453,11 +445,17 @@ def _spmm_kernel(cfg: Split24Config):
 FULL_GRID_BLOCKS = 384
 
 
+def _grid(n_rows: int, k: int, cols: int) -> tuple[int, int]:
+    """(bands, column blocks of Y): the SpMM's grid for ``cols`` columns per block."""
+    return -(-n_rows // TILE_ROWS), -(-k // cols)
+
+
 def resolved(config: Split24Config, k: int, n_rows: int) -> Split24Config:
     """``config`` with its None fields chosen for X of k columns and a matrix of n_rows rows
     (see Split24Config)."""
     cols = config.cols_per_warp or next(c for c in (8, 16, 32) if c >= k or c == 32)
-    blocks = -(-n_rows // TILE_ROWS) * -(-k // cols)
+    bands, col_blocks = _grid(n_rows, k, cols)
+    blocks = bands * col_blocks
     warps = config.warps_per_band or (4 if blocks >= FULL_GRID_BLOCKS else 8)
     return dataclasses.replace(config, cols_per_warp=cols, warps_per_band=warps)
 
@@ -475,7 +473,7 @@ def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
     stream = launch_stream()
     if n_words:
         _pack_kernel()[blocks_for(n_words, PACK_THREADS), PACK_THREADS, stream](X, Xp)
-    grid = (-(-n_rows // TILE_ROWS), blocks_for(jt_n, config.cols_per_warp // 8))
+    grid = _grid(n_rows, k, config.cols_per_warp)
     _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream](
         D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X,
         X.reshape(X.size), Y)
