@@ -263,30 +263,30 @@ def _spmm_kernel(cfg: Split24Config):
     @inline_device
     def add_entries4(X, Xf, c0, c1, c2, c3, v0, v1, v2, v3, up, t, jt0, k, d):
         """d += the four entries' v * X[c, this lane's columns] for row g + 8 up of the
-        lane's quad, their loads of X issued together. For even k a lane's two columns of an
+        lane's quad, their loads of X issued together: for even k a lane's two columns of an
         8-column tile are one 4-byte load (``Xf``: X flat; column 2t of an even row length
-        starts a 4-byte word), with no branch: columns past k read k's last two instead
-        (summed, never stored), so the loads of every 8-column tile go out together. For odd
-        k two 2-byte loads under bounds checks."""
-        if k % 2 == 0:                              # (the same in every thread)
-            for j in range(NW):
-                col = min((jt0 + j) * 8 + 2 * t, k - 2)
-                a0, b0 = vload2(Xf, c0 * k + col)
-                a1, b1 = vload2(Xf, c1 * k + col)
-                a2, b2 = vload2(Xf, c2 * k + col)
-                a3, b3 = vload2(Xf, c3 * k + col)
-                d[4 * j + 2 * up] += (v0 * f32(a0) + v1 * f32(a1) + v2 * f32(a2)
-                                      + v3 * f32(a3))
-                d[4 * j + 2 * up + 1] += (v0 * f32(b0) + v1 * f32(b1) + v2 * f32(b2)
-                                          + v3 * f32(b3))
-        else:
-            for j in range(NW):
-                col = (jt0 + j) * 8 + 2 * t
-                for h in range(2):
-                    if col + h < k:
-                        d[4 * j + 2 * up + h] += (
-                            v0 * f32(X[c0, col + h]) + v1 * f32(X[c1, col + h])
-                            + v2 * f32(X[c2, col + h]) + v3 * f32(X[c3, col + h]))
+        starts a 4-byte word), for odd k two 2-byte loads. Each 8-column tile's loads sit
+        under its own bounds check: clamping the columns past k instead, so that every
+        tile's loads go out together, was slower at 32 columns (docs/performance.md,
+        "split24", step 8)."""
+        for j in range(NW):
+            col = (jt0 + j) * 8 + 2 * t
+            if col < k:
+                if k % 2 == 0:                      # (the same in every thread)
+                    a0, b0 = vload2(Xf, c0 * k + col)
+                    a1, b1 = vload2(Xf, c1 * k + col)
+                    a2, b2 = vload2(Xf, c2 * k + col)
+                    a3, b3 = vload2(Xf, c3 * k + col)
+                    d[4 * j + 2 * up] += (v0 * f32(a0) + v1 * f32(a1) + v2 * f32(a2)
+                                          + v3 * f32(a3))
+                    d[4 * j + 2 * up + 1] += (v0 * f32(b0) + v1 * f32(b1) + v2 * f32(b2)
+                                              + v3 * f32(b3))
+                else:
+                    for h in range(2):
+                        if col + h < k:
+                            d[4 * j + 2 * up + h] += (
+                                v0 * f32(X[c0, col + h]) + v1 * f32(X[c1, col + h])
+                                + v2 * f32(X[c2, col + h]) + v3 * f32(X[c3, col + h]))
 
     @inline_device
     def careful(tile_ptr, tile_col, values, meta, res_ptr, res_cols, res_values, X, Y, band,
