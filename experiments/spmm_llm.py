@@ -24,7 +24,10 @@ from experiments import spmm_macko as _spmm
 
 NAME = "spmm_llm"
 NEEDS_GPU = True
-SPLIT_KEYS = ("shapes", "sparsities", "ks")   # measure in parts with --merge
+# measured in parts and joined with --merge / --merge-parts; a method timed in a run of its own
+# joins the table too (each run times cuBLAS beside it: speedups never cross runs)
+SPLIT_KEYS = ("shapes", "sparsities", "ks", "methods")
+CELL_KEYS = ("shapes", "sparsities", "ks")     # a cluster task: every method of one cell
 METHODS = ["cublas", "macko", "csr_vector", "ec_csr", "generalsparse", "split24",
            "split24[warps_per_band=4]", "split24[warps_per_band=8]",
            "split24[warps_per_band=16]", "split24[cols_per_warp=16]"]

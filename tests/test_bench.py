@@ -419,8 +419,6 @@ def _run_flags(name, device):
     if (name, device) == ("e2e_decode", "h200"):         # measured in parts on GPU hosts
         return dict(encode_workers=15,                   # the last part's
                     formats=["macko", "ec_csr", "csr", "csr_dtans"])   # before coo joined
-    if (name, device) == ("spmm_llm", "h200"):           # before split24[cols_per_warp=16]
-        return dict(methods=X.load_experiment(name).METHODS[:-1])
     if (name, device) == ("fig4_gs", "h200"):             # before generalsparse_fixed existed
         return dict(methods=["generalsparse", "csr_vector", "generalsparse_best"])
     return _RUN_FLAGS.get(name, {})
