@@ -976,6 +976,21 @@ def _ec_gpu_rows(name: str, rows: list) -> list:
                  ours=f"not yet run on the H200: `python experiments/{name}.py`", why="—")]
 
 
+# issue 29's table (experiments/spmm_llm.py): the fastest of our formats per cell, over cuBLAS
+# GEMM fp16 timed in the same run; no paper has Hopper numbers, the anchors' A100 values are in
+# the template's prose
+_BEST = dict(results="spmm_llm", view="spmm_llm:best", field="speedup", fmt=".2f", unit="×",
+             agg="list", item="{v} {shape_x} ({method})", sep="; ")
+_SPMM_GOAL = {(8, 0.5): 1.0, (8, 0.7): 1.5, (8, 0.9): 2.5, (32, 0.7): 1.0, (32, 0.9): 1.5,
+              (64, 0.7): 1.0, (64, 0.9): 1.5}
+SECTIONS["spmm_llm"] = [
+    dict(label="—", what=f"fastest of ours over cuBLAS, fp16, {round(100 * sp)} % sparse, N = {k}",
+         script="experiments/spmm_llm.py", paper=None,
+         ours=dict(_BEST, where={"sparsity": sp, "k": k}),
+         why=(f"no paper on Hopper; issue 29's goal {_SPMM_GOAL[(k, sp)]}×"
+              if (k, sp) in _SPMM_GOAL else "no paper on Hopper; no goal set"))
+    for k in (8, 32, 64) for sp in (0.5, 0.7, 0.9)]
+
 SECTIONS["ec"] = ([r for r in EC if r["label"] not in ("Fig. 7", "Fig. 10", "Table 3")]
                   + _ec_gpu_rows("fig7_ec", [r for r in EC if r["label"] == "Fig. 7"])
                   + _ec_gpu_rows("fig10_ec", [r for r in EC if r["label"] == "Fig. 10"])

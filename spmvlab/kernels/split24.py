@@ -268,7 +268,7 @@ def _spmm_kernel(cfg: Split24Config):
         starts a 4-byte word), for odd k two 2-byte loads. Each 8-column tile's loads sit
         under its own bounds check: clamping the columns past k instead, so that every
         tile's loads go out together, was slower at 32 columns (docs/performance.md,
-        "split24", step 8)."""
+        "Split 2:4 kernels", step 8)."""
         for j in range(NW):
             col = (jt0 + j) * 8 + 2 * t
             if col < k:
