@@ -108,6 +108,22 @@ def test_unknown_key_falls_back_to_family_or_nan():
     assert m.rank(feats[1], [far, s])[-1] == far            # unpredictable ones last
 
 
+def test_a_family_needs_min_samples_points_too():
+    """A family timed fewer than min_samples times predicts nothing: fitted on one point the
+    ridge keeps its size terms at zero, a constant time for every matrix."""
+    rng = np.random.default_rng(6)
+    s, lone = tune.default_shortlist(32)[0], tune.default_shortlist(32)[3]
+    assert tune.strategy_family(lone) != tune.strategy_family(s)
+    recs, feats = _synthetic_records(rng, {s: rng.normal(0, 0.2, len(tune.DESIGN_NAMES))}, n=30)
+    recs.append(dict(features=feats[0], strategy=lone, time_us=5.0))
+    m = tune.CostModel.fit(recs, min_samples=4)
+    assert tune.strategy_family(lone) not in m.family_coef
+    assert np.isnan(m.predict_us(feats[1], lone))
+    assert m.rank(feats[1], [lone, s]) == [s, lone]
+    recs += [dict(r, strategy=lone, time_us=5.0 + i) for i, r in enumerate(recs[:3])]
+    assert np.isfinite(tune.CostModel.fit(recs, min_samples=4).predict_us(feats[1], lone))
+
+
 def test_model_json_round_trip(tmp_path):
     rng = np.random.default_rng(5)
     s = tune.default_shortlist(8)[0]

@@ -6,7 +6,9 @@ derives from N (the column widths of a warp and a block, and the block size expr
 nonzeros or rows of the block's geometry): the same kind of kernel for N = 8, 32 and 64
 shares one regression, and N is one of its inputs. A key with fewer than ``min_samples``
 training points falls back to the regression of its *family* (the three divisions and the
-columns per thread), fitted on every point of the family.
+columns per thread), fitted on every point of the family; a family with fewer than
+``min_samples`` points is not fitted either, and its strategies are unpredictable (NaN,
+ranked last).
 
 The fit is ordinary least squares with a small ridge term on everything but the constant
 (``np.linalg.lstsq`` on the design matrix stacked over ``sqrt(ridge) * I``), on log(time):
@@ -142,7 +144,12 @@ class CostModel:
                     out[k] = [float(c) for c in _fit(X, y, ridge)]
             return out
 
-        return cls(coef=fit_all(by_key, min_samples), family_coef=fit_all(by_family, 1),
+        # a family needs min_samples points too: fitted on fewer, the ridge leaves its size
+        # terms near zero and it predicts one constant time for every matrix (on a 100M
+        # nonzero weight at N = 64 a family of one timing predicted 102 us for a kernel that
+        # ran 110x longer and became the untimed default; docs/performance.md,
+        # "GeneralSparse search")
+        return cls(coef=fit_all(by_key, min_samples), family_coef=fit_all(by_family, min_samples),
                    samples={k: len(v) for k, v in by_key.items()}, meta=dict(meta or {}))
 
     def coefficients(self, s):
