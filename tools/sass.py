@@ -54,7 +54,7 @@ with ptxcheck._pretend_device(), tempfile.TemporaryDirectory() as tmp:
                               if "registers" in ln or "spill" in ln)
             sass = subprocess.run([tool["cuobjdump"], "-sass", cubin], capture_output=True,
                                   text=True, check=True).stdout
-            ops = re.findall(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass)
+            ops = re.findall(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)", sass)
             print(f"{t.label}: {len(ops)} instructions; {info}")
             print("   ", ", ".join(f"{k} {v}" for k, v in collections.Counter(ops).most_common(16)))
             if a.dump:
