@@ -12,7 +12,7 @@ import numpy as np
 
 from .._cuda import cuda, inline_device
 from ._common import WARP, acc_type
-from ._ec_csr_device import _VLOAD, _chains, _code_parts, _tuple_loader
+from ._ec_csr_device import _VLOAD, _chains, _code_parts, _reduce_scatter, _tuple_loader
 
 if TYPE_CHECKING:
     from .ec_csr import ECCSRConfig
@@ -129,24 +129,31 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                     col = word_cols(Xf, n, j0, nvalid, w, vals, col, accs)
                     p += step
 
+        scatter = _reduce_scatter(ws, G * ct)
+        R = max(1, G * ct // ws)            # totals per lane after the scatter
+        D = max(1, ws // (G * ct))          # lanes holding each total
+
         @inline_device
         def block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0, col0,
                   t, mask, accs):
             r0 = 0
             while r0 < g:
                 walk(words, bytes_, values, Xf, n, j0, nvalid, c0, nc, v0, g, r0, col0, t, accs)
-                ok = True
-                for k in range(G * ct):
-                    s = group_sum(accs[k], mask)
-                    accs[k] = s
-                    if k % ct < nvalid and (math.isinf(s) or math.isnan(s)):
-                        ok = False
-                if ok:
-                    for k in range(G * ct):
-                        jj = k % ct
-                        if k % ws == t and jj < nvalid:
-                            out = np.int64(rows[row0 + r0 + k // ct]) * n + j0 + jj
-                            cuda.atomic.add(Yacc, out, accs[k])
+                scatter(accs, t, mask)
+                kb = (t // D) * R
+                bad = False
+                for i in range(R):
+                    s = accs[i]
+                    if (kb + i) % ct < nvalid and (math.isinf(s) or math.isnan(s)):
+                        bad = True
+                if not cuda.any_sync(mask, bad):
+                    if t % D == 0:
+                        for i in range(R):
+                            k = kb + i
+                            jj = k % ct
+                            if jj < nvalid:
+                                out = np.int64(rows[row0 + r0 + k // ct]) * n + j0 + jj
+                                cuda.atomic.add(Yacc, out, accs[i])
                 else:
                     careful(bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, vec,
                             row0, col0, t, mask, r0, r0 + G, accs)

@@ -14,7 +14,7 @@ import numpy as np
 
 from .._cuda import cuda, inline_device
 from ._common import WARP, acc_type, jit_options
-from ._ec_csr_device import _chains, _code_parts, _tuple_loader
+from ._ec_csr_device import _chains, _code_parts, _reduce_scatter, _tuple_loader
 
 if TYPE_CHECKING:
     from .ec_csr import ECCSRConfig
@@ -58,7 +58,7 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
     the FMAs in order."""
     acc = acc_type(dtype_name)
     C = _code_parts(delta_bits, ws, vs, cw, index)
-    code, group_sum = C["code"], C["group_sum"]
+    code = C["code"]
     careful = _spmv_careful(dtype_name, delta_bits, ws, vs, cw)
     P = 16 // np.dtype(dtype_name).itemsize
     U32 = C["index"]
@@ -87,7 +87,7 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                         for k in range(G):
                             accs[k] += acc(vals[k]) * xv
                     p = U32(p + U32(step))
-            return _make_block_body(walk, G, vec, ws, group_sum, careful, U32)
+            return _make_block_body(walk, G, vec, ws, careful, U32)
 
         grp_load = _tuple_loader(vec * G, lw)
 
@@ -111,7 +111,7 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                         accs[k] += acc(vals[j * G + k]) * xv
                 p = U32(p + U32(step))
 
-        return _make_block_body(walk, G, vec, ws, group_sum, careful, U32)
+        return _make_block_body(walk, G, vec, ws, careful, U32)
 
     def branch(G, exact, rest):
         @inline_device
@@ -125,27 +125,32 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
     return _chains(make_block, branch, gmax, vs)
 
 
-def _make_block_body(walk, G: int, vec: int, ws: int, group_sum, careful, U32):
-    """``block(...)``: walk slices of G rows, reduce each over the group, add the sums into
-    yacc (row k of the slice by lane k % ws, one atomic each), or redo a non-finite slice on
-    the careful (int64) path. ``U32``: the position type."""
+def _make_block_body(walk, G: int, vec: int, ws: int, careful, U32):
+    """``block(...)``: walk slices of G rows, reduce each over the group with the row sums
+    scattered over its lanes (``_reduce_scatter``), add them into yacc (one atomic per row,
+    by the first lane holding it), or redo a non-finite slice on the careful (int64) path.
+    ``U32``: the position type."""
     i64 = np.int64
+    scatter = _reduce_scatter(ws, G)
+    R = max(1, G // ws)                 # row sums per lane after the scatter
+    D = max(1, ws // G)                 # lanes holding each row sum
 
     @inline_device
     def block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs):
         r0 = U32(0)
         while r0 < g:
             walk(words, bytes_, values, x, c0, nc, v0, g, r0, col0, t, accs)
-            ok = True
-            for k in range(G):
-                s = group_sum(accs[k], mask)
-                accs[k] = s
-                if math.isinf(s) or math.isnan(s):
-                    ok = False
-            if ok:                      # group-uniform: every lane holds the same sums
-                for k in range(G):
-                    if U32(k % ws) == t:
-                        cuda.atomic.add(yacc, rows[U32(U32(row0 + r0) + U32(k))], accs[k])
+            scatter(accs, t, mask)
+            kb = U32(U32(t // U32(D)) * U32(R))
+            bad = False
+            for i in range(R):
+                if math.isinf(accs[i]) or math.isnan(accs[i]):
+                    bad = True
+            if not cuda.any_sync(mask, bad):
+                if U32(t % U32(D)) == U32(0):
+                    for i in range(R):
+                        cuda.atomic.add(yacc, rows[U32(U32(row0 + r0) + U32(kb + U32(i)))],
+                                        accs[i])
             else:
                 careful(bytes_, values, x, rows, yacc, i64(c0), i64(nc), i64(v0), i64(g),
                         i64(vec), i64(row0), i64(col0), i64(t), mask, i64(r0), i64(r0) + G)

@@ -32,8 +32,11 @@ accumulators; granularities below it have exact specialisations (compiled per g)
 Accumulation of y
 -----------------
 A row can be covered by blocks of several granularities (and by the pieces of a clipped
-block), so y is accumulated with ``atomic.add`` in float32 after each group's butterfly
-reduction (``shfl_xor_sync`` within the group): lane ``k % warp_size`` adds row k's sum.
+block), so y is accumulated with ``atomic.add`` in float32 after each group's reduction
+(``shfl_xor_sync`` within the group). The reduction scatters the sums over the lanes: at each
+butterfly level a lane keeps half of its accumulators and sends the other half to its
+partner, so g row sums cost g - 1 + log2(warp_size / g) shuffles instead of g log2(warp_size)
+(``_ec_csr_device._reduce_scatter``); the first lane holding a row's sum adds it.
 float32 output: y is zeroed by a small kernel first and the blocks add into it directly.
 float16 output: the blocks add into a float32 scratch vector kept with the device matrix
 (zeroed at upload), and a last kernel converts it into y and zeroes the scratch again for
@@ -45,8 +48,8 @@ can differ in the last bits between runs; they stay within the tolerance of
 
 Padding zeros and Inf/NaN: the fast path multiplies every stored value, padding zeros
 included, which is exact unless ``x`` is Inf/NaN at a padding column (0 * Inf = NaN). A
-group whose reduced sums for a slice are not all finite (group-uniform after the butterfly)
-discards them and redoes that slice on a careful path that skips stored zeros, one row at a
+group with a reduced sum for a slice that is not finite (a vote over its lanes) discards
+them and redoes that slice on a careful path that skips stored zeros, one row at a
 time (CSR semantics, as the reference).
 
 SpMM (Y = M @ X, X of shape (K, N))
