@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import functools
 from typing import Callable, Iterable
 
 import numpy as np
@@ -261,6 +262,58 @@ def warp_sum(s):
         s += cuda.shfl_xor_sync(FULL_MASK, s, off)
         off //= 2
     return s
+
+
+def _reduce_levels(ws: int, m: int) -> list[tuple[int, int]]:
+    """(lane offset, values halved) per butterfly level of :func:`reduce_scatter`."""
+    levels, size, off = [], m, ws // 2
+    while off > 0:
+        levels.append((off, size // 2))
+        size = max(size // 2, 1)
+        off //= 2
+    return levels
+
+
+@functools.lru_cache(maxsize=None)
+def reduce_scatter(ws: int, m: int):
+    """``scatter(accs, t, mask)``: the group of ``ws`` lanes sums its ``m`` accumulators
+    (``accs[0:m]``, m and ws powers of two) so that lane t ends with the totals of
+    accumulators ``(t // D) * R + i`` in ``accs[i]``, i < R, where R = max(1, m // ws) and
+    D = max(1, ws // m) lanes hold each total. At each butterfly level a lane keeps half of
+    its values and sends the partner the other half (halving the values until one is
+    left, then plain butterfly adds): m - 1 + log2(ws / m) shuffles for m <= ws, against
+    m log2(ws) when every lane forms every total."""
+    def level(off: int, h: int):
+        if h == 0:
+            @inline_device
+            def add(accs, t, mask):
+                accs[0] += cuda.shfl_xor_sync(mask, accs[0], off)
+            return add
+
+        @inline_device
+        def halve(accs, t, mask):
+            up = (t & off) != 0
+            for i in range(h):
+                lo = accs[i]
+                hi = accs[i + h]
+                accs[i] = (hi if up else lo) + cuda.shfl_xor_sync(mask, lo if up else hi, off)
+        return halve
+
+    def then(first, rest):
+        @inline_device
+        def both(accs, t, mask):
+            first(accs, t, mask)
+            rest(accs, t, mask)
+        return both
+
+    @inline_device
+    def none(accs, t, mask):
+        pass
+
+    fn = none
+    for off, h in reversed(_reduce_levels(ws, m)):
+        fn = then(level(off, h), fn)
+    return fn
 
 
 def jit_options(max_registers=None) -> dict:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._cuda import cuda, inline_device
-from ._common import WARP, acc_type
-from ._ec_csr_device import _VLOAD, _chains, _code_parts, _reduce_scatter, _tuple_loader
+from ._common import WARP, acc_type, reduce_scatter
+from ._ec_csr_device import _VLOAD, _chains, _code_parts, _tuple_loader
 
 if TYPE_CHECKING:
     from .ec_csr import ECCSRConfig
@@ -129,7 +129,7 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                     col = word_cols(Xf, n, j0, nvalid, w, vals, col, accs)
                     p += step
 
-        scatter = _reduce_scatter(ws, G * ct)
+        scatter = reduce_scatter(ws, G * ct)
         R = max(1, G * ct // ws)            # totals per lane after the scatter
         D = max(1, ws // (G * ct))          # lanes holding each total
 

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._cuda import cuda, inline_device
-from ._common import WARP, acc_type, jit_options
-from ._ec_csr_device import _chains, _code_parts, _reduce_scatter, _tuple_loader
+from ._common import WARP, acc_type, jit_options, reduce_scatter
+from ._ec_csr_device import _chains, _code_parts, _tuple_loader
 
 if TYPE_CHECKING:
     from .ec_csr import ECCSRConfig
@@ -127,11 +127,11 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
 
 def _make_block_body(walk, G: int, vec: int, ws: int, careful, U32):
     """``block(...)``: walk slices of G rows, reduce each over the group with the row sums
-    scattered over its lanes (``_reduce_scatter``), add them into yacc (one atomic per row,
-    by the first lane holding it), or redo a non-finite slice on the careful (int64) path.
-    ``U32``: the position type."""
+    scattered over its lanes (``kernels._common.reduce_scatter``), add them into yacc (one
+    atomic per row, by the first lane holding it), or redo a non-finite slice on the careful
+    (int64) path. ``U32``: the position type."""
     i64 = np.int64
-    scatter = _reduce_scatter(ws, G)
+    scatter = reduce_scatter(ws, G)
     R = max(1, G // ws)                 # row sums per lane after the scatter
     D = max(1, ws // G)                 # lanes holding each row sum
 

@@ -22,7 +22,8 @@ import numpy as np
 
 from .._cuda import SIMULATOR, cuda, inline_device
 from ._common import (
-    WARP, acc_type, blocks_for, finish, launch_stream, numba_type, prepare_spmm, warp_sum,
+    FULL_MASK, WARP, acc_type, blocks_for, finish, launch_stream, numba_type, prepare_spmm,
+    reduce_scatter,
 )
 from ._intrinsics import sload1, sload2, sload4, sload8, vload1, vload2, vload4, vload8
 
@@ -51,8 +52,17 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False):
 
     ``zero(accs)``                          clear the accumulators (a local array of ct)
     ``fma_row(Xf, off, nvalid, v, accs)``   accs[j] += v * Xf[off + j] (j < nvalid matter)
-    ``finite(accs, nvalid)``                every valid column's warp sum is finite
-    ``store(Y, r, j0, nvalid, accs, lane)`` warp-sum each accumulator; lane j writes Y[r, j0 + j]
+    ``reduce(accs, lane)``                  sum the accumulators over the warp, the totals
+                                            scattered over the lanes (``reduce_scatter``):
+                                            lane l holds column (l // D) * R + i in accs[i]
+    ``finite(accs, nvalid, lane)``          after ``reduce``: every valid column's total is
+                                            finite (a vote: the same in every lane)
+    ``put(Y, r, j0, nvalid, accs, lane)``   after ``reduce``: the first lane holding a
+                                            column's total writes Y[r, j0 + column]
+    ``store(Y, r, j0, nvalid, accs, lane)`` ``reduce`` then ``put``
+
+    The scattered reduction takes ct - 1 + log2(32 / ct) shuffles for ct <= 32 columns
+    where a butterfly per accumulator takes 5 ct.
     """
     acc = acc_type(dtype_name)
     load = ({1: sload1, 2: sload2, 4: sload4, 8: sload8} if shared
@@ -75,24 +85,36 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False):
             for t in range(g):
                 accs[j + t] += v * acc(xs[t])
 
+    scatter = reduce_scatter(WARP, ct)
+    R = max(1, ct // WARP)              # totals per lane after reduce
+    D = max(1, WARP // ct)              # lanes holding each total
+
     @inline_device
-    def finite(accs, nvalid):
-        """True when every valid accumulator's warp sum is finite (warp-uniform)."""
-        ok = True
-        for j in range(ct):
-            s = warp_sum(accs[j])
-            if j < nvalid and (math.isinf(s) or math.isnan(s)):
-                ok = False
-        return ok
+    def reduce(accs, lane):
+        scatter(accs, lane, FULL_MASK)
+
+    @inline_device
+    def finite(accs, nvalid, lane):
+        bad = False
+        for i in range(R):
+            if (lane // D) * R + i < nvalid and (math.isinf(accs[i]) or math.isnan(accs[i])):
+                bad = True
+        return not cuda.any_sync(FULL_MASK, bad)
+
+    @inline_device
+    def put(Y, r, j0, nvalid, accs, lane):
+        if lane % D == 0:
+            for i in range(R):
+                j = (lane // D) * R + i
+                if j < nvalid:
+                    Y[r, j0 + j] = accs[i]
 
     @inline_device
     def store(Y, r, j0, nvalid, accs, lane):
-        for j in range(ct):
-            s = warp_sum(accs[j])
-            if lane == j and j < nvalid:
-                Y[r, j0 + j] = s
+        reduce(accs, lane)
+        put(Y, r, j0, nvalid, accs, lane)
 
-    return dict(zero=zero, fma_row=fma_row, store=store, finite=finite)
+    return dict(zero=zero, fma_row=fma_row, reduce=reduce, finite=finite, put=put, store=store)
 
 
 #: groups of X each thread copies per round of :func:`fill_parts`' fill (independent loads in flight)

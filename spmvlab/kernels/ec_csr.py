@@ -36,7 +36,7 @@ block), so y is accumulated with ``atomic.add`` in float32 after each group's re
 (``shfl_xor_sync`` within the group). The reduction scatters the sums over the lanes: at each
 butterfly level a lane keeps half of its accumulators and sends the other half to its
 partner, so g row sums cost g - 1 + log2(warp_size / g) shuffles instead of g log2(warp_size)
-(``_ec_csr_device._reduce_scatter``); the first lane holding a row's sum adds it.
+(``kernels._common.reduce_scatter``); the first lane holding a row's sum adds it.
 float32 output: y is zeroed by a small kernel first and the blocks add into it directly.
 float16 output: the blocks add into a float32 scratch vector kept with the device matrix
 (zeroed at upload), and a last kernel converts it into y and zeroes the scratch again for

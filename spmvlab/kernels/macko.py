@@ -215,7 +215,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
 @functools.lru_cache(maxsize=None)
 def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int):
     T = tile_parts(dtype_name, ct, g)
-    store, finite = T["store"], T["finite"]
+    reduce, finite, put = T["reduce"], T["finite"], T["put"]
     row_tile = _row_tile(dtype_name, delta_bits, T)
     accnp = accumulator_np(dtype_name)
     wpb = cfg.threads_per_block // WARP
@@ -239,9 +239,11 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g:
         end = row_ptr[r + 1]
         last = values.shape[0] - 8
         row_tile(words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, False)
-        if not finite(accs, nvalid):
+        reduce(accs, lane)
+        if not finite(accs, nvalid, lane):
             row_tile(words, values, Xf, start, end, last, lane, j0, nvalid, n, accs, True)
-        store(Y, r, j0, nvalid, accs, lane)
+            reduce(accs, lane)
+        put(Y, r, j0, nvalid, accs, lane)
 
     return macko_spmm
 
@@ -250,7 +252,7 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g:
 def _spmm_smem_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int,
                       fg: int):
     T = tile_parts(dtype_name, ct, g, shared=True)
-    store, finite = T["store"], T["finite"]
+    reduce, finite, put = T["reduce"], T["finite"], T["put"]
     row_tile = _row_tile(dtype_name, delta_bits, T)
     fill = fill_parts(dtype_name, ct, fg)
     accnp = accumulator_np(dtype_name)
@@ -275,9 +277,11 @@ def _spmm_smem_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: in
             start = row_ptr[r]
             end = row_ptr[r + 1]
             row_tile(words, values, sX, start, end, last, lane, 0, ct, ct, accs, False)
-            if not finite(accs, nvalid):
+            reduce(accs, lane)
+            if not finite(accs, nvalid, lane):
                 row_tile(words, values, sX, start, end, last, lane, 0, ct, ct, accs, True)
-            store(Y, r, j0, nvalid, accs, lane)
+                reduce(accs, lane)
+            put(Y, r, j0, nvalid, accs, lane)
             r += cuda.gridDim.x * wpb
 
     return macko_spmm_smem
