@@ -56,6 +56,7 @@ METHODS = {
     "generalsparse": ("GeneralSparse default (ours)", "lightcoral", "*"),
     "generalsparse_fixed": ("GeneralSparse fixed kernel (ours)", "rosybrown", "*"),
     "generalsparse_best": ("GeneralSparse tuned (ours)", "tab:red", "*"),
+    "generalsparse_anchored": ("GeneralSparse tuned + our formats (ours)", "darkred", "*"),
 }
 
 

@@ -365,3 +365,35 @@ def test_generalsparse_method_checks_on_the_device():
     assert "generalsparse" in methods.names() and "generalsparse_best" in methods.names()
     with pytest.raises(OptionError):
         GeneralSparse(Problem.make(A, "float32"), "default")      # SpMV problem
+
+
+def test_anchor_formats_run_when_faster_than_the_search_pick():
+    """search={"formats": ...}: a format timed faster than GeneralSparse's pick on the
+    matrix runs in its place (and checks); a slower one, or one that does not take the
+    problem (split24 has no float32 kernel), leaves GeneralSparse's kernel."""
+    from spmvlab.methods.base import Problem
+    from spmvlab.generalsparse.method import GeneralSparse
+    A = sp.random(12, 10, density=0.4, format="csr", random_state=np.random.default_rng(8))
+    p = Problem.make(A, "float32", k=2)
+    fake = {"generalsparse": 5.0, "csr_vector": 3.0}
+
+    def format_timer(m):
+        return fake["generalsparse" if isinstance(m, GeneralSparse) else m.name]
+
+    search = dict(timer=lambda A, s, N, dt: 1.0, model=None, top=1,
+                  formats=("split24", "csr_vector"), format_timer=format_timer)
+    m = GeneralSparse(p, "best", search=search)
+    assert m.row_extra["picked_format"] == "csr_vector" and m.check().passed
+    assert m.row_extra["search_formats"] == [dict(method="generalsparse", us=5.0),
+                                             dict(method="split24", us=None),  # no float32 kernel
+                                             dict(method="csr_vector", us=3.0)]
+    assert "anchor format" in m.impl
+    calls = []
+    m._delegate.run = lambda: calls.append(1)            # run() is the format's
+    m.run()
+    assert calls == [1]
+    fake["csr_vector"] = 9.0
+    m = GeneralSparse(p, "best", search=search)
+    assert m.row_extra["picked_format"] is None and "codegen" in m.impl and m.check().passed
+    with pytest.raises(OptionError):
+        GeneralSparse(p, "default", search={"formats": ("macko",)})

@@ -28,6 +28,17 @@ and the GPU timer of the search, which builds them.
     of a large matrix, the two fastest and the fastest anchor timed again on the matrix
     itself, the fastest there kept and run with ``optimize``; the search is summarised in
     ``row_extra`` (the results row gets it, ``search_timed`` listing every try).
+``search={"formats": (name, ...)}`` (with ``"best"``)
+    our other formats' SpMM methods as anchors of the search (``spmvlab.methods`` names,
+    e.g. ``split24``, ``macko``, ``csr_vector``): after the search each is built for the
+    problem, checked and timed on the whole matrix beside the chosen GeneralSparse kernel
+    (cold L2, median of 10, as the search times), and where one is faster the method runs
+    it instead; ``row_extra`` gets ``search_formats`` (each try's microseconds, None for a
+    format that does not take the problem) and ``picked_format`` (None when GeneralSparse's
+    own kernel stayed). ``"format_timer"``: ``timer(method) -> microseconds`` in place of
+    that timing (tests). The ``generalsparse_anchored`` method is this with split24, MACKO
+    and CSR SpMM; ``generalsparse_best`` keeps to GeneralSparse's own strategies (the
+    papers' figures and the ablation of Fig. 18 time those alone).
 
 SpMM only (``A @ X`` with X of k columns), float16 (float32 accumulation) or float32.
 ``spmvlab.methods`` names them ``generalsparse``, ``generalsparse_best`` and
@@ -45,7 +56,7 @@ from reference._common import OptionError, problem
 from ..methods.base import Method, Problem
 from . import codegen, planner
 from .model import strategy_key
-from .search import best_strategy, first_that_plans, model_ranking
+from .search import _round, best_strategy, first_that_plans, model_ranking
 from .shortlist import default_shortlist
 
 __all__ = ["GeneralSparse", "gpu_timer"]
@@ -66,8 +77,15 @@ class GeneralSparse(Method):
                                                       p.dtype.name))
         self.problem = p
         self.row_extra = {}
+        self._delegate = None
         N = p.k
         ranked = None
+        search = dict(search or {})
+        anchor_formats = tuple(search.pop("formats", ()))
+        format_timer = search.pop("format_timer", None)
+        if anchor_formats and strategy != "best":
+            raise OptionError(problem("search formats", "strategy 'best' (formats anchor the search)",
+                                      repr(strategy)))
         if isinstance(strategy, str):
             if strategy == "default":
                 ranked, source, predicted = model_ranking(p.A, N, p.dtype)
@@ -76,7 +94,6 @@ class GeneralSparse(Method):
             elif strategy == "fixed":
                 strategy = default_shortlist(N)[0]
             elif strategy == "best":
-                search = dict(search or {})
                 search.setdefault("timer", gpu_timer(keep=p))   # sample kept for all N
                 found = best_strategy(p.A, N, p.dtype, **search)
                 strategy = found.strategy
@@ -124,11 +141,50 @@ class GeneralSparse(Method):
         self.impl = (f"codegen {'optimized' if optimize else 'offsets loaded'}"
                      f"{', prefetch' if self.generated.spec.prefetch else ''}"
                      f"{', batch' if self.generated.spec.batch else ''}: {strategy.label}")
+        if anchor_formats:
+            self._anchor(anchor_formats, format_timer)
+
+    def _anchor(self, names, timer):
+        """Time the formats ``names`` against this kernel on the whole matrix and run the
+        fastest of all (see the module docstring, ``search={"formats": ...}``)."""
+        from .. import methods
+        from ..errors import SpmvlabError
+        if timer is None:
+            def timer(m):
+                return m.time(reps=10, warmup=2, cold=True).median_us
+        own = float(timer(self))
+        tried, best, best_us = [dict(method="generalsparse", us=_round(own))], None, own
+        for name in names:
+            try:
+                m = methods.build(name, self.problem)
+            except SpmvlabError:           # the format does not take this problem
+                tried.append(dict(method=name, us=None))
+                continue
+            us = float(timer(m)) if m.check().passed else float("inf")
+            tried.append(dict(method=name, us=_round(us)))
+            if us < best_us:
+                if best is not None:
+                    best.close()
+                best, best_us = m, us
+            else:
+                m.close()
+        self.row_extra["search_formats"] = tried
+        self.row_extra["picked_format"] = None if best is None else best.name
+        if best is not None:
+            self._delegate = best
+            self._D = self._X = self._Y = self._run = None      # the generated kernel's buffers
+            self.format_bytes = best.format_bytes
+            self.impl = f"{best.impl} (anchor format, {best_us:.1f} us against {own:.1f})"
 
     def run(self):
-        self._run()
+        if self._delegate is not None:
+            self._delegate.run()
+        else:
+            self._run()
 
     def _result(self):
+        if self._delegate is not None:
+            return self._delegate._result()
         return self._Y.copy_to_host()
 
 

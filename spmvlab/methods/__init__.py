@@ -14,6 +14,8 @@ Names (``resolve(name) -> MethodSpec``):
 ``generalsparse_fixed``  GeneralSparse's one fixed kernel for every matrix (the first of
                     ``spmvlab.generalsparse.shortlist.default_shortlist(N)``)
 ``generalsparse_best``  GeneralSparse with the search (``spmvlab.generalsparse.search.best_strategy``)
+``generalsparse_anchored``  the same search with our SpMM formats (:data:`ANCHOR_FORMATS`)
+                    timed beside its pick on the whole matrix; the fastest of all runs
 ``<format>``        a registered format's kernel with its default config
 ``<method>``        a named setting of a format's registry entry (``FormatInfo.methods``,
                     e.g. ``csr_vector``, ``csr_scalar``)
@@ -41,7 +43,7 @@ from .. import formats
 from .base import Method, Problem
 
 __all__ = ["Method", "Problem", "MethodSpec", "format_method", "generalsparse_method", "resolve",
-           "names", "build",
+           "names", "build", "ANCHOR_FORMATS",
            "measure", "measure_problem", "ROW_KEYS", "SPEEDUP_BASES"]
 
 #: the keys of a results row, in order (``error`` replaces the check and timing keys when a
@@ -78,7 +80,13 @@ def _vendor_specs() -> dict[str, MethodSpec]:
         "generalsparse": generalsparse_method("default", "generalsparse"),
         "generalsparse_fixed": generalsparse_method("fixed", "generalsparse_fixed"),
         "generalsparse_best": generalsparse_method("best", "generalsparse_best"),
+        "generalsparse_anchored": generalsparse_method("best", "generalsparse_anchored",
+                                                       search={"formats": ANCHOR_FORMATS}),
     }
+
+
+#: our SpMM formats that ``generalsparse_anchored``'s search times beside its own kernel
+ANCHOR_FORMATS = ("split24", "macko", "csr_vector")
 
 
 def generalsparse_method(strategy="default", name: str | None = None, optimize: bool = True,
