@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from spmvlab._cuda import cuda
-from spmvlab.kernels._common import WARP, reduce_scatter
+from spmvlab.kernels._common import WARP, reduce_scatter, scatter_layout
 
 
 def _scatter_kernel(ws: int, m: int):
@@ -36,6 +36,7 @@ def test_reduce_scatter_leaves_each_total_where_it_says(ws, m):
     out = np.full((WARP, m), np.nan, np.float32)
     _scatter_kernel(ws, m)[1, WARP](inp, out)
     R, D = max(1, m // ws), max(1, ws // m)
+    assert scatter_layout(ws, m) == (R, D)               # what the kernels read the totals by
     for lane in range(WARP):
         t, g0 = lane % ws, lane - lane % ws
         totals = inp[g0:g0 + ws].sum(axis=0)

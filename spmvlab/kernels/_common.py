@@ -274,12 +274,19 @@ def _reduce_levels(ws: int, m: int) -> list[tuple[int, int]]:
     return levels
 
 
+def scatter_layout(ws: int, m: int) -> tuple[int, int]:
+    """(R, D) of :func:`reduce_scatter` ``(ws, m)``: lane t holds the totals of accumulators
+    ``(t // D) * R + i`` for i < R, and D lanes hold each total (the lanes with t % D == 0
+    are the first of them)."""
+    return max(1, m // ws), max(1, ws // m)
+
+
 @functools.lru_cache(maxsize=None)
 def reduce_scatter(ws: int, m: int):
     """``scatter(accs, t, mask)``: the group of ``ws`` lanes sums its ``m`` accumulators
     (``accs[0:m]``, m and ws powers of two) so that lane t ends with the totals of
-    accumulators ``(t // D) * R + i`` in ``accs[i]``, i < R, where R = max(1, m // ws) and
-    D = max(1, ws // m) lanes hold each total. At each butterfly level a lane keeps half of
+    accumulators ``(t // D) * R + i`` in ``accs[i]``, i < R, where (R, D) =
+    :func:`scatter_layout` ``(ws, m)``: D lanes hold each total. At each butterfly level a lane keeps half of
     its values and sends the partner the other half (halving the values until one is
     left, then plain butterfly adds): m - 1 + log2(ws / m) shuffles for m <= ws, against
     m log2(ws) when every lane forms every total."""

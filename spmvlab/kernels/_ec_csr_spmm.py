@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._cuda import cuda, inline_device
-from ._common import WARP, acc_type, reduce_scatter
+from ._common import WARP, acc_type, reduce_scatter, scatter_layout
 from ._ec_csr_device import _VLOAD, _chains, _code_parts, _tuple_loader
 
 if TYPE_CHECKING:
@@ -130,8 +130,7 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                     p += step
 
         scatter = reduce_scatter(ws, G * ct)
-        R = max(1, G * ct // ws)            # totals per lane after the scatter
-        D = max(1, ws // (G * ct))          # lanes holding each total
+        R, D = scatter_layout(ws, G * ct)   # totals per lane, lanes holding each total
 
         @inline_device
         def block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0, col0,

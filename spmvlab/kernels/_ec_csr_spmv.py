@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._cuda import cuda, inline_device
-from ._common import WARP, acc_type, jit_options, reduce_scatter
+from ._common import WARP, acc_type, jit_options, reduce_scatter, scatter_layout
 from ._ec_csr_device import _chains, _code_parts, _tuple_loader
 
 if TYPE_CHECKING:
@@ -132,8 +132,7 @@ def _make_block_body(walk, G: int, vec: int, ws: int, careful, U32):
     (int64) path. ``U32``: the position type."""
     i64 = np.int64
     scatter = reduce_scatter(ws, G)
-    R = max(1, G // ws)                 # row sums per lane after the scatter
-    D = max(1, ws // G)                 # lanes holding each row sum
+    R, D = scatter_layout(ws, G)        # row sums per lane, lanes holding each row sum
 
     @inline_device
     def block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs):

@@ -23,7 +23,7 @@ import numpy as np
 from .._cuda import SIMULATOR, cuda, inline_device
 from ._common import (
     FULL_MASK, WARP, acc_type, blocks_for, finish, launch_stream, numba_type, prepare_spmm,
-    reduce_scatter,
+    reduce_scatter, scatter_layout,
 )
 from ._intrinsics import sload1, sload2, sload4, sload8, vload1, vload2, vload4, vload8
 
@@ -86,8 +86,7 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False):
                 accs[j + t] += v * acc(xs[t])
 
     scatter = reduce_scatter(WARP, ct)
-    R = max(1, ct // WARP)              # totals per lane after reduce
-    D = max(1, WARP // ct)              # lanes holding each total
+    R, D = scatter_layout(WARP, ct)     # totals per lane after reduce, lanes holding each
 
     @inline_device
     def reduce(accs, lane):
