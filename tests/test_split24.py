@@ -84,9 +84,9 @@ def test_long_bands_refill_the_slot_every_tile(cfg, extra):
 
 @pytest.mark.parametrize("k", [6, 14])
 def test_residual_in_the_last_row_of_x(k):
-    """Residual entries in the matrix's last column read the last row of X; for even k the
-    lanes of columns past k read k's last two columns instead, never past X's end (which the
-    simulator's vector loads assert)."""
+    """Residual entries in the matrix's last column read the last row of X; for even k not a
+    multiple of 8 the lanes of an 8-column tile's columns past k load nothing (their bounds
+    check), never past X's end (which the simulator's vector loads assert)."""
     info = formats.get("split24")
     K = info.kernel_module()
     A = np.zeros((16, 64), np.float32)
