@@ -308,8 +308,15 @@ def _stream_and_alloc(device):
         stream = _STREAMS[ptr] = cuda.external_stream(ptr)
 
     def alloc(shape, dtype):
-        return cuda.as_cuda_array(torch.empty(shape, dtype=_TORCH[np.dtype(dtype)], device=device),
-                                  sync=False)
+        dtype = np.dtype(dtype)
+        if dtype in _TORCH:
+            return cuda.as_cuda_array(torch.empty(shape, dtype=_TORCH[dtype], device=device),
+                                      sync=False)
+        # a kernel's scratch of a type torch's interface does not name (split24's packed X is
+        # uint32): torch's bytes, seen as that type
+        size = int(np.prod(shape, dtype=np.int64))
+        raw = torch.empty(max(size, 1) * dtype.itemsize, dtype=torch.uint8, device=device)
+        return cuda.as_cuda_array(raw, sync=False).view(dtype)[:size].reshape(shape)
     return stream, alloc
 
 
