@@ -30,7 +30,8 @@ row's ``ms_per_step`` is its linear layers. Layers are encoded with
 
 Checks, for every format and batch (on a GPU through the captured step the timed runs
 replay; the dense reference runs eagerly): the logits after the prompt against the dense model's
-(``max_rel_err``: the largest |difference| over the dense logits' largest magnitude) and
+(``max_rel_err``: the largest |difference| over the dense logits' largest magnitude,
+``logit_scale``) and
 the first ``check_tokens`` greedy tokens (``tokens_match``; else ``first_divergence``, the
 step, and ``gap_there``, the dense model's top-2 logit gap at that step: a tie broken the
 other way by rounding is not a bug).
@@ -147,7 +148,7 @@ def _check(r, prompt, ref: dict, steps: int, graph: bool) -> dict:
     toks = r.tokens(steps).cpu()
     scale = float(ref["logits"].abs().max())
     out = dict(max_rel_err=float((logits - ref["logits"]).abs().max()) / scale,
-               tokens_match=bool((toks == ref["tokens"]).all()))
+               tokens_match=bool((toks == ref["tokens"]).all()), logit_scale=scale)
     if not out["tokens_match"]:
         diff = (toks != ref["tokens"]).nonzero()
         first = int(diff[:, 1].min())

@@ -350,8 +350,10 @@ def test_e2e_decode_measures_a_tiny_model():
 def test_e2e_decode_lean_rebuilds_the_same_model(capsys):
     """A lean run (one model at a time: the pruned dense model sparsified in place, rebuilt
     from its seed for the next format and the next sparsity) on the tiny OPT: every format's
-    logits and greedy tokens match the dense reference of its sparsity (a rebuilt model
-    that was not pruned, or pruned at the other sparsity, would not)."""
+    logits match the dense reference of its sparsity (a rebuilt model that was not pruned,
+    or pruned at the other sparsity, would not) and so do its greedy tokens, up to a tie:
+    where they part, the dense model's top two logits lie within the logits' bound (on the
+    H200, 50 % parts at the second token over a gap of one fp16 ulp)."""
     pytest.importorskip("transformers", reason="the decoder's shapes come from transformers")
     from experiments import e2e_decode as E
     cfg = E.config(models=["tiny-opt"], sparsities=[0.7, 0.5], formats=[SIM_FORMAT, "split24"],
@@ -361,6 +363,7 @@ def test_e2e_decode_lean_rebuilds_the_same_model(capsys):
     assert "lean: one model on the device at a time" in capsys.readouterr().err
     assert [(r["sparsity"], r["method"]) for r in rows] == [
         (s, m) for s in (0.7, 0.5) for m in ("dense", SIM_FORMAT, "split24")]
-    assert all(r["tokens_match"] and r["max_rel_err"] < 1e-2 for r in rows)
+    assert all(r["max_rel_err"] < 1e-2 for r in rows)
+    assert all(r["tokens_match"] or r["gap_there"] <= 1e-2 * r["logit_scale"] for r in rows)
     dense = {r["sparsity"]: r["weights_bytes"] for r in rows if r["method"] == "dense"}
     assert dense[0.7] == dense[0.5]              # the same shapes; the zeros differ
