@@ -60,6 +60,33 @@ def test_row_in_blocks_of_several_granularities(dtype, opts, cfg):
     assert not Y[10].any()
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_spmv_calls_in_a_row_on_one_device_matrix(dtype):
+    """SpMV is one launch whose last sum per row writes y (the accumulator and the arrival
+    counters kept with the device matrix): three calls on the same device matrix, the
+    second through the careful path (Inf in x), each give their own product on a garbage
+    output, the empty row 10 each time, and leave the accumulator and counters at zero."""
+    A = _layered()
+    M = R.encode(A, dtype=dtype, warp_size=2, vector_size=4)
+    D = K.to_device(M)
+    assert D.n_empty == 1 and int(D.row_adds.copy_to_host()[0]) >= 3
+    csr = M.to_csr()
+    rng = np.random.default_rng(4)
+    cfg = K.ECCSRConfig(threads_per_block=32, rows_per_pass=2)
+    for call in range(3):
+        x = rng.standard_normal(A.shape[1]).astype(dtype)
+        if call == 1:
+            x[127] = np.inf                          # rows 0-7: their products are Inf
+        y = K.spmv(D, x, out=garbage_like((11,), dtype), config=cfg)
+        if call == 1:
+            assert np.isinf(y[:8]).all() and np.isfinite(y[8:]).all()
+            assert_close(y[8:], csr[8:], x, dtype, f"call {call}, rows 8-10")
+        else:
+            assert_close(y, csr, x, dtype, f"call {call}")
+        assert y[10] == 0
+        assert not D.scratch.copy_to_host().any() and not D.row_arrivals.copy_to_host().any()
+
+
 @pytest.mark.parametrize("warp_size", [32, 2])
 def test_float16_sums_are_accumulated_in_float32(warp_size):
     """4096 and 256 ones in one row: a float16 running sum stalls at 4096 (its spacing there
