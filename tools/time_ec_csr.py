@@ -14,7 +14,8 @@ one (``spmvlab.experiment.problems``). ``--quick``: 4096 x 11008 at 70 % only, 2
 
 Prints one table per problem (median us, TB/s over the format's bytes, speedup over cuBLAS
 and over MACKO) and writes the rows with the run metadata to ``--out`` (default
-results/<device>/time_ec_csr.json). Without a GPU it says so in one line.
+results/<device>/time_ec_csr.json) after every problem, so a run stopped part way keeps
+the problems it finished. Without a GPU it says so in one line.
 """
 from __future__ import annotations
 
@@ -61,6 +62,15 @@ def main(argv=None) -> int:
     names = list(a.methods or METHODS)
     reps = a.reps or (20 if a.quick else 60)
     rows = []
+
+    def save():
+        # after every problem, so a run stopped by a time limit keeps what it measured
+        return experiment.save_results(
+            a.out or "time_ec_csr", rows,
+            dict(shapes=[list(s) for s in shapes], sparsities=list(sparsities), fp32=list(fp32),
+                 methods=names, reps=reps),
+            meta=runinfo.run_metadata())
+
     for spec, prob in experiment.problems(specs(shapes, sparsities, fp32), dense=True):
         extra = dict(sparsity=spec["sparsity"])
         got = methods.measure_problem(prob, names, reps=reps, extra=extra, keep_going=True)
@@ -77,12 +87,9 @@ def main(argv=None) -> int:
             ("format_bytes", "bytes", "d"), ("tb_s", "TB/s", ".2f"),
             ("speedup_vs_cublas", "x cuBLAS", ".2f"), ("speedup_vs_macko", "x MACKO", ".2f"),
             ("error", "error", "")]))
+        save()
         sys.stdout.flush()
-    path = experiment.save_results(a.out or "time_ec_csr", rows,
-                                   dict(shapes=[list(s) for s in shapes], sparsities=list(sparsities),
-                                        fp32=list(fp32), methods=names, reps=reps),
-                                   meta=runinfo.run_metadata())
-    print("wrote", path)
+    print("wrote", save())
     return 0 if all(r.get("check_passed", True) is not False for r in rows) else 1
 
 
