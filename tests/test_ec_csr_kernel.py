@@ -3,6 +3,8 @@ several granularities (exact and row-sliced paths), float16 sums accumulated in 
 SpMM with N not a multiple of the tile, Inf in X at padding columns, narrowed loads after a
 misaligned set, config/dtype guards. The shared suite (test_formats.py) runs the parity,
 corruption and device-check cases."""
+import dataclasses
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -202,7 +204,8 @@ def test_index32_gives_the_int64_result():
     """Per-lane column counts from 1 to 13 iterations (warp_size 2, vector_size 4: unit 8),
     in long and short parts of 1-, 2- and 4-grained blocks and the 8-row block walked in
     slices: uint32 and int64 positions give the same numbers bit for bit (each row gets at
-    most a few atomics, each a sum of the same products in the same order) and match CSR."""
+    most a few atomics, each a sum of the same products in the same order) and match CSR;
+    the same for SpMM (N = 11: a partial last tile)."""
     rng = np.random.default_rng(5)
     A = np.zeros((16, 240), np.float32)
     A[:8, :96] = rng.standard_normal((8, 96))          # an 8-grained block
@@ -221,6 +224,16 @@ def test_index32_gives_the_int64_result():
             cfg = K.ECCSRConfig(threads_per_block=32, rows_per_pass=rpp, index32=i32)
             y = K.spmv(M, x, out=garbage_like((16,), dtype), config=cfg)
             np.testing.assert_array_equal(y, base, err_msg=f"{dtype} {cfg}")
+        X = rng.standard_normal((240, 11)).astype(dtype)
+        cfg64 = K.ECCSRConfig(threads_per_block=32, spmm_tile=4, index32=False)
+        base = K.spmm(M, X, config=cfg64)
+        assert_close(base, M.to_csr(), X, dtype, "int64 spmm")
+        Y = K.spmm(M, X, out=garbage_like((16, 11), dtype),
+                   config=dataclasses.replace(cfg64, index32=True))
+        np.testing.assert_array_equal(Y, base, err_msg=f"{dtype} uint32 spmm")
+        cfg = K.ECCSRConfig(threads_per_block=32, spmm_tile=4, spmm_rows_per_pass=2)
+        Y = K.spmm(M, X, out=garbage_like((16, 11), dtype), config=cfg)
+        assert_close(Y, M.to_csr(), X, dtype, f"uint32 spmm {cfg}")
 
 
 def test_index32_falls_back_and_options_are_checked():
@@ -233,5 +246,11 @@ def test_index32_falls_back_and_options_are_checked():
     assert K._spmv_kernel_for(D, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "uint32")
     assert K._spmv_kernel_for(D64, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "int64")
     np.testing.assert_allclose(K.spmv(D64, np.ones(4, np.float32), config=cfg), [5.0] * 4)
+    # SpMM: also int64 where X or Y has 2**31 elements or more
+    key = (*K._kernel_key(D), cfg, 8, 8)
+    assert K._spmm_kernel_for(D, cfg, 8, 8, 8) is K._spmm_kernel(*key, "uint32")
+    assert K._spmm_kernel_for(D64, cfg, 8, 8, 8) is K._spmm_kernel(*key, "int64")
+    assert K._spmm_kernel_for(D, cfg, 2**29, 8, 8) is K._spmm_kernel(*key, "int64")
+    np.testing.assert_allclose(K.spmm(D64, np.ones((4, 3), np.float32), config=cfg), [[5.0] * 3] * 4)
     with pytest.raises(OptionError, match="index32"):
         K.ECCSRConfig(index32=1)

@@ -1,5 +1,7 @@
-"""EC-CSR SpMM kernel (numba.cuda): Y = M @ X for a tile of X's columns per grid column.
-Mapping and accumulation: kernels/ec_csr.py ("SpMM").
+"""EC-CSR SpMM kernel (numba.cuda): Y = M @ X for a tile of X's columns per grid column, one
+source for both position types as the SpMV's (uint32 where the matrix and the X and Y tiles
+fit, ``ECCSRConfig.index32``; int64 for the rest). Mapping and accumulation:
+kernels/ec_csr.py ("SpMM").
 """
 
 from __future__ import annotations
@@ -20,12 +22,16 @@ if TYPE_CHECKING:
 
 @functools.lru_cache(maxsize=None)
 def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
-                gmax: int, ct: int, gx: int):
-    """As :func:`_spmv_parts` for a tile of ``ct`` columns of X gathered ``gx`` at a time."""
+                gmax: int, ct: int, gx: int, index: str):
+    """As :func:`_spmv_parts` for a tile of ``ct`` columns of X gathered ``gx`` at a time,
+    positions of type ``index`` (the careful path always int64)."""
     acc = acc_type(dtype_name)
-    C = _code_parts(delta_bits, ws, vs, cw)
-    short_code, long_codes, code, group_sum = (C["short_code"], C["long_codes"], C["code"],
-                                               C["group_sum"])
+    C = _code_parts(delta_bits, ws, vs, cw, index)
+    U32 = C["index"]
+    i64 = np.int64
+    long_codes, code = C["long_codes"], C["code"]
+    K = _code_parts(delta_bits, ws, vs, cw)         # the careful path's (int64)
+    short_code, group_sum = K["short_code"], K["group_sum"]
     P = 16 // np.dtype(dtype_name).itemsize
     xload = _VLOAD[gx]
     n_groups = ct // gx
@@ -61,7 +67,7 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
             its accumulators are never stored."""
             for gi in range(n_groups):
                 jj = gi * gx
-                xp = xload(Xf, off + min(jj, nvalid - gx))
+                xp = xload(Xf, U32(off + U32(min(jj, nvalid - gx))))
                 for tt in range(gx):
                     xv = acc(xp[tt])
                     for k in range(G):
@@ -83,15 +89,15 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                 for k in range(G * ct):
                     accs[k] = acc(0)
                 col = col0
-                p = c0 + t * vec
-                end = c0 + nc
+                p = U32(c0 + U32(t * U32(vec)))
+                end = U32(c0 + nc)
                 while p < end:
                     w = load_w(words, bytes_, p)
                     for j in range(vec):
-                        col += code(w, j)
-                        vals = col_load(values, v0 + (p - c0 + j) * g + r0)
-                        fma_tile(Xf, col * n + j0, nvalid, vals, 0, accs)
-                    p += step
+                        col = U32(col + code(w, j))
+                        vals = col_load(values, U32(U32(v0 + U32(U32(U32(p - c0) + U32(j)) * g)) + r0))
+                        fma_tile(Xf, U32(U32(col * n) + j0), nvalid, vals, 0, accs)
+                    p = U32(p + U32(step))
         else:
             @inline_device
             def word_cols(Xf, n, j0, nvalid, w, vals, col, accs):
@@ -100,20 +106,20 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                 index into ``vals`` is a constant in each: in a loop over the columns
                 (too long for the compiler to unroll at G x ct FMAs a column) every read
                 of a value became a search over the tuple's elements."""
-                col += code(w, 0)
-                fma_tile(Xf, col * n + j0, nvalid, vals, 0, accs)
+                col = U32(col + code(w, 0))
+                fma_tile(Xf, U32(U32(col * n) + j0), nvalid, vals, 0, accs)
                 if vec > 1:
-                    col += code(w, 1)
-                    fma_tile(Xf, col * n + j0, nvalid, vals, G, accs)
+                    col = U32(col + code(w, 1))
+                    fma_tile(Xf, U32(U32(col * n) + j0), nvalid, vals, G, accs)
                 if vec > 2:
-                    col += code(w, 2)
-                    fma_tile(Xf, col * n + j0, nvalid, vals, 2 * G, accs)
-                    col += code(w, 3)
-                    fma_tile(Xf, col * n + j0, nvalid, vals, 3 * G, accs)
+                    col = U32(col + code(w, 2))
+                    fma_tile(Xf, U32(U32(col * n) + j0), nvalid, vals, 2 * G, accs)
+                    col = U32(col + code(w, 3))
+                    fma_tile(Xf, U32(U32(col * n) + j0), nvalid, vals, 3 * G, accs)
                 if vec > 4:
                     for j in range(4, 8):           # (8: a vector size no default uses)
-                        col += code(w, j)
-                        fma_tile(Xf, col * n + j0, nvalid, vals, j * G, accs)
+                        col = U32(col + code(w, j))
+                        fma_tile(Xf, U32(U32(col * n) + j0), nvalid, vals, j * G, accs)
                 return col
 
             @inline_device
@@ -121,13 +127,13 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
                 for k in range(G * ct):
                     accs[k] = acc(0)
                 col = col0
-                p = c0 + t * vec
-                end = c0 + nc
+                p = U32(c0 + U32(t * U32(vec)))
+                end = U32(c0 + nc)
                 while p < end:
                     w = load_w(words, bytes_, p)
-                    vals = grp_load(values, v0 + (p - c0) * G)
+                    vals = grp_load(values, U32(v0 + U32(U32(p - c0) * U32(G))))
                     col = word_cols(Xf, n, j0, nvalid, w, vals, col, accs)
-                    p += step
+                    p = U32(p + U32(step))
 
         scatter = reduce_scatter(ws, G * ct)
         R, D = scatter_layout(ws, G * ct)   # totals per lane, lanes holding each total
@@ -135,28 +141,29 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
         @inline_device
         def block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0, col0,
                   t, mask, accs):
-            r0 = 0
+            r0 = U32(0)
             while r0 < g:
                 walk(words, bytes_, values, Xf, n, j0, nvalid, c0, nc, v0, g, r0, col0, t, accs)
                 scatter(accs, t, mask)
-                kb = (t // D) * R
+                kb = U32(U32(t // U32(D)) * U32(R))
                 bad = False
                 for i in range(R):
                     s = accs[i]
-                    if (kb + i) % ct < nvalid and (math.isinf(s) or math.isnan(s)):
+                    if U32(U32(kb + U32(i)) % U32(ct)) < nvalid and (math.isinf(s) or math.isnan(s)):
                         bad = True
                 if not cuda.any_sync(mask, bad):
-                    if t % D == 0:
+                    if U32(t % U32(D)) == U32(0):
                         for i in range(R):
-                            k = kb + i
-                            jj = k % ct
+                            k = U32(kb + U32(i))
+                            jj = U32(k % U32(ct))
                             if jj < nvalid:
-                                out = np.int64(rows[row0 + r0 + k // ct]) * n + j0 + jj
-                                cuda.atomic.add(Yacc, out, accs[i])
+                                row = U32(rows[U32(U32(row0 + r0) + U32(k // U32(ct)))])
+                                cuda.atomic.add(Yacc, U32(U32(row * n) + U32(j0 + jj)), accs[i])
                 else:
-                    careful(bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, vec,
-                            row0, col0, t, mask, r0, r0 + G, accs)
-                r0 += G
+                    careful(bytes_, values, Xf, i64(n), i64(j0), i64(nvalid), rows, Yacc, i64(c0),
+                            i64(nc), i64(v0), i64(g), i64(vec), i64(row0), i64(col0), i64(t), mask,
+                            i64(r0), i64(r0) + G, accs)
+                r0 = U32(r0 + U32(G))
 
         return block
 
@@ -164,7 +171,7 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
         @inline_device
         def pick(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0, col0,
                  t, mask, accs):
-            if g == G:
+            if g == U32(G):
                 exact(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
                       col0, t, mask, accs)
             else:
@@ -177,12 +184,14 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
 
 @functools.lru_cache(maxsize=None)
 def _spmm_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
-                 cfg: ECCSRConfig, ct: int, gx: int):
+                 cfg: ECCSRConfig, ct: int, gx: int, index: str):
+    """The SpMM kernel with positions of type ``index`` ("uint32" only where the caller has
+    checked that the matrix and the X and Y tiles fit) and ``cfg.spmm_rows_per_pass``."""
     gmax = cfg.spmm_rows_per_pass
-    short_block, long_block = _spmm_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, ct, gx)
-    C = _code_parts(delta_bits, ws, vs, cw)
-    group_mask = C["group_mask"]
-    geometry = C["geometry"]
+    short_block, long_block = _spmm_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, ct, gx,
+                                          index)
+    C = _code_parts(delta_bits, ws, vs, cw, index)
+    group_mask, geometry, U32 = C["group_mask"], C["geometry"], C["index"]
     n_acc = max(gmax * ct, ct)
 
     @cuda.jit
@@ -191,21 +200,22 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         [ct * y, ct * y + ct). Each decoded column multiplies its g values by row ``column``
         of the X tile into rows x ct accumulators; the group reduces and adds into Yacc
         (float32, flat (rows, n)) with atomics."""
-        tid = cuda.blockIdx.x * cuda.blockDim.x + cuda.threadIdx.x
-        blk = tid // ws
-        t = tid % ws
-        if blk >= ptr.shape[0] - 1:
+        tid = U32(U32(U32(cuda.blockIdx.x) * U32(cuda.blockDim.x)) + U32(cuda.threadIdx.x))
+        blk = U32(tid // U32(ws))
+        t = U32(tid % U32(ws))
+        if blk >= U32(ptr.shape[0] - 1):
             return
-        j0 = cuda.blockIdx.y * ct
-        nvalid = min(ct, n - j0)
-        mask = group_mask(cuda.threadIdx.x % WARP - t)
+        nn = U32(n)
+        j0 = U32(U32(cuda.blockIdx.y) * U32(ct))
+        nvalid = U32(min(U32(ct), U32(nn - j0)))
+        mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
         g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
         accs = cuda.local.array(n_acc, np.float32)
-        if vs > 1 and vec > 1:
-            long_block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+        if vs > 1 and vec > U32(1):
+            long_block(words, bytes_, values, Xf, nn, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
                        col0, t, mask, accs)
         else:
-            short_block(words, bytes_, values, Xf, n, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
+            short_block(words, bytes_, values, Xf, nn, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
                         col0, t, mask, accs)
 
     return ec_csr_spmm

@@ -165,10 +165,11 @@ class ECCSRConfig:
     spmm_rows_per_pass  SpMM: block rows per pass, 1, 2, 4 or 8 (a lane holds
                         ``spmm_rows_per_pass * spmm_tile`` accumulators)
 
-    index32             SpMV: positions, columns and array indices as uint32, indexing
-                        without numba's negative-index wraparound (the module docstring's
-                        "Cost model"); used when every array of the matrix has fewer than
-                        2**31 entries, else int64 positions. The same kernel source and the
+    index32             SpMV and SpMM: positions, columns and array indices as uint32,
+                        indexing without numba's negative-index wraparound (the module
+                        docstring's "Cost model"); used when every array of the matrix has
+                        fewer than 2**31 entries (SpMM: and X and Y have fewer than 2**31
+                        elements), else int64 positions. The same kernel source and the
                         same products in the same order either way (False: int64 always, as
                         larger matrices get; tests use it to reach that instantiation).
 
@@ -426,6 +427,15 @@ def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig):
     return _spmv_kernel(*_kernel_key(D), config, index)
 
 
+def _spmm_kernel_for(D: DeviceECCSR, config: ECCSRConfig, k: int, ct: int, gx: int):
+    """The SpMM kernel for X of ``k`` columns in tiles of ``ct``: uint32 positions when
+    ``index32`` is set, the matrix fits (``DeviceECCSR.fits32``) and so do the offsets into X
+    and Y (``max(rows, columns) * k`` below 2**31), else int64."""
+    fits = D.fits32 and max(D.shape) * k <= _MAX32
+    index = "uint32" if config.index32 and fits else "int64"
+    return _spmm_kernel(*_kernel_key(D), config, ct, gx, index)
+
+
 def _matrix_args(D: DeviceECCSR) -> tuple:
     return (D.set_desc, D.block_indptr, D.row_indices, D.base_indices, D.code_words, D.codes,
             D.values)
@@ -474,7 +484,7 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
         if D.n_blocks:
             ct = tile_for(k, config.spmm_tile)
             gx = group_for(D.dtype, k, ct)
-            kernel = _spmm_kernel(*_kernel_key(D), config, ct, gx)
+            kernel = _spmm_kernel_for(D, config, k, ct, gx)
             grid = (blocks_for(D.n_blocks, threads // D.warp_size), blocks_for(k, ct))
             kernel[grid, threads, launch_stream()](*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc,
                                                    np.int64(k))
@@ -486,7 +496,7 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
 def ptx_targets():
     """SpMV for every (dtype, delta_bits) at the default layout (warp_size 32, vector_size 4)
     (the uint32 path; the int64 path for float16 8-bit codes) and SpMM for one delta width
-    per dtype; sub-warp groups (warp_size 2, vector_size 2) for SpMV with 4-bit codes
+    per dtype (uint32; int64 for float16 8-bit codes); sub-warp groups (warp_size 2, vector_size 2) for SpMV with 4-bit codes
     (nibble loads) and SpMM with 8-bit codes; the zero/finish passes and the check kernel. (The delta width changes only the code loads, which SpMV and
     SpMM share, so not every pairing is compiled: each main kernel is slow to compile.)"""
     out = []
@@ -499,7 +509,8 @@ def ptx_targets():
             cases.append(("spmv", dt, b, 32, 4, 4, ECCSRConfig()))
         cases.append(("spmm", dt, 4 if dt == "float16" else 8, 32, 4, 4, ECCSRConfig()))
     cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small),
-              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False))]
+              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False)),
+              ("spmm", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False))]
     for kind, dt, b, ws, vs, cw, cfg in cases:
         P = 16 // np.dtype(dt).itemsize
         bits = cw * b
@@ -517,8 +528,11 @@ def ptx_targets():
                                  wide + (r"atom\.release\.gpu\.global\.inc\.u32",)))
         else:
             ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
-            out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}]",
-                                 functools.partial(_spmm_kernel, dt, b, ws, vs, cw, P, cfg, ct, gx),
+            variant = "" if cfg.index32 else ",int64"
+            index = "uint32" if cfg.index32 else "int64"
+            out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}{variant}]",
+                                 functools.partial(_spmm_kernel, dt, b, ws, vs, cw, P, cfg, ct, gx,
+                                                   index),
                                  args + f"{array_sig(dt)}, {array_sig('float32')}, int64)", wide))
     for dt in KERNEL_DTYPES:
         out.append(PTXTarget(f"ec_csr.finish[{dt}]", _finish_kernel,
