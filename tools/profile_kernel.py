@@ -10,7 +10,7 @@ fp16 matrix, for a profiler:
 
 Encodes with the format's fast encoder (``--option NAME=VALUE``: its encode options, as
 ``spmvlab stats`` takes them), then launches twice: the first call compiles, so profile the
-second (``--launch-skip``: 1, or 2 where a call runs a zero pass first, as EC-CSR's does).
+second (``--launch-skip``: 1, or 2 where a call runs a zero pass first, as EC-CSR's SpMM does).
 The matrix is a seeded uniform one of ROWS x COLS at SPARSITY, or with ``--family`` one of the
 dtANS experiments' synthetic families (``experiments/_dtans.py``) of 2**``--log2-nnz``
 nonzeros. Prints the format's bytes; the profiler's report is the output.
