@@ -5,8 +5,10 @@ candidates, or the default shortlist while no model is fitted, timed on a <= 2M-
 sample of the matrix with the compact shortlist anchors (``tune.anchors``), the two
 fastest and the fastest anchor again on the whole matrix; the winner run with the code
 optimizer) against cuBLAS GEMM fp16
-(CuPy), cuSPARSE SpMM (torch, fp16), our MACKO SpMM and CSR SpMM (``csr_vector``), all in
-the same run. Weights: ``experiments/_gs.py`` (seeded normal values with the row/column
+(CuPy), cuSPARSE SpMM (torch, fp16), our MACKO SpMM and CSR SpMM (``csr_vector``) and the
+``generalsparse`` method's default strategy (the fitted cost model's pick for the matrix and
+N, no timing search: issue 29 asks it to stay within 1.2x of the tuned kernel on every
+cell; ``table4_gs`` gives the tuned kernel's speedup over it), all in the same run. Weights: ``experiments/_gs.py`` (seeded normal values with the row/column
 scales of a real layer). The paper ran on an A100.
 
     python experiments/fig14_gs.py [--quick] [--shapes 7168x7168] [--prunings random]
@@ -29,7 +31,7 @@ from spmvlab import plotting as P
 NAME = "fig14_gs"
 NEEDS_GPU = True
 SPLIT_KEYS = ("shapes", "prunings", "sparsities", "ns")
-METHODS = ["cublas", "cusparse", "macko", "csr_vector", _gs.GS_BEST]
+METHODS = ["cublas", "cusparse", "macko", "csr_vector", "generalsparse", _gs.GS_BEST]
 FULL = dict(shapes=_gs.OPT_SHAPES, prunings=["magnitude", "random"], sparsities=[0.7, 0.9],
             ns=[8, 32, 64], dtype="float16", methods=METHODS, reps=20, warmup=3, search_top=4,
             proxy_nnz=2_000_000, seed=0)
