@@ -24,40 +24,53 @@ def _nvvm_available() -> bool:
 _background = {}
 
 
+def _procs() -> int:
+    """How many processes share the background compile: ``SPMVLAB_PTX_PROCS`` (default 1,
+    for CI's two cores; tools/suite_shards.sh asks for more on a GPU host, where this one
+    test otherwise outlasts every other shard)."""
+    v = os.environ.get("SPMVLAB_PTX_PROCS", "1")
+    if not v.isdigit() or int(v) < 1:
+        raise ValueError(f"SPMVLAB_PTX_PROCS: expected a positive integer, got {v!r}")
+    return int(v)
+
+
 def start_in_background():
-    """Start the compile now, in one process beside the rest of the suite (which runs on one
-    core: on CI's two cores it then costs no wall time); the test collects it. conftest.py
-    calls this after collection when the test is selected."""
-    if "proc" in _background or not _nvvm_available():
+    """Start the compile now, in :func:`_procs` processes beside the rest of the suite
+    (which runs on one core: on CI's two cores one process then costs no wall time); the
+    test collects them. conftest.py calls this after collection when the test is selected."""
+    if "procs" in _background or not _nvvm_available():
         return
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    out = tempfile.TemporaryFile(mode="w+")
-    _background["out"] = out
-    _background["proc"] = subprocess.Popen([sys.executable, "-m", "spmvlab.ptxcheck"], env=env,
-                                           cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                                           text=True)
+    n = _procs()
+    _background["outs"] = outs = [tempfile.TemporaryFile(mode="w+") for _ in range(n)]
+    _background["procs"] = [subprocess.Popen([sys.executable, "-m", "spmvlab.ptxcheck", "--shard",
+                                              f"{i}/{n}"], env=env, cwd=ROOT, stdout=out,
+                                             stderr=subprocess.STDOUT, text=True)
+                            for i, out in enumerate(outs)]
 
 
 def stop_background():
     """Stop a compile still running when the session ends (e.g. after -x)."""
-    proc = _background.pop("proc", None)
-    if proc is not None and proc.poll() is None:
-        proc.kill()
-        proc.wait()
-    out = _background.pop("out", None)
-    if out is not None:
+    for proc in _background.pop("procs", []):
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    for out in _background.pop("outs", []):
         out.close()
 
 
 def _compiled_in_background():
-    """(returncode, output) of the background compile, waiting for it; None if none ran."""
-    proc = _background.get("proc")
-    if proc is None:
+    """[(returncode, output)] of the background compile's processes, waiting for them; None
+    if none ran."""
+    procs = _background.get("procs")
+    if procs is None:
         return None
-    proc.wait(timeout=1800)
-    out = _background["out"]
-    out.seek(0)
-    return proc.returncode, out.read()
+    results = []
+    for proc, out in zip(procs, _background["outs"]):
+        proc.wait(timeout=1800)
+        out.seek(0)
+        results.append((proc.returncode, out.read()))
+    return results
 
 
 def test_all_kernels_compile_for_sm90():
@@ -65,10 +78,8 @@ def test_all_kernels_compile_for_sm90():
         if os.environ.get("SPMVLAB_REQUIRE_PTX") == "1" or os.environ.get("CI") == "true":
             pytest.fail("NVVM is not available: pip install 'numba-cuda[cu13]'")
         pytest.skip("NVVM not available (pip install 'numba-cuda[cu13]')")
-    done = _compiled_in_background()
-    if done is not None:
-        results = [done]
-    else:               # run alone: two processes share the targets
+    results = _compiled_in_background()
+    if results is None:               # run alone: two processes share the targets
         env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
         procs = [subprocess.Popen([sys.executable, "-m", "spmvlab.ptxcheck", "--shard", f"{i}/2"],
                                   env=env, cwd=ROOT, stdout=subprocess.PIPE,

@@ -54,7 +54,8 @@ for k in "${shards[@]}"; do
     if (( ${#gpus[@]} )); then export CUDA_VISIBLE_DEVICES=${gpus[$(( (i - 1) % ${#gpus[@]} ))]}; fi
     echo "# shard $i of ${#shards[@]} (run in parallel, GPU ${CUDA_VISIBLE_DEVICES:-default}): pytest --hypothesis-profile=ci -q -rs --tb=short $shown"
     echo "# on ${gpu:-no GPU}, git $H, $(date -u +%FT%TZ)"
-    python -m pytest --hypothesis-profile=ci -q -rs --tb=short -p no:cacheprovider --durations=10 "${args[@]}"
+    # the sm_90 compile check (tests/test_ptx.py) in 4 processes: in one it outlasts every shard
+    SPMVLAB_PTX_PROCS=${SPMVLAB_PTX_PROCS:-4} python -m pytest --hypothesis-profile=ci -q -rs --tb=short -p no:cacheprovider --durations=10 "${args[@]}"
     echo "# exit $?"
   ) > "$log" 2>&1 &
 done
