@@ -59,8 +59,8 @@ def measure(cfg: dict) -> dict:
             rows += methods.measure_problem(p1.with_rhs(k), cfg["methods"], reps=cfg["reps"],
                                             warmup=cfg["warmup"],
                                             extra=dict(sparsity=job["sparsity"]))
-            # after every N: a run stopped by a time limit keeps these (one 28672x7168
-            # matrix at 50 % is most of a 600 s call)
+            # after every N: a run stopped by a time limit keeps these (the largest matrix
+            # alone can fill a device call)
             X.checkpoint(dict(rows=rows))
         del p1
     return dict(rows=rows)
