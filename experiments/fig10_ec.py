@@ -72,6 +72,7 @@ def measure(cfg: dict) -> dict:
                     r.update(encode_s=enc_s[r["method"]], options=EC.ABLATION[r["method"]])
             rows += got
         del A, specs
+        X.checkpoint(dict(rows=rows))            # a run stopped by a time limit keeps these
     return dict(rows=rows)
 
 
