@@ -10,7 +10,9 @@ import pytest
 import scipy.sparse as sp
 
 import reference.ec_csr as R
+from spmvlab.encoders import ec_csr as E
 from reference._common import DTypeError, OptionError
+from spmvlab._cuda import SIMULATOR, cuda
 from spmvlab.kernels import ec_csr as K
 from parity import assert_close, garbage_like
 
@@ -87,6 +89,27 @@ def test_spmv_calls_in_a_row_on_one_device_matrix(dtype):
             assert_close(y, csr, x, dtype, f"call {call}")
         assert y[10] == 0
         assert not D.scratch.copy_to_host().any() and not D.row_arrivals.copy_to_host().any()
+
+
+@pytest.mark.skipif(SIMULATOR, reason="sums landing from many SMs at once: a real GPU")
+def test_the_last_sum_of_a_row_sees_the_others_on_a_gpu():
+    """Each of 32 rows of 40000 nonzeros is clipped into about 80 blocks, whose sums land
+    from many SMs at once: over 200 float32 SpMVs on one device matrix the lane that adds
+    a row's last sum must read every other (the release increment orders each add before
+    its count); one sum missed or read twice is far outside the bound. In the simulator,
+    ``test_spmv_calls_in_a_row_on_one_device_matrix`` checks the rest (counters that wrap,
+    an accumulator left at zero)."""
+    rng = np.random.default_rng(11)
+    A = sp.random(32, 40000, density=1.0, random_state=11, format="csr", dtype=np.float64)
+    M = E.encode(A, dtype=np.float32, clip=512)
+    D = K.to_device(M)
+    assert int(D.row_adds.copy_to_host().min()) >= 40
+    csr = M.to_csr()
+    x = cuda.to_device(rng.standard_normal(40000).astype(np.float32))
+    xh = x.copy_to_host()
+    for _ in range(200):
+        y = K.spmv(D, x, out=cuda.to_device(garbage_like((32,), np.float32)))
+        assert_close(y.copy_to_host(), csr, xh, np.float32, "repeated spmv")
 
 
 @pytest.mark.parametrize("warp_size", [32, 2])
