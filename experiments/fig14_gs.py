@@ -8,8 +8,9 @@ optimizer) against cuBLAS GEMM fp16
 (CuPy), cuSPARSE SpMM (torch, fp16), our MACKO SpMM and CSR SpMM (``csr_vector``) and the
 ``generalsparse`` method's default strategy (the fitted cost model's pick for the matrix and
 N, no timing search: issue 29 asks it to stay within 1.2x of the tuned kernel on every
-cell; ``table4_gs`` gives the tuned kernel's speedup over it), all in the same run. Weights: ``experiments/_gs.py`` (seeded normal values with the row/column
-scales of a real layer). The paper ran on an A100.
+cell; ``table4_gs`` gives the tuned kernel's speedup over it), all in the same run.
+Weights: ``experiments/_gs.py`` (seeded normal values with the row/column scales of a real
+layer). The paper ran on an A100.
 
     python experiments/fig14_gs.py [--quick] [--shapes 7168x7168] [--prunings random]
                                    [--sparsities 0.7] [--ns 8,32] [--merge]

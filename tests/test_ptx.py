@@ -40,8 +40,13 @@ def start_in_background():
     test collects them. conftest.py calls this after collection when the test is selected."""
     if "procs" in _background or not _nvvm_available():
         return
+    _start(_procs())
+
+
+def _start(n: int):
+    """``python -m spmvlab.ptxcheck --shard i/n`` for i < n, each writing to a temporary
+    file; kept in ``_background``."""
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-    n = _procs()
     _background["outs"] = outs = [tempfile.TemporaryFile(mode="w+") for _ in range(n)]
     _background["procs"] = [subprocess.Popen([sys.executable, "-m", "spmvlab.ptxcheck", "--shard",
                                               f"{i}/{n}"], env=env, cwd=ROOT, stdout=out,
@@ -59,15 +64,15 @@ def stop_background():
         out.close()
 
 
-def _compiled_in_background():
-    """[(returncode, output)] of the background compile's processes, waiting for them; None
-    if none ran."""
+def _compiled_in_background(timeout: float = 1800):
+    """[(returncode, output)] of the background compile's processes, waiting for them (each
+    at most ``timeout`` seconds); None if none ran."""
     procs = _background.get("procs")
     if procs is None:
         return None
     results = []
     for proc, out in zip(procs, _background["outs"]):
-        proc.wait(timeout=1800)
+        proc.wait(timeout=timeout)
         out.seek(0)
         results.append((proc.returncode, out.read()))
     return results
@@ -80,14 +85,8 @@ def test_all_kernels_compile_for_sm90():
         pytest.skip("NVVM not available (pip install 'numba-cuda[cu13]')")
     results = _compiled_in_background()
     if results is None:               # run alone: two processes share the targets
-        env = dict(os.environ, NUMBA_ENABLE_CUDASIM="0")
-        procs = [subprocess.Popen([sys.executable, "-m", "spmvlab.ptxcheck", "--shard", f"{i}/2"],
-                                  env=env, cwd=ROOT, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True) for i in range(2)]
-        results = []
-        for proc in procs:
-            out, _ = proc.communicate(timeout=900)
-            results.append((proc.returncode, out))
+        _start(2)
+        results = _compiled_in_background(timeout=900)
     total = 0
     for returncode, out in results:
         print(out[-3000:])

@@ -287,8 +287,10 @@ def _upload(M: ECCSRMatrix) -> DeviceECCSR:
         row_indices=to_dev(M.row_indices if M.row_indices.size else np.zeros(1, M.row_indices.dtype)),
         base_indices=to_dev(M.base_indices if M.base_indices.size else np.zeros(1, M.base_indices.dtype)),
         codes=to_dev(codes), values=to_dev(vals), scratch=to_dev(np.zeros(n, np.float32)),
-        row_adds=to_dev(adds if adds.size else np.zeros(1, np.uint32)), row_arrivals=to_dev(np.zeros(n, np.uint32)),
-        empty_rows=to_dev(empty if empty.size else np.zeros(1, np.uint32)), n_empty=int(empty.size),
+        row_adds=to_dev(adds if adds.size else np.zeros(1, np.uint32)),
+        row_arrivals=to_dev(np.zeros(n, np.uint32)),
+        empty_rows=to_dev(empty if empty.size else np.zeros(1, np.uint32)),
+        n_empty=int(empty.size),
         set_desc_host=np.array(M.set_desc, copy=True), shape=M.shape, dtype=M.dtype,
         delta_bits=int(M.delta_bits), warp_size=int(M.warp_size), vector_size=int(M.vector_size),
         n_blocks=M.n_blocks, n_row_entries=int(M.row_indices.size), code_width=cw, load_width=lw, nbytes=M.nbytes,
@@ -420,20 +422,23 @@ def _kernel_key(D: DeviceECCSR):
     return (D.dtype.name, D.delta_bits, D.warp_size, D.vector_size, D.code_width, D.load_width)
 
 
+def _position_type(D: DeviceECCSR, config: ECCSRConfig, k: int = 1) -> str:
+    """"uint32" when ``index32`` is set, the matrix fits (``DeviceECCSR.fits32``) and so do
+    the offsets into X and Y of ``k`` columns (``max(rows, columns) * k`` below 2**31), else
+    "int64"."""
+    fits = D.fits32 and max(D.shape) * k <= _MAX32
+    return "uint32" if config.index32 and fits else "int64"
+
+
 def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig):
-    """The SpMV kernel ``config`` asks for: uint32 positions when ``index32`` is set and the
-    matrix fits (``DeviceECCSR.fits32``), else int64."""
-    index = "uint32" if config.index32 and D.fits32 else "int64"
-    return _spmv_kernel(*_kernel_key(D), config, index)
+    """The SpMV kernel ``config`` asks for, on :func:`_position_type`'s positions."""
+    return _spmv_kernel(*_kernel_key(D), config, _position_type(D, config))
 
 
 def _spmm_kernel_for(D: DeviceECCSR, config: ECCSRConfig, k: int, ct: int, gx: int):
-    """The SpMM kernel for X of ``k`` columns in tiles of ``ct``: uint32 positions when
-    ``index32`` is set, the matrix fits (``DeviceECCSR.fits32``) and so do the offsets into X
-    and Y (``max(rows, columns) * k`` below 2**31), else int64."""
-    fits = D.fits32 and max(D.shape) * k <= _MAX32
-    index = "uint32" if config.index32 and fits else "int64"
-    return _spmm_kernel(*_kernel_key(D), config, ct, gx, index)
+    """The SpMM kernel for X of ``k`` columns in tiles of ``ct``, on
+    :func:`_position_type`'s positions."""
+    return _spmm_kernel(*_kernel_key(D), config, ct, gx, _position_type(D, config, k))
 
 
 def _matrix_args(D: DeviceECCSR) -> tuple:
@@ -496,9 +501,11 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
 def ptx_targets():
     """SpMV for every (dtype, delta_bits) at the default layout (warp_size 32, vector_size 4)
     (the uint32 path; the int64 path for float16 8-bit codes) and SpMM for one delta width
-    per dtype (uint32; int64 for float16 8-bit codes); sub-warp groups (warp_size 2, vector_size 2) for SpMV with 4-bit codes
-    (nibble loads) and SpMM with 8-bit codes; the zero/finish passes and the check kernel. (The delta width changes only the code loads, which SpMV and
-    SpMM share, so not every pairing is compiled: each main kernel is slow to compile.)"""
+    per dtype (uint32; int64 for float16 8-bit codes); sub-warp groups (warp_size 2,
+    vector_size 2) for SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the
+    zero/finish passes and the check kernel. (The delta width changes only the code loads,
+    which SpMV and SpMM share, so not every pairing is compiled: each main kernel is slow to
+    compile.)"""
     out = []
     idx = array_sig("int32")
     head = f"void({idx}, {idx}, {idx}, {idx}, "
@@ -517,9 +524,9 @@ def ptx_targets():
         word = np.dtype(_WORD[bits]).name if bits >= 8 else "uint8"
         args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
         wide = (r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()
+        variant = "" if cfg.index32 else ",int64"
+        index = "uint32" if cfg.index32 else "int64"
         if kind == "spmv":
-            variant = "" if cfg.index32 else ",int64"
-            index = "uint32" if cfg.index32 else "int64"
             u32 = array_sig("uint32")
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
                                  functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg, index),
@@ -528,8 +535,6 @@ def ptx_targets():
                                  wide + (r"atom\.release\.gpu\.global\.inc\.u32",)))
         else:
             ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
-            variant = "" if cfg.index32 else ",int64"
-            index = "uint32" if cfg.index32 else "int64"
             out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}{variant}]",
                                  functools.partial(_spmm_kernel, dt, b, ws, vs, cw, P, cfg, ct, gx,
                                                    index),
