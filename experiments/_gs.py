@@ -32,17 +32,12 @@ SUITESPARSE = ["Sandia/adder_dcop_05", "Gset/G51", "Bai/cryg2500", "MathWorks/Pd
 GS_BEST = "generalsparse_best"
 
 
-def _ints(text: str) -> list[int]:
-    from spmvlab import experiment as X
-    return [int(v) for v in X.floats(text)]
-
-
 def _flags() -> dict:
     """The flags the GeneralSparse experiments take: name -> (argparse type, help)."""
     from spmvlab import experiment as X
     return dict(shapes=(X.shapes, "comma-separated RxC"), prunings=(X.words, "magnitude,random"),
                 blocks=(X.shapes, "comma-separated block sizes, e.g. 1x1,4x4"),
-                sparsities=(X.floats, "comma-separated fractions"), ns=(_ints, "columns of B"),
+                sparsities=(X.floats, "comma-separated fractions"), ns=(X.ints, "columns of B"),
                 matrices=(X.words, "comma-separated SuiteSparse names"),
                 weights=(X.words, "pruning:sparsity of the weight matrices"),
                 suitesparse=(X.words, "SuiteSparse names"))

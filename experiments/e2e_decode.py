@@ -78,14 +78,13 @@ def cli(p):
                    "llama2-13b, opt-30b")
     p.add_argument("--formats", type=X.words, help="comma-separated layer formats "
                    "(spmvlab.torch.layer_formats: the kernel formats and generalsparse)")
-    p.add_argument("--batches", type=lambda t: [int(v) for v in X.floats(t)])
+    p.add_argument("--batches", type=X.ints)
     p.add_argument("--sparsities", type=_sparsities, help="comma-separated: fractions and 'mix'")
-    p.add_argument("--new-tokens", dest="new_tokens", type=lambda t: [int(v) for v in X.floats(t)])
+    p.add_argument("--new-tokens", dest="new_tokens", type=X.ints)
     p.add_argument("--graphs", type=lambda t: [v.lower() in ("1", "true", "t", "yes") for v in X.words(t)],
                    help="comma-separated: true (step in a CUDA graph), false (eager)")
-    p.add_argument("--hf-batches", dest="hf_batches", type=lambda t: [int(v) for v in X.floats(t)]
-                   if t.strip() else [], help="batches of the Hugging Face eager reference "
-                   "(comma-separated; '' for none)")
+    p.add_argument("--hf-batches", dest="hf_batches", type=X.ints,
+                   help="batches of the Hugging Face eager reference (comma-separated; '' for none)")
     p.add_argument("--lean", type=lambda t: {"auto": None, "true": True, "false": False}[t.lower()],
                    help="auto, true or false: one model on the device at a time (the dense "
                    "model is rebuilt from its seed for each format and sparsified in place); "

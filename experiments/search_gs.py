@@ -68,7 +68,7 @@ def config(quick: bool = False, **overrides) -> dict:
 def cli(p):
     p.add_argument("--matrices", type=X.words, help="comma-separated matrix specs")
     p.add_argument("--set", dest="matrices", type=lambda t: SETS[t], help="weights or suitesparse")
-    p.add_argument("--ns", type=lambda t: [int(v) for v in X.floats(t)], help="columns of B")
+    p.add_argument("--ns", type=X.ints, help="columns of B")
 
 
 def load(spec: str):

@@ -69,7 +69,7 @@ def method_list(text: str) -> list[str]:
 def cli(p):
     p.add_argument("--methods", type=method_list,
                    help="fp16 methods, comma-separated (keep cublas: speedups are against it)")
-    p.add_argument("--ks", type=X.floats, help="right-hand-side counts, e.g. 1,8,64")
+    p.add_argument("--ks", type=X.ints, help="right-hand-side counts, e.g. 1,8,64")
     p.add_argument("--shapes", type=X.shapes, help="comma-separated RxC")
     p.add_argument("--sparsities", type=X.floats, help="comma-separated fractions")
 

@@ -58,7 +58,7 @@ from .results import (  # noqa: F401  (the experiments' one namespace: X.results
 from .workers import encodings_of, problems, progress  # noqa: F401  (X.problems, ...)
 
 __all__ = ["ROOT", "results_path", "figure_path", "result_devices", "results_device",
-           "make_config", "floats", "shapes", "words", "to_json", "save_results", "load_results",
+           "make_config", "floats", "ints", "shapes", "words", "to_json", "save_results", "load_results",
            "progress", "problems", "encodings_of", "gpu_available", "load_experiment", "experiments", "results_name",
            "build_parser", "checkpoint", "Stopped", "run", "derive_run", "replot", "main"]
 
@@ -85,6 +85,12 @@ def make_config(name: str, full: dict, quick_changes: dict, quick: bool, overrid
 def floats(text: str) -> list[float]:
     """argparse type: ``"0,0.5,0.9"`` -> ``[0.0, 0.5, 0.9]``."""
     return [float(v) for v in text.split(",") if v.strip()]
+
+
+def ints(text: str) -> list[int]:
+    """argparse type: ``"8,32,64"`` -> ``[8, 32, 64]`` (counts stay integers, as config() has them,
+    so that a part measured with them merges with the saved runs)."""
+    return [int(v) for v in text.split(",") if v.strip()]
 
 
 def shapes(text: str) -> list[list[int]]:

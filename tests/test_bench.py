@@ -341,6 +341,19 @@ def test_every_experiment_follows_the_api():
     assert not X.experiments()["fig2_macko"].NEEDS_GPU and not X.experiments()["appc_macko"].NEEDS_GPU
 
 
+@pytest.mark.parametrize("name,flag,text", [("spmm_llm", "ks", "8,32"), ("spmm_macko", "ks", "8,64"),
+                                            ("fig14_gs", "ns", "8,32"), ("search_gs", "ns", "8"),
+                                            ("e2e_decode", "batches", "1,8")])
+def test_count_flags_stay_integers(name, flag, text):
+    """A count given on the command line has config()'s type: a part measured with ``--ks 8``
+    merges with saved runs of ``ks=[8, ...]`` instead of adding an 8.0 beside the 8."""
+    mod = X.load_experiment(name)
+    parser, dests = X.build_parser(mod)
+    got = getattr(parser.parse_args([f"--{flag}", text]), flag)
+    assert got == [int(v) for v in text.split(",")]
+    assert all(type(v) is int for v in got) and all(type(v) is int for v in mod.config()[flag])
+
+
 def test_flags_override_config():
     exp = X.load_experiment("fig7_macko")
     parser, dests = X.build_parser(exp)
