@@ -10,9 +10,7 @@ import pytest
 import scipy.sparse as sp
 
 import reference.ec_csr as R
-from spmvlab.encoders import ec_csr as E
 from reference._common import DTypeError, OptionError
-from spmvlab._cuda import SIMULATOR, cuda
 from spmvlab.kernels import ec_csr as K
 from parity import assert_close, garbage_like
 
@@ -62,54 +60,6 @@ def test_row_in_blocks_of_several_granularities(dtype, opts, cfg):
     Y = K.spmm(M, X, out=garbage_like((11, 6), dtype), config=cfg)
     assert_close(Y, csr, X, dtype, "kernel spmm")
     assert not Y[10].any()
-
-
-@pytest.mark.parametrize("dtype", [np.float32, np.float16])
-def test_spmv_calls_in_a_row_on_one_device_matrix(dtype):
-    """SpMV is one launch whose last sum per row writes y (the accumulator and the arrival
-    counters kept with the device matrix): three calls on the same device matrix, the
-    second through the careful path (Inf in x), each give their own product on a garbage
-    output, the empty row 10 each time, and leave the accumulator and counters at zero."""
-    A = _layered()
-    M = R.encode(A, dtype=dtype, warp_size=2, vector_size=4)
-    D = K.to_device(M)
-    assert D.n_empty == 1 and int(D.row_adds.copy_to_host()[0]) >= 3
-    csr = M.to_csr()
-    rng = np.random.default_rng(4)
-    cfg = K.ECCSRConfig(threads_per_block=32, rows_per_pass=2)
-    for call in range(3):
-        x = rng.standard_normal(A.shape[1]).astype(dtype)
-        if call == 1:
-            x[127] = np.inf                          # rows 0-7: their products are Inf
-        y = K.spmv(D, x, out=garbage_like((11,), dtype), config=cfg)
-        if call == 1:
-            assert np.isinf(y[:8]).all() and np.isfinite(y[8:]).all()
-            assert_close(y[8:], csr[8:], x, dtype, f"call {call}, rows 8-10")
-        else:
-            assert_close(y, csr, x, dtype, f"call {call}")
-        assert y[10] == 0
-        assert not D.scratch.copy_to_host().any() and not D.row_arrivals.copy_to_host().any()
-
-
-@pytest.mark.skipif(SIMULATOR, reason="sums landing from many SMs at once: a real GPU")
-def test_the_last_sum_of_a_row_sees_the_others_on_a_gpu():
-    """Each of 32 rows of 40000 nonzeros is clipped into about 80 blocks, whose sums land
-    from many SMs at once: over 200 float32 SpMVs on one device matrix the lane that adds
-    a row's last sum must read every other (the release increment orders each add before
-    its count); one sum missed or read twice is far outside the bound. In the simulator,
-    ``test_spmv_calls_in_a_row_on_one_device_matrix`` checks the rest (counters that wrap,
-    an accumulator left at zero)."""
-    rng = np.random.default_rng(11)
-    A = sp.random(32, 40000, density=1.0, random_state=11, format="csr", dtype=np.float64)
-    M = E.encode(A, dtype=np.float32, clip=512)
-    D = K.to_device(M)
-    assert int(D.row_adds.copy_to_host().min()) >= 40
-    csr = M.to_csr()
-    x = cuda.to_device(rng.standard_normal(40000).astype(np.float32))
-    xh = x.copy_to_host()
-    for _ in range(200):
-        y = K.spmv(D, x, out=cuda.to_device(garbage_like((32,), np.float32)))
-        assert_close(y.copy_to_host(), csr, xh, np.float32, "repeated spmv")
 
 
 @pytest.mark.parametrize("warp_size", [32, 2])

@@ -15,7 +15,6 @@ import numpy as np
 from .._cuda import cuda, inline_device
 from ._common import WARP, acc_type, jit_options, reduce_scatter, scatter_layout
 from ._ec_csr_device import _chains, _code_parts, _tuple_loader
-from ._intrinsics import inc_release
 
 if TYPE_CHECKING:
     from .ec_csr import ECCSRConfig
@@ -30,7 +29,7 @@ def _spmv_careful(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int):
     short_code, group_sum = C["short_code"], C["group_sum"]
 
     @inline_device
-    def careful(bytes_, values, x, rows, out, c0, nc, v0, g, vec, row0, col0, t, mask, rlo, rhi):
+    def careful(bytes_, values, x, rows, yacc, c0, nc, v0, g, vec, row0, col0, t, mask, rlo, rhi):
         """Rows [rlo, rhi) of the block one at a time, stored zeros skipped."""
         m = nc // ws
         for r in range(rlo, rhi):
@@ -44,28 +43,9 @@ def _spmv_careful(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int):
                     s += v * acc(x[col])
             s = group_sum(s, mask)
             if t == 0:
-                cuda.atomic.add(out[0], rows[row0 + r], s)
-                arrive(out, rows[row0 + r])
+                cuda.atomic.add(yacc, rows[row0 + r], s)
 
     return careful
-
-
-@inline_device
-def arrive(out, row):
-    """This lane's add into ``row`` of ``out = (yacc, y, adds, arrivals)`` is done: count it.
-    The increment has release semantics (``inc_release``: the lane's earlier atomics are
-    performed first), and wraps the counter to 0 at the last of ``adds[row]``; the lane that
-    makes it reads the row's total with an atomic (performed at L2, where every add of the
-    row was performed before its increment), writes it to y in y's dtype and sets the
-    accumulator back to 0, so both are ready for the next call. (A plain
-    ``cuda.threadfence`` before the increment would also invalidate the SM's L1, which holds
-    the x gathers.)"""
-    yacc, y, adds, arrivals = out
-    last = np.uint32(adds[row] - np.uint32(1))
-    if inc_release(arrivals, row, last) == last:
-        v = cuda.atomic.add(yacc, row, np.float32(0))
-        yacc[row] = np.float32(0)
-        y[row] = v
 
 
 @functools.lru_cache(maxsize=None)
@@ -135,11 +115,11 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
 
     def branch(G, exact, rest):
         @inline_device
-        def pick(words, bytes_, values, x, rows, out, c0, nc, v0, g, row0, col0, t, mask, accs):
+        def pick(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs):
             if g == U32(G):
-                exact(words, bytes_, values, x, rows, out, c0, nc, v0, g, row0, col0, t, mask, accs)
+                exact(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
             else:
-                rest(words, bytes_, values, x, rows, out, c0, nc, v0, g, row0, col0, t, mask, accs)
+                rest(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
         return pick
 
     return _chains(make_block, branch, gmax, vs)
@@ -147,16 +127,15 @@ def _spmv_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
 
 def _make_block_body(walk, G: int, vec: int, ws: int, careful, U32):
     """``block(...)``: walk slices of G rows, reduce each over the group with the row sums
-    scattered over its lanes (``kernels._common.reduce_scatter``), add them into the
-    accumulator (one atomic per row, by the first lane holding it) and count them
-    (:func:`arrive`), or redo a non-finite slice on the careful (int64) path. ``U32``: the
-    position type."""
+    scattered over its lanes (``kernels._common.reduce_scatter``), add them into yacc (one
+    atomic per row, by the first lane holding it), or redo a non-finite slice on the careful
+    (int64) path. ``U32``: the position type."""
     i64 = np.int64
     scatter = reduce_scatter(ws, G)
     R, D = scatter_layout(ws, G)        # row sums per lane, lanes holding each row sum
 
     @inline_device
-    def block(words, bytes_, values, x, rows, out, c0, nc, v0, g, row0, col0, t, mask, accs):
+    def block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs):
         r0 = U32(0)
         while r0 < g:
             walk(words, bytes_, values, x, c0, nc, v0, g, r0, col0, t, accs)
@@ -169,12 +148,10 @@ def _make_block_body(walk, G: int, vec: int, ws: int, careful, U32):
             if not cuda.any_sync(mask, bad):
                 if U32(t % U32(D)) == U32(0):
                     for i in range(R):
-                        cuda.atomic.add(out[0], rows[U32(U32(row0 + r0) + U32(kb + U32(i)))],
+                        cuda.atomic.add(yacc, rows[U32(U32(row0 + r0) + U32(kb + U32(i)))],
                                         accs[i])
-                    for i in range(R):
-                        arrive(out, rows[U32(U32(row0 + r0) + U32(kb + U32(i)))])
             else:
-                careful(bytes_, values, x, rows, out, i64(c0), i64(nc), i64(v0), i64(g),
+                careful(bytes_, values, x, rows, yacc, i64(c0), i64(nc), i64(v0), i64(g),
                         i64(vec), i64(row0), i64(col0), i64(t), mask, i64(r0), i64(r0) + G)
             r0 = U32(r0 + U32(G))
 
@@ -192,19 +169,12 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
     group_mask, geometry, U32 = C["group_mask"], C["geometry"], C["index"]
 
     @cuda.jit(**jit_options())
-    def ec_csr_spmv(set_desc, ptr, rows, base, words, bytes_, values, x, yacc, y, adds,
-                    arrivals, empty, n_empty):
+    def ec_csr_spmv(set_desc, ptr, rows, base, words, bytes_, values, x, yacc):
         """Thread i: lane i % warp_size of block i // warp_size. The lane walks its stored
         columns vec at a time (its chunk slots), g accumulators (slices of rows_per_pass
         rows), then the group reduces and adds each row's sum into yacc (float32) with an
-        atomic; the last of a row's ``adds[row]`` sums to land writes y[row] (see
-        :func:`arrive`). yacc and arrivals must be zero at the start and are zero again at
-        the end. The first threads write 0 to the ``n_empty`` rows no block covers."""
+        atomic. yacc must be zero where the caller wants the plain product."""
         tid = U32(U32(U32(cuda.blockIdx.x) * U32(cuda.blockDim.x)) + U32(cuda.threadIdx.x))
-        e = tid
-        while e < U32(n_empty):
-            y[empty[e]] = 0
-            e = U32(e + U32(U32(cuda.gridDim.x) * U32(cuda.blockDim.x)))
         blk = U32(tid // U32(ws))
         t = U32(tid % U32(ws))
         if blk >= U32(ptr.shape[0] - 1):
@@ -212,10 +182,9 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
         g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
         accs = cuda.local.array(gmax, np.float32)
-        out = (yacc, y, adds, arrivals)
         if vs > 1 and vec > U32(1):
-            long_block(words, bytes_, values, x, rows, out, c0, nc, v0, g, row0, col0, t, mask, accs)
+            long_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
         else:
-            short_block(words, bytes_, values, x, rows, out, c0, nc, v0, g, row0, col0, t, mask, accs)
+            short_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
 
     return ec_csr_spmv

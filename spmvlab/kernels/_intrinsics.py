@@ -9,11 +9,6 @@ uint32 (little-endian, like the GPU). On the simulator each is a plain-indexing 
 with the same results (and a bounds/alignment assertion the GPU does not make).
 ``float_from_bits(bits, like)`` reinterprets the low bits of an unsigned integer as a float
 of ``like``'s type (one LLVM bitcast on the GPU, a NumPy view on the simulator).
-``inc_release(arr, i, last)`` is ``cuda.atomic.inc`` on a global uint32 array (arr[i] = 0 if
-arr[i] >= last else arr[i] + 1; the old value returned) with release semantics at GPU scope
-(``atom.release.gpu``): this thread's earlier writes and atomics are visible before the
-increment. ptxas puts a ``MEMBAR.ALL.GPU`` before it, where ``cuda.threadfence()`` (a
-sequentially consistent fence) also invalidates the SM's L1 (``CCTL.IVALL``).
 
 Tensor-core pieces (the MACKO SpMM's dense-tile path, ``kernels/macko.py``):
 ``vwords4(arr, i)`` the 16 bytes at element i of a global float16 array as 4 uint32 words
@@ -417,38 +412,5 @@ else:
             elif src < width:
                 v = builder.zext(v, ity)
             return builder.bitcast(v, context.get_value_type(sig.return_type))
-
-        return sig, codegen
-
-
-# ---------------------------------------------------------------------------------------------
-# ``inc_release(arr, i, last)``: atomic increment with wrap-around (``cuda.atomic.inc``) of a
-# global uint32 array, with release semantics at GPU scope.
-
-if SIMULATOR:
-    import threading
-    _INC_LOCK = threading.Lock()
-
-    def inc_release(arr, i, last):
-        with _INC_LOCK:
-            old = arr[i]
-            arr[i] = 0 if old >= last else old + 1
-        return old
-
-else:
-    @intrinsic
-    def inc_release(typingctx, arr, idx, last):
-        if (not isinstance(arr, types.Array) or arr.dtype != types.uint32 or arr.ndim != 1
-                or not isinstance(idx, types.Integer) or last != types.uint32):
-            return None
-        sig = types.uint32(arr, idx, last)
-
-        def codegen(context, builder, sig, args):
-            ptr = _elem_ptr(context, builder, sig.args[0], args[0], sig.args[1], args[1])
-            i32 = ir.IntType(32)
-            asm = ir.InlineAsm(ir.FunctionType(i32, [ir.IntType(64), i32]),
-                               "atom.release.gpu.global.inc.u32 $0, [$1], $2;", "=r,l,r",
-                               side_effect=True)
-            return builder.call(asm, [builder.ptrtoint(ptr, ir.IntType(64)), args[2]])
 
         return sig, codegen

@@ -37,16 +37,11 @@ block), so y is accumulated with ``atomic.add`` in float32 after each group's re
 butterfly level a lane keeps half of its accumulators and sends the other half to its
 partner, so g row sums cost g - 1 + log2(warp_size / g) shuffles instead of g log2(warp_size)
 (``kernels._common.reduce_scatter``); the first lane holding a row's sum adds it.
-SpMV is one launch: the blocks add into a float32 accumulator kept with the device matrix
-(zeroed at upload), and each row's sums are counted as they land: the upload counts how
-many block rows cover each row (``row_adds``), each adding lane then increments the row's
-arrival counter with release semantics (``_intrinsics.inc_release``: its add is performed
-first; the counter wraps to 0 at the count), and the lane that
-brings the last sum reads the row's total, writes it to y in y's dtype and sets the
-accumulator back to 0. Both are zero again for the next call (so a ``DeviceECCSR`` must not
-be used by two SpMVs at once on different streams). Rows no block covers (``empty_rows``)
-are written 0 by the first threads: the output is fully written. (Before, a zero pass ran
-first for float32 output and a finish pass after for float16: a launch more.) The
+float32 output: y is zeroed by a small kernel first and the blocks add into it directly.
+float16 output: the blocks add into a float32 scratch vector kept with the device matrix
+(zeroed at upload), and a last kernel converts it into y and zeroes the scratch again for
+the next call (so a ``DeviceECCSR`` must not be used by two SpMVs at once on different
+streams). Rows no block touches end up 0 either way: the output is fully written. The
 summation order (blocks in whatever order their atomics land) is not fixed, so results
 can differ in the last bits between runs; they stay within the tolerance of
 ``spmvlab.check``.
@@ -63,10 +58,9 @@ Same mapping; each decoded column (its ``g`` values and its column index) is use
 tile of ``spmm_tile`` columns of X: the lane loads row ``column`` of the X tile (vector
 loads of up to 16 bytes when N allows, see ``kernels._spmm.group_for``) and updates
 ``rows x tile`` accumulators (``spmm_rows_per_pass`` rows per pass). The grid's second
-dimension covers N in tiles; each tile re-reads the matrix. Y is accumulated with float32
-atomics after a zero pass (float16 output: into a per-call float32 scratch, converted by a
-finish pass; the SpMV's counted arrivals are not used here yet). N = 1 runs the SpMV
-kernel.
+dimension covers N in tiles; each tile re-reads the matrix. Y is accumulated as y above
+(float32 atomics, zero pass, float16 through a per-call float32 scratch). N = 1 runs the
+SpMV kernel.
 
 Alignment: the layout makes every long part's chunk start a multiple of ``warp_size *
 vector_size`` entries inside its set, but a set can start at an odd multiple of
@@ -119,7 +113,8 @@ with the stored columns and so with the matrix. The next step if the timing show
 once per CUDA block. Also: the short 1-grained parts are stored last and are almost all
 setup latency, a tail of nearly idle SMs (about half the warps at high sparsity).
 
-Not done yet: x in shared memory.
+Not done yet: x in shared memory, the fp16 finish pass fused into the main kernel (one
+launch fewer).
 """
 from __future__ import annotations
 
@@ -203,13 +198,9 @@ class ECCSRConfig:
 class DeviceECCSR:
     """An :class:`ECCSRMatrix` on the device. ``codes`` holds the packed deltas (padded to a
     multiple of 8 bytes, so it can be viewed as words of any width); ``scratch`` is the
-    float32 accumulator of SpMV, ``row_adds`` (uint32) how many block rows cover each row,
-    ``row_arrivals`` (uint32) the counters of the sums landed so far, ``empty_rows`` (uint32,
-    ``n_empty`` of them, padded to one entry) the rows no block covers (see the module's
-    "Accumulation of y"; all four made at upload, not part of the format's bytes);
-    ``set_desc_host`` a host copy of the set descriptors (launch decisions);
-    ``code_width``/``load_width`` the widest aligned code word (codes) and value load
-    (elements) every set allows."""
+    float32 accumulator of float16 SpMV (None for float32); ``set_desc_host`` a host copy
+    of the set descriptors (launch decisions); ``code_width``/``load_width`` the widest
+    aligned code word (codes) and value load (elements) every set allows."""
 
     set_desc: object
     block_indptr: object
@@ -218,10 +209,6 @@ class DeviceECCSR:
     codes: object
     values: object
     scratch: object
-    row_adds: object
-    row_arrivals: object
-    empty_rows: object
-    n_empty: int
     set_desc_host: np.ndarray
     shape: tuple
     dtype: np.dtype
@@ -278,32 +265,18 @@ def _upload(M: ECCSRMatrix) -> DeviceECCSR:
     codes[:M.delta_indices.size] = M.delta_indices
     vals = M.values if M.values.size else np.zeros(8, M.dtype)
     cw, lw = _widths(M)
-    n = max(M.n_rows, 1)
-    adds = _row_adds(M)
-    empty = np.flatnonzero(adds == 0).astype(np.uint32)
+    scratch = (cuda.to_device(np.zeros(max(M.n_rows, 1), np.float32))
+               if M.dtype == np.float16 else None)
     desc = M.set_desc if M.set_desc.size else np.zeros(_NF, M.set_desc.dtype)
     return DeviceECCSR(
         set_desc=to_dev(desc), block_indptr=to_dev(M.block_indptr),
         row_indices=to_dev(M.row_indices if M.row_indices.size else np.zeros(1, M.row_indices.dtype)),
         base_indices=to_dev(M.base_indices if M.base_indices.size else np.zeros(1, M.base_indices.dtype)),
-        codes=to_dev(codes), values=to_dev(vals), scratch=to_dev(np.zeros(n, np.float32)),
-        row_adds=to_dev(adds if adds.size else np.zeros(1, np.uint32)),
-        row_arrivals=to_dev(np.zeros(n, np.uint32)),
-        empty_rows=to_dev(empty if empty.size else np.zeros(1, np.uint32)),
-        n_empty=int(empty.size),
+        codes=to_dev(codes), values=to_dev(vals), scratch=scratch,
         set_desc_host=np.array(M.set_desc, copy=True), shape=M.shape, dtype=M.dtype,
         delta_bits=int(M.delta_bits), warp_size=int(M.warp_size), vector_size=int(M.vector_size),
         n_blocks=M.n_blocks, n_row_entries=int(M.row_indices.size), code_width=cw, load_width=lw, nbytes=M.nbytes,
         fits32=_fits32(M, codes.size))
-
-
-def _row_adds(M: ECCSRMatrix) -> np.ndarray:
-    """uint32 [n_rows]: how many block rows (``row_indices`` entries) cover each row, i.e.
-    how many sums the SpMV kernel adds into it. Entries out of range are left out here: the
-    entry check after the upload rejects such a matrix."""
-    r = np.asarray(M.row_indices, np.int64)
-    r = r[(r >= 0) & (r < M.n_rows)]
-    return np.bincount(r, minlength=M.n_rows).astype(np.uint32)
 
 
 def _fits32(M: ECCSRMatrix, n_code_bytes: int) -> bool:
@@ -452,13 +425,16 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
     if not n_rows:
         return
     threads = config.threads_per_block
-    if not D.n_blocks:
+    f16 = D.dtype == np.float16
+    yacc = D.scratch if f16 else y
+    if not f16:
         _flat(_zero_kernel(), n_rows, threads, y)
-        return
-    kernel = _spmv_kernel_for(D, config)
-    kernel[blocks_for(D.n_blocks, threads // D.warp_size), threads, launch_stream()](
-        *_matrix_args(D), x, D.scratch, y, D.row_adds, D.row_arrivals, D.empty_rows,
-        np.uint32(D.n_empty))
+    if D.n_blocks:
+        kernel = _spmv_kernel_for(D, config)
+        kernel[blocks_for(D.n_blocks, threads // D.warp_size), threads, launch_stream()](
+            *_matrix_args(D), x, yacc)
+    if f16:
+        _flat(_finish_kernel(), n_rows, threads, D.scratch, y)
 
 
 def spmv(D, x, out=None, config: ECCSRConfig = ECCSRConfig()):
@@ -527,12 +503,9 @@ def ptx_targets():
         variant = "" if cfg.index32 else ",int64"
         index = "uint32" if cfg.index32 else "int64"
         if kind == "spmv":
-            u32 = array_sig("uint32")
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
                                  functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg, index),
-                                 args + f"{array_sig(dt)}, {array_sig('float32')}, "
-                                 f"{array_sig(dt)}, {u32}, {u32}, {u32}, uint32)",
-                                 wide + (r"atom\.release\.gpu\.global\.inc\.u32",)))
+                                 args + f"{array_sig(dt)}, {array_sig('float32')})", wide))
         else:
             ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
             out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}{variant}]",
