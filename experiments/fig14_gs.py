@@ -31,7 +31,9 @@ from spmvlab import plotting as P
 
 NAME = "fig14_gs"
 NEEDS_GPU = True
-SPLIT_KEYS = ("shapes", "prunings", "sparsities", "ns")
+# methods: a run from before a method joined merges with one that times it
+SPLIT_KEYS = ("shapes", "prunings", "sparsities", "ns", "methods")
+CELL_KEYS = ("shapes", "prunings", "sparsities", "ns")     # a cluster task: every method of one cell
 METHODS = ["cublas", "cusparse", "macko", "csr_vector", "generalsparse", _gs.GS_BEST]
 FULL = dict(shapes=_gs.OPT_SHAPES, prunings=["magnitude", "random"], sparsities=[0.7, 0.9],
             ns=[8, 32, 64], dtype="float16", methods=METHODS, reps=20, warmup=3, search_top=4,

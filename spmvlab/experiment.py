@@ -202,7 +202,12 @@ ROW_IDENTITY = ("method", "kind", "k", "dtype", "shape", "sparsity", "matrix", "
 
 
 def _row_key(row: dict) -> str:
-    return to_json({k: row.get(k) for k in ROW_IDENTITY})
+    """The row's :data:`ROW_IDENTITY` values; ``batch`` only as a batch size (e2e_decode's, an
+    integer): a boolean one is the code option a GeneralSparse method picked (a result of the
+    run, which a re-measurement may pick differently, and which older runs did not record)."""
+    b = row.get("batch")
+    size = isinstance(b, int) and not isinstance(b, bool)
+    return to_json({k: row.get(k) for k in ROW_IDENTITY if k != "batch" or size})
 
 
 def _part(meta: dict, config: dict) -> dict:

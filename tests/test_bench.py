@@ -434,9 +434,6 @@ def _run_flags(name, device):
                     formats=["macko", "ec_csr", "csr", "csr_dtans"])   # before coo joined
     if (name, device) == ("fig4_gs", "h200"):             # before generalsparse_fixed existed
         return dict(methods=["generalsparse", "csr_vector", "generalsparse_best"])
-    if name in ("fig14_gs", "table4_gs") and device == "h200":   # before the default joined
-        return dict(methods=[m for m in X.load_experiment("fig14_gs").METHODS
-                             if m != "generalsparse"])
     return _RUN_FLAGS.get(name, {})
 
 
@@ -619,6 +616,25 @@ def test_merge_measures_a_sweep_in_parts(tmp_path):
     assert X.load_results(out)["config"]["reps"] == 9
     with pytest.raises(OptionError, match="has none"):
         X.main(_demo_module([]), ["--merge", "--out", out, "--fig", fig])
+
+
+def test_a_remeasured_row_replaces_the_saved_one_whatever_code_it_picked():
+    """A GeneralSparse row's ``batch`` is the code option the method picked: a re-measured
+    cell replaces the saved row even when the pick changed; e2e_decode's batch sizes stay
+    part of what a row measured."""
+    mod = _split_module()
+    cfg = mod.config()
+    gs = dict(method="generalsparse", shape=[4, 8], sparsity=0.9, k=8)
+    rows, _, _ = X.merge_results(mod, dict(config=cfg, rows=[dict(gs, batch=False, median_us=9.0)]),
+                                 [dict(gs, batch=True, median_us=1.0)], cfg, {})
+    assert [(r["batch"], r["median_us"]) for r in rows] == [(True, 1.0)]
+    rows, _, _ = X.merge_results(mod, dict(config=cfg, rows=[dict(gs, median_us=9.0)]),  # not recorded
+                                 [dict(gs, batch=True, median_us=1.0)], cfg, {})
+    assert [(r["batch"], r["median_us"]) for r in rows] == [(True, 1.0)]
+    e2e = dict(method="macko", model="m", new_tokens=8, graph=True)
+    rows, _, _ = X.merge_results(mod, dict(config=cfg, rows=[dict(e2e, batch=1, tokens_per_s=5.0)]),
+                                 [dict(e2e, batch=8, tokens_per_s=20.0)], cfg, {})
+    assert sorted(r["batch"] for r in rows) == [1, 8]
 
 
 def test_merge_parts_joins_files_measured_apart(tmp_path):
