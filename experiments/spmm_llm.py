@@ -82,5 +82,19 @@ def best(results: dict) -> list[dict]:
             for key, r in sorted(cells.items())]
 
 
+def ec_over_macko(results: dict) -> list[dict]:
+    """Per (shape, sparsity, N): EC-CSR SpMM's time over MACKO SpMM's (issue 29 asks for at
+    most 1.25 at N = 8), from rows of one run (the same ``part`` of a merged file) whose checks
+    passed; cells where the two come from different runs are left out."""
+    got = {}
+    for r in results["rows"]:
+        if r["method"] in ("ec_csr", "macko") and r.get("check_passed") and r.get("median_us"):
+            got.setdefault((tuple(r["shape"]), r["sparsity"], r["k"]), {})[r["method"]] = r
+    return [dict(shape=list(key[0]), sparsity=key[1], k=key[2],
+                 ratio=pair["ec_csr"]["median_us"] / pair["macko"]["median_us"])
+            for key, pair in sorted(got.items())
+            if len(pair) == 2 and pair["ec_csr"].get("part") == pair["macko"].get("part")]
+
+
 if __name__ == "__main__":
     sys.exit(X.main(sys.modules[__name__]))

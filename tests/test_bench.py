@@ -341,6 +341,17 @@ def test_every_experiment_follows_the_api():
     assert not X.experiments()["fig2_macko"].NEEDS_GPU and not X.experiments()["appc_macko"].NEEDS_GPU
 
 
+def test_ec_over_macko_pairs_rows_of_one_run():
+    mod = X.load_experiment("spmm_llm")
+    cell = dict(shape=[8, 8], sparsity=0.7, k=8, check_passed=True)
+    rows = [dict(cell, method="macko", median_us=2.0, part=0), dict(cell, method="ec_csr", median_us=3.0, part=0),
+            dict(cell, method="ec_csr", median_us=5.0, part=0, sparsity=0.9, check_passed=False),
+            dict(cell, method="macko", median_us=2.0, part=0, sparsity=0.9),
+            dict(cell, method="macko", median_us=2.0, part=0, k=32),
+            dict(cell, method="ec_csr", median_us=1.0, part=1, k=32)]
+    assert mod.ec_over_macko(dict(rows=rows)) == [dict(shape=[8, 8], sparsity=0.7, k=8, ratio=1.5)]
+
+
 @pytest.mark.parametrize("name,flag,text", [("spmm_llm", "ks", "8,32"), ("spmm_macko", "ks", "8,64"),
                                             ("fig14_gs", "ns", "8,32"), ("search_gs", "ns", "8"),
                                             ("e2e_decode", "batches", "1,8")])
