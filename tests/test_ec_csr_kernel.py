@@ -136,6 +136,33 @@ def test_inf_in_x_at_padding_columns_is_skipped():
         np.testing.assert_array_equal(K.spmm(M, X, config=cfg)[:, 0], want)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+@pytest.mark.parametrize("opts, per_sm, threads", [(dict(warp_size=2, vector_size=4), 1, 32),
+                                                   (dict(warp_size=32, vector_size=4), 2, 64),
+                                                   (dict(warp_size=2, vector_size=2, delta_bits=4), 1, 32)])
+def test_x_in_shared_memory_gives_the_product(dtype, opts, per_sm, threads):
+    """x_in_shared: x copied into shared memory, a persistent grid smaller than the blocks
+    (the simulator has 2 SMs, so 2 or 4 CUDA blocks step through every block of the matrix):
+    rows in blocks of several granularities, the empty row 0 over garbage, Inf at a padding
+    column redone on the careful path from the shared copy."""
+    A = np.concatenate([_layered(seed=s) for s in range(6)])
+    A[(A != 0) & (np.abs(A) < 1e-3)] = 1e-3        # no float16 subnormals
+    A[5:7] = 0.0
+    M = R.encode(A, dtype=dtype, **opts)
+    cfg = K.ECCSRConfig(threads_per_block=threads, rows_per_pass=2, x_in_shared=per_sm)
+    groups = threads // M.warp_size
+    assert M.n_blocks > 2 * per_sm * groups, "the grid must step"
+    x = np.random.default_rng(5).standard_normal(A.shape[1]).astype(dtype)
+    y = K.spmv(M, x, out=garbage_like((A.shape[0],), dtype), config=cfg)
+    assert_close(y, M.to_csr(), x, dtype, "x in shared memory")
+    assert np.all(y[[5, 6, 21]] == 0)
+    x = np.ones(A.shape[1], dtype)
+    x[[5, 10, 150]] = np.inf
+    with np.errstate(invalid="ignore"):
+        want = (M.to_csr().astype(np.float64) @ x.astype(np.float64)).astype(dtype)
+    np.testing.assert_array_equal(K.spmv(M, x, config=cfg), want)
+
+
 @pytest.mark.parametrize("seed, ws, vs, widths", [(7, 1, 4, (1, 2)), (16, 2, 8, (2, 4))])
 def test_loads_narrow_after_a_misaligned_set(seed, ws, vs, widths):
     """A short part of a 2-grained block (a multiple of warp_size columns, not of
@@ -171,6 +198,9 @@ def test_unsupported_dtype_and_config():
         K.ECCSRConfig(spmm_rows_per_pass=16)
     with pytest.raises(OptionError, match="spmm_tile"):
         K.ECCSRConfig(spmm_tile=64)
+    for bad in (-1, 33, True, 1.5):
+        with pytest.raises(OptionError, match="x_in_shared: expected an integer in"):
+            K.ECCSRConfig(x_in_shared=bad)
 
 
 def test_index32_gives_the_int64_result():

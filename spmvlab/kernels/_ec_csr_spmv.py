@@ -162,11 +162,48 @@ def _make_block_body(walk, G: int, vec: int, ws: int, careful, U32):
 def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
                  cfg: ECCSRConfig, index: str):
     """The SpMV kernel with positions of type ``index`` ("uint32" only where the caller has
-    checked ``DeviceECCSR.fits32``) and ``cfg.rows_per_pass``."""
+    checked ``DeviceECCSR.fits32``) and ``cfg.rows_per_pass``; with ``cfg.x_in_shared`` the
+    variant that stages x in shared memory (launched with ``x.size`` elements of dynamic
+    shared memory on a persistent grid, ``ec_csr.py``)."""
     gmax = cfg.rows_per_pass
     short_block, long_block = _spmv_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, index)
     C = _code_parts(delta_bits, ws, vs, cw, index)
     group_mask, geometry, U32 = C["group_mask"], C["geometry"], C["index"]
+
+    if cfg.x_in_shared:
+        xnp = np.dtype(dtype_name)
+
+        @cuda.jit(**jit_options())
+        def ec_csr_spmv_xs(set_desc, ptr, rows, base, words, bytes_, values, x, yacc):
+            """As ``ec_csr_spmv``, with x first copied into shared memory by the CUDA block
+            (its gathers then cost bank wavefronts instead of L1 tag lookups), and a
+            persistent grid: group ``blockIdx.x * groups_per_block + group`` takes its block,
+            then every ``gridDim.x * groups_per_block``-th after it."""
+            sx = cuda.shared.array(0, xnp)
+            i = U32(cuda.threadIdx.x)
+            n = U32(x.shape[0])
+            while i < n:
+                sx[i] = x[i]
+                i = U32(i + U32(cuda.blockDim.x))
+            cuda.syncthreads()
+            per = U32(U32(cuda.blockDim.x) // U32(ws))
+            t = U32(U32(cuda.threadIdx.x) % U32(ws))
+            blk = U32(U32(U32(cuda.blockIdx.x) * per) + U32(U32(cuda.threadIdx.x) // U32(ws)))
+            step = U32(U32(cuda.gridDim.x) * per)
+            nb = U32(ptr.shape[0] - 1)
+            mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
+            accs = cuda.local.array(gmax, np.float32)
+            while blk < nb:
+                g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
+                if vs > 1 and vec > U32(1):
+                    long_block(words, bytes_, values, sx, rows, yacc, c0, nc, v0, g, row0, col0,
+                               t, mask, accs)
+                else:
+                    short_block(words, bytes_, values, sx, rows, yacc, c0, nc, v0, g, row0, col0,
+                                t, mask, accs)
+                blk = U32(blk + step)
+
+        return ec_csr_spmv_xs
 
     @cuda.jit(**jit_options())
     def ec_csr_spmv(set_desc, ptr, rows, base, words, bytes_, values, x, yacc):

@@ -108,13 +108,12 @@ a lane's column loop, for more loads in flight, and register caps were tried on 
 left the code: ``docs/performance.md``, "EC-CSR kernels"). Second: instruction issue,
 about halved by ``index32``. Third, likely the limit once streaming is fixed: the x
 gathers; at L1's 4 tag lookups per cycle a 32-line gather costs 8 cycles, a cost that grows
-with the stored columns and so with the matrix. The next step if the timing shows it: x in shared memory
-(a random 32-lane gather costs ~3.5 bank wavefronts) with a persistent grid so x is staged
-once per CUDA block. Also: the short 1-grained parts are stored last and are almost all
-setup latency, a tail of nearly idle SMs (about half the warps at high sparsity).
-
-Not done yet: x in shared memory, the fp16 finish pass fused into the main kernel (one
-launch fewer).
+with the stored columns and so with the matrix. ``x_in_shared`` stages x in shared memory
+(a random 32-lane gather costs ~3.5 bank wavefronts) with a persistent grid so x is copied
+once per CUDA block; it is under test against the L1 path (off by default until timed). Also:
+the short 1-grained parts are stored last and are almost all setup latency, a tail of nearly
+idle SMs (about half the warps at high sparsity). Fusing the finish/zero pass into the main
+kernel (the last sum of a row writing y) was timed and lost (``docs/performance.md``).
 """
 from __future__ import annotations
 
@@ -136,7 +135,7 @@ from ._common import (
 from ._ec_csr_device import _NF, _code_parts
 from ._ec_csr_spmm import _spmm_kernel
 from ._ec_csr_spmv import _spmv_kernel
-from ._spmm import TILE_COLS, group_for, tile_for
+from ._spmm import TILE_COLS, _device_limits, group_for, launch_smem, tile_for
 
 __all__ = ["ECCSRConfig", "DeviceECCSR", "to_device", "device_check", "launch_check", "spmv",
            "spmm", "ptx_targets"]
@@ -167,6 +166,12 @@ class ECCSRConfig:
                         elements), else int64 positions. The same kernel source and the
                         same products in the same order either way (False: int64 always, as
                         larger matrices get; tests use it to reach that instantiation).
+    x_in_shared         SpMV: 0 gathers x from global memory (through L1); n > 0 first
+                        copies x into shared memory in every CUDA block of a persistent grid
+                        of at most n blocks per SM (fewer where shared memory holds fewer
+                        copies of x), whose groups then step through the matrix blocks by the
+                        grid's size. Used where x fits in one block's shared memory, else 0.
+                        (Under test against 0: the module docstring's "Cost model".)
 
     Defaults: the H200 sweeps of ``tools/time_ec_csr.py`` over threads per block, rows per
     pass, unroll and register caps (``results/h200/time_ec_csr.json``,
@@ -180,9 +185,14 @@ class ECCSRConfig:
     spmm_tile: int = 8
     spmm_rows_per_pass: int = 4
     index32: bool = True
+    x_in_shared: int = 0
 
     def __post_init__(self):
         check_threads_per_block("ECCSRConfig", self.threads_per_block)
+        v = self.x_in_shared
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= 32:
+            raise OptionError(problem("ECCSRConfig.x_in_shared", "an integer in [0, 32] (CUDA "
+                                      "blocks per SM; 0: x from global memory)", repr(v)))
         if not isinstance(self.index32, (bool, np.bool_)):
             raise OptionError(problem("ECCSRConfig.index32", "True or False", repr(self.index32)))
         for name in ("rows_per_pass", "spmm_rows_per_pass"):
@@ -430,9 +440,16 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
     if not f16:
         _flat(_zero_kernel(), n_rows, threads, y)
     if D.n_blocks:
-        kernel = _spmv_kernel_for(D, config)
-        kernel[blocks_for(D.n_blocks, threads // D.warp_size), threads, launch_stream()](
-            *_matrix_args(D), x, yacc)
+        groups = threads // D.warp_size
+        nbytes = D.shape[1] * D.dtype.itemsize
+        sms, block_limit, sm_limit = _device_limits() if config.x_in_shared else (0, 0, 0)
+        if config.x_in_shared and nbytes <= block_limit:
+            per_sm = max(1, min(config.x_in_shared, sm_limit // (nbytes + 1024)))
+            grid = min(blocks_for(D.n_blocks, groups), sms * per_sm)
+            launch_smem(_spmv_kernel_for(D, config), grid, threads, nbytes, (*_matrix_args(D), x, yacc))
+        else:
+            kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0))
+            kernel[blocks_for(D.n_blocks, groups), threads, launch_stream()](*_matrix_args(D), x, yacc)
     if f16:
         _flat(_finish_kernel(), n_rows, threads, D.scratch, y)
 
@@ -476,9 +493,9 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
 
 def ptx_targets():
     """SpMV for every (dtype, delta_bits) at the default layout (warp_size 32, vector_size 4)
-    (the uint32 path; the int64 path for float16 8-bit codes) and SpMM for one delta width
-    per dtype (uint32; int64 for float16 8-bit codes); sub-warp groups (warp_size 2,
-    vector_size 2) for SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the
+    (the uint32 path; the int64 path and x in shared memory for float16 8-bit codes) and
+    SpMM for one delta width per dtype (uint32; int64 for float16 8-bit codes); sub-warp
+    groups (warp_size 2, vector_size 2) for SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the
     zero/finish passes and the check kernel. (The delta width changes only the code loads,
     which SpMV and SpMM share, so not every pairing is compiled: each main kernel is slow to
     compile.)"""
@@ -493,6 +510,7 @@ def ptx_targets():
         cases.append(("spmm", dt, 4 if dt == "float16" else 8, 32, 4, 4, ECCSRConfig()))
     cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small),
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False)),
+              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(x_in_shared=4)),
               ("spmm", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False))]
     for kind, dt, b, ws, vs, cw, cfg in cases:
         P = 16 // np.dtype(dt).itemsize
@@ -500,7 +518,7 @@ def ptx_targets():
         word = np.dtype(_WORD[bits]).name if bits >= 8 else "uint8"
         args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
         wide = (r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()
-        variant = "" if cfg.index32 else ",int64"
+        variant = ("" if cfg.index32 else ",int64") + (",xs" if cfg.x_in_shared else "")
         index = "uint32" if cfg.index32 else "int64"
         if kind == "spmv":
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
