@@ -456,3 +456,18 @@ def test_derived_tables_are_made_without_a_gpu(tmp_path, monkeypatch, capsys):
     assert X.main(exp, ["--measure", "--matrices", "a,c"]) == 1
     assert "no saved fig15_gs results cover" in capsys.readouterr().err
     assert not os.path.exists(X.results_path("table6_gs", "fakegpu"))
+
+
+def test_default_gap_pairs_the_default_with_the_tuned_pick():
+    """fig14_gs.default_gap: the default's time over the tuned pick's per cell, only where
+    both were timed and passed their checks."""
+    mod = X.load_experiment("fig14_gs")
+    cell = dict(shape=[8, 8], pruning="random", sparsity=0.9, n=8, check_passed=True)
+    rows = [dict(cell, method="generalsparse", median_us=3.0),
+            dict(cell, method="generalsparse_best", median_us=2.0),
+            dict(cell, method="cublas", median_us=1.0),
+            dict(cell, n=32, method="generalsparse", median_us=9.0),            # no tuned pick
+            dict(cell, n=64, method="generalsparse", median_us=9.0),
+            dict(cell, n=64, method="generalsparse_best", median_us=1.0, check_passed=False)]
+    assert mod.default_gap(dict(rows=rows)) == [dict(shape=[8, 8], pruning="random", sparsity=0.9,
+                                                     n=8, gap=1.5)]
