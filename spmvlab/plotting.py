@@ -53,7 +53,7 @@ METHODS = {
     "ec_csr": ("EC-CSR (ours)", "tab:purple", "P"),
     "csr_dtans": ("CSR-dtANS (ours)", "tab:brown", "X"),
     "split24": ("split 2:4 + CSR (ours)", "tab:pink", "h"),
-    "generalsparse": ("GeneralSparse default (ours)", "lightcoral", "*"),
+    "generalsparse": ("GeneralSparse default (ours)", "lightcoral", "p"),
     "generalsparse_fixed": ("GeneralSparse fixed kernel (ours)", "rosybrown", "*"),
     "generalsparse_best": ("GeneralSparse tuned (ours)", "tab:red", "*"),
     "generalsparse_anchored": ("GeneralSparse tuned + our formats (ours)", "darkred", "*"),
