@@ -137,16 +137,19 @@ def test_inf_in_x_at_padding_columns_is_skipped():
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
-@pytest.mark.parametrize("opts, per_sm, threads", [(dict(warp_size=2, vector_size=4), 1, 32),
-                                                   (dict(warp_size=32, vector_size=4), 2, 64),
-                                                   (dict(warp_size=2, vector_size=2, delta_bits=4), 1, 32)])
-def test_x_in_shared_memory_gives_the_product(dtype, opts, per_sm, threads):
-    """x_in_shared: x copied into shared memory, a persistent grid smaller than the blocks
-    (the simulator has 2 SMs, so 2 or 4 CUDA blocks step through every block of the matrix):
-    rows in blocks of several granularities, the empty row 0 over garbage, Inf at a padding
-    column redone on the careful path from the shared copy."""
-    A = np.concatenate([_layered(seed=s) for s in range(6)])
+@pytest.mark.parametrize("opts, per_sm, threads, n_cols", [
+    (dict(warp_size=2, vector_size=4), 1, 32, 160),
+    (dict(warp_size=32, vector_size=4), 2, 64, 162),
+    (dict(warp_size=2, vector_size=2, delta_bits=4), 1, 32, 161)])
+def test_x_in_shared_memory_gives_the_product(dtype, opts, per_sm, threads, n_cols):
+    """x_in_shared: x copied into shared memory (in loads of 8 or 4, 2 and 1 elements for 160,
+    162 and 161 columns), a persistent grid smaller than the blocks (the simulator has 2 SMs,
+    so 2 or 4 CUDA blocks step through every block of the matrix): rows in blocks of several
+    granularities, the empty rows over garbage, Inf at a padding column redone on the careful
+    path from the shared copy."""
+    A = np.concatenate([_layered(n_cols, seed=s) for s in range(6)])
     A[(A != 0) & (np.abs(A) < 1e-3)] = 1e-3        # no float16 subnormals
+    A[[1, 8, 30, 52], -1] = 2.0                     # x's last element counts
     A[5:7] = 0.0
     M = R.encode(A, dtype=dtype, **opts)
     cfg = K.ECCSRConfig(threads_per_block=threads, rows_per_pass=2, x_in_shared=per_sm)

@@ -15,6 +15,7 @@ import numpy as np
 from .._cuda import cuda, inline_device
 from ._common import WARP, acc_type, jit_options, reduce_scatter, scatter_layout
 from ._ec_csr_device import _chains, _code_parts, _tuple_loader
+from ._spmm import fill_parts
 
 if TYPE_CHECKING:
     from .ec_csr import ECCSRConfig
@@ -160,11 +161,12 @@ def _make_block_body(walk, G: int, vec: int, ws: int, careful, U32):
 
 @functools.lru_cache(maxsize=None)
 def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
-                 cfg: ECCSRConfig, index: str):
+                 cfg: ECCSRConfig, index: str, fill_group: int = 1):
     """The SpMV kernel with positions of type ``index`` ("uint32" only where the caller has
     checked ``DeviceECCSR.fits32``) and ``cfg.rows_per_pass``; with ``cfg.x_in_shared`` the
     variant that stages x in shared memory (launched with ``x.size`` elements of dynamic
-    shared memory on a persistent grid, ``ec_csr.py``)."""
+    shared memory on a persistent grid, ``ec_csr.py``), copying x ``fill_group`` elements
+    per load (a power of two dividing ``x.size``, at most 16 bytes)."""
     gmax = cfg.rows_per_pass
     short_block, long_block = _spmv_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, index)
     C = _code_parts(delta_bits, ws, vs, cw, index)
@@ -172,6 +174,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
 
     if cfg.x_in_shared:
         xnp = np.dtype(dtype_name)
+        fill = fill_parts(dtype_name, fill_group, fill_group)
 
         @cuda.jit(**jit_options())
         def ec_csr_spmv_xs(set_desc, ptr, rows, base, words, bytes_, values, x, yacc):
@@ -180,12 +183,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
             persistent grid: group ``blockIdx.x * groups_per_block + group`` takes its block,
             then every ``gridDim.x * groups_per_block``-th after it."""
             sx = cuda.shared.array(0, xnp)
-            i = U32(cuda.threadIdx.x)
-            n = U32(x.shape[0])
-            while i < n:
-                sx[i] = x[i]
-                i = U32(i + U32(cuda.blockDim.x))
-            cuda.syncthreads()
+            fill(x, fill_group, 0, sx)              # x as rows of fill_group; ends in a barrier
             per = U32(U32(cuda.blockDim.x) // U32(ws))
             t = U32(U32(cuda.threadIdx.x) % U32(ws))
             blk = U32(U32(U32(cuda.blockIdx.x) * per) + U32(U32(cuda.threadIdx.x) // U32(ws)))

@@ -414,8 +414,15 @@ def _position_type(D: DeviceECCSR, config: ECCSRConfig, k: int = 1) -> str:
 
 
 def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig):
-    """The SpMV kernel ``config`` asks for, on :func:`_position_type`'s positions."""
-    return _spmv_kernel(*_kernel_key(D), config, _position_type(D, config))
+    """The SpMV kernel ``config`` asks for, on :func:`_position_type`'s positions; with
+    ``x_in_shared``, x copied into shared memory in loads of the widest power of two of
+    elements (at most 16 bytes) that divides its length."""
+    if not config.x_in_shared:
+        return _spmv_kernel(*_kernel_key(D), config, _position_type(D, config))
+    fg = 1
+    while fg * 2 * D.dtype.itemsize <= 16 and D.shape[1] % (fg * 2) == 0:
+        fg *= 2
+    return _spmv_kernel(*_kernel_key(D), config, _position_type(D, config), fg)
 
 
 def _spmm_kernel_for(D: DeviceECCSR, config: ECCSRConfig, k: int, ct: int, gx: int):
@@ -522,7 +529,8 @@ def ptx_targets():
         index = "uint32" if cfg.index32 else "int64"
         if kind == "spmv":
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
-                                 functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg, index),
+                                 functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg, index,
+                                                   P if cfg.x_in_shared else 1),
                                  args + f"{array_sig(dt)}, {array_sig('float32')})", wide))
         else:
             ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
