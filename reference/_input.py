@@ -484,7 +484,29 @@ def check_operand(x, n: int, dtype, name: str = "x", ndim: int = 1, allow_device
     if not _is_c_contiguous(x):
         raise LayoutError(problem(name, "a C-contiguous array", "a non-contiguous view",
                                   f"pass np.ascontiguousarray({name})"))
+    if allow_device:
+        off = device_offset(x)
+        if off:
+            raise LayoutError(problem(
+                f"{name}'s device address", f"a multiple of {DEVICE_ALIGN} bytes, where CUDA "
+                f"allocations start (the kernels read {name} in vectors of up to {DEVICE_ALIGN} "
+                "bytes, which fault on a misaligned address)", f"{off} bytes past one (a view "
+                "into a larger array?)", f"pass a copy: {name}.copy() (CuPy, numba) or "
+                f"{name}.clone() (torch)"))
     return x
+
+
+#: the boundary a device operand's data must start on (see :func:`check_operand`)
+DEVICE_ALIGN = 16
+
+
+def device_offset(a) -> int:
+    """How many bytes past a :data:`DEVICE_ALIGN` boundary the data of CUDA array ``a``
+    starts (0 for host arrays and arrays without an address, e.g. the simulator's)."""
+    cai = getattr(a, "__cuda_array_interface__", None) if not isinstance(a, np.ndarray) else None
+    if not isinstance(cai, dict) or not cai.get("data"):
+        return 0
+    return int(cai["data"][0] or 0) % DEVICE_ALIGN
 
 
 def check_out(out, shape, dtype, name: str = "out"):

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 import torch
 
 from reference._common import DTypeError, OptionError, ShapeError, describe, problem
+from reference._input import DEVICE_ALIGN
 
 from . import formats
 from ._cuda import SIMULATOR, cuda
@@ -278,10 +279,10 @@ class SparseLinear(torch.nn.Module):
         x2 = x.reshape(n, self.in_features)
         with launching(*_stream_and_alloc(x.device)):
             if n == 1 and self.format != GENERALSPARSE:
-                self._kernels.spmv(self._matrix, _view(x2.reshape(self.in_features).contiguous()),
+                self._kernels.spmv(self._matrix, _view(_aligned(x2.reshape(self.in_features))),
                                    out=_view(out.view(self.out_features)), config=self._config)
                 return out
-            X = x2.t().contiguous()                                    # (in, n)
+            X = _aligned(x2.t())                                       # (in, n)
             Y = torch.empty((self.out_features, n), dtype=x.dtype, device=x.device)
             if self.format == GENERALSPARSE:
                 self._matrix.multiply(_view(X), _view(Y))
@@ -289,6 +290,13 @@ class SparseLinear(torch.nn.Module):
                 self._kernels.spmm(self._matrix, _view(X), out=_view(Y), config=self._config)
         out.view(n, self.out_features).copy_(Y.t())
         return out
+
+
+def _aligned(t: torch.Tensor) -> torch.Tensor:
+    """``t`` contiguous and starting on the kernels' alignment (``DEVICE_ALIGN``; a token's
+    row of a larger tensor need not), copied by torch's allocator where it is not."""
+    t = t.contiguous()
+    return t if t.data_ptr() % DEVICE_ALIGN == 0 else t.clone()
 
 
 def _view(t: torch.Tensor):

@@ -685,7 +685,21 @@ def test_bad_operands_raise_and_change_nothing(info, _):
             K.spmv(M, x, out=np.zeros(4, dt))
         with pytest.raises(DTypeError):
             K.spmv(M, x.astype(np.float16 if dt != np.float16 else np.float32), out=out)
+        for name, shape, call in (("x", (6,), K.spmv), ("X", (6, 3), K.spmm)):
+            with pytest.raises(LayoutError, match=f"{name}'s device address: expected a multiple of 16"):
+                call(M, _MisalignedDeviceArray(shape, dt), out=out if name == "x" else None)
         assert np.array_equal(out, before)
+
+
+class _MisalignedDeviceArray:
+    """What the kernels' boundary sees of a CUDA array (shape, dtype, layout, address) whose
+    data starts 2 bytes past a 16-byte boundary, as a view of a larger array can."""
+
+    def __init__(self, shape, dtype):
+        self.shape, self.dtype, self.ndim = tuple(shape), np.dtype(dtype), len(shape)
+        self.flags = {"C_CONTIGUOUS": True}
+        self.__cuda_array_interface__ = dict(shape=self.shape, typestr=self.dtype.str, strides=None,
+                                             data=(0x7F0000000002, False), version=3)
 
 
 # ---------------------------------------------------------------------------------------------

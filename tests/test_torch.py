@@ -59,6 +59,30 @@ def test_every_format_one_token_and_several(fmt):
         assert sorted(layer._matrix.plans) == [1, 2, 3]
 
 
+@pytest.mark.parametrize("fmt", ST.layer_formats(torch.float16))
+def test_a_token_inside_a_larger_tensor(fmt):
+    """x a view 2 bytes past an allocation's start (the kernels' boundary takes device
+    operands on 16-byte boundaries): forward copies it through torch's allocator and gives
+    the product."""
+    w = _weight(seed=2)
+    layer = ST.SparseLinear.from_linear(_linear(w), format=fmt)
+    g = torch.Generator().manual_seed(3)
+    big = torch.randn(2 * IN + 1, generator=g).to(torch.float16).to(DEV)
+    for x in (big[1:1 + IN], big[1:1 + 2 * IN].view(2, IN)):
+        assert x.data_ptr() % 16 == 2
+        assert ST._aligned(x).data_ptr() % 16 == 0 and torch.equal(ST._aligned(x), x)
+        y = layer(x)
+        assert_close(y.reshape(-1, OUT).cpu().numpy().T.copy(), _stored(w),
+                     x.reshape(-1, IN).cpu().to(torch.float64).numpy().T.copy(), np.float16, fmt)
+
+
+def _linear(w):
+    lin = torch.nn.Linear(IN, OUT, bias=False).to(torch.float16)
+    with torch.no_grad():
+        lin.weight.copy_(w)
+    return lin
+
+
 def test_layers_encode_with_the_layer_options_unless_told():
     """A CSR-dtANS layer is stored in the long-row layout (LAYER_ENCODE_OPTIONS: a warp's 32
     streams per row) unless the caller names another, and multiplies right either way; auto
