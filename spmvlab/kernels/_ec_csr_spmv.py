@@ -172,6 +172,15 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
     C = _code_parts(delta_bits, ws, vs, cw, index)
     group_mask, geometry, U32 = C["group_mask"], C["geometry"], C["index"]
 
+    @inline_device
+    def one_block(set_desc, ptr, rows, base, words, bytes_, values, x, yacc, blk, t, mask, accs):
+        """Lane t's share of block ``blk``'s sums, added into yacc."""
+        g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
+        if vs > 1 and vec > U32(1):
+            long_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+        else:
+            short_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+
     if cfg.x_in_shared:
         xnp = np.dtype(dtype_name)
         fill = fill_parts(dtype_name, fill_group, fill_group)
@@ -192,13 +201,8 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
             mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
             accs = cuda.local.array(gmax, np.float32)
             while blk < nb:
-                g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
-                if vs > 1 and vec > U32(1):
-                    long_block(words, bytes_, values, sx, rows, yacc, c0, nc, v0, g, row0, col0,
-                               t, mask, accs)
-                else:
-                    short_block(words, bytes_, values, sx, rows, yacc, c0, nc, v0, g, row0, col0,
-                                t, mask, accs)
+                one_block(set_desc, ptr, rows, base, words, bytes_, values, sx, yacc, blk, t, mask,
+                          accs)
                 blk = U32(blk + step)
 
         return ec_csr_spmv_xs
@@ -215,11 +219,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         if blk >= U32(ptr.shape[0] - 1):
             return
         mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
-        g, vec, row0, c0, nc, v0, col0 = geometry(set_desc, ptr, base, blk, t, ws)
         accs = cuda.local.array(gmax, np.float32)
-        if vs > 1 and vec > U32(1):
-            long_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
-        else:
-            short_block(words, bytes_, values, x, rows, yacc, c0, nc, v0, g, row0, col0, t, mask, accs)
+        one_block(set_desc, ptr, rows, base, words, bytes_, values, x, yacc, blk, t, mask, accs)
 
     return ec_csr_spmv

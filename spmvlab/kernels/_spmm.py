@@ -221,6 +221,20 @@ def _device_limits() -> tuple[int, int, int]:
     return _LIMITS[key]
 
 
+def persistent_grid(needed: int, threads: int, nbytes: int, cap: int = 0) -> int:
+    """Blocks of a persistent grid of ``threads``-thread blocks that take ``nbytes`` of
+    dynamic shared memory each: as many as are resident at once (shared memory, with the
+    system's 1 KiB per block, and 2048 threads per SM), at most ``cap`` per SM where given,
+    and no more than ``needed``; 0 when one block's limit cannot hold ``nbytes``."""
+    sms, block_limit, sm_limit = _device_limits()
+    if nbytes > block_limit:
+        return 0
+    per_sm = max(1, min(sm_limit // (nbytes + 1024), 2048 // threads))
+    if cap:
+        per_sm = min(per_sm, cap)
+    return min(needed, sms * per_sm)
+
+
 _SMEM_ALLOWED: dict = {}
 
 
@@ -263,7 +277,7 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
     shared memory instead of L1/L2."""
     ops, k_cols = prepare_spmm(D, X, out)
     n_rows, n_k = D.shape
-    sms, block_limit, sm_limit = _device_limits() if shared is not None else (0, 0, 0)
+    block_limit = _device_limits()[1] if shared is not None else 0
     tile_dtype = np.dtype(shared[2]) if shared is not None else None
     sct = smem_tile(tile_dtype, n_k, k_cols, max_tile, block_limit) if shared is not None else 0
     if n_rows and k_cols == 1 and spmv is not None:
@@ -275,8 +289,8 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
         sthreads = min(sthreads, WARP * n_rows)    # no block of idle warps for a short matrix
         item = tile_dtype.itemsize
         nbytes = n_k * sct * item
-        per_sm = max(1, min(sm_limit // (nbytes + 1024), 2048 // sthreads))
-        grid = (min(blocks_for(n_rows, sthreads // WARP), sms * per_sm), blocks_for(k_cols, sct))
+        grid = (persistent_grid(blocks_for(n_rows, sthreads // WARP), sthreads, nbytes),
+                blocks_for(k_cols, sct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
         g = min(sct, 16 // item)
         launch_smem(factory(sct, g, group_for(D.dtype, k_cols, sct)), grid, sthreads, nbytes,
@@ -291,4 +305,4 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
 
 
 __all__ = ["TILE_COLS", "tile_for", "group_for", "tile_parts", "ptx_cases", "accumulator_np",
-           "smem_tile", "fill_parts", "launch_smem", "launch_tiles"]
+           "smem_tile", "fill_parts", "launch_smem", "launch_tiles", "persistent_grid"]

@@ -69,7 +69,7 @@ from ._common import (
 )
 from ._intrinsics import float_from_bits
 from ._spmm import (
-    TILE_COLS, _device_limits, accumulator_np, group_for, launch_smem, ptx_cases, tile_for,
+    TILE_COLS, accumulator_np, group_for, launch_smem, persistent_grid, ptx_cases, tile_for,
     tile_parts,
 )
 
@@ -599,12 +599,8 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
 def _grid(n_streams: int, threads: int, nbytes: int, cfg: CSRDtansConfig) -> int:
     """Blocks of the persistent grid: one per ``threads // 32`` slices, at most the blocks
     that are resident at once (shared memory, 2048 threads per SM) or ``blocks_per_sm``."""
-    sms, _, sm_limit = _device_limits()
-    per_sm = max(1, min(sm_limit // (nbytes + 1024), 2048 // threads))
-    if cfg.blocks_per_sm:
-        per_sm = min(per_sm, cfg.blocks_per_sm)
     slices = -(-n_streams // WARP)
-    return min(blocks_for(slices, threads // WARP), sms * per_sm)
+    return persistent_grid(blocks_for(slices, threads // WARP), threads, nbytes, cfg.blocks_per_sm)
 
 
 def _streams(lanes: int, rows: int):

@@ -135,7 +135,7 @@ from ._common import (
 from ._ec_csr_device import _NF, _code_parts
 from ._ec_csr_spmm import _spmm_kernel
 from ._ec_csr_spmv import _spmv_kernel
-from ._spmm import TILE_COLS, _device_limits, group_for, launch_smem, tile_for
+from ._spmm import TILE_COLS, group_for, launch_smem, persistent_grid, tile_for
 
 __all__ = ["ECCSRConfig", "DeviceECCSR", "to_device", "device_check", "launch_check", "spmv",
            "spmm", "ptx_targets"]
@@ -168,10 +168,11 @@ class ECCSRConfig:
                         larger matrices get; tests use it to reach that instantiation).
     x_in_shared         SpMV: 0 gathers x from global memory (through L1); n > 0 first
                         copies x into shared memory in every CUDA block of a persistent grid
-                        of at most n blocks per SM (fewer where shared memory holds fewer
-                        copies of x), whose groups then step through the matrix blocks by the
-                        grid's size. Used where x fits in one block's shared memory, else 0.
-                        (Under test against 0: the module docstring's "Cost model".)
+                        of at most n blocks per SM (fewer where shared memory or the SM's
+                        2048 threads hold fewer: ``_spmm.persistent_grid``), whose groups
+                        then step through the matrix blocks by the grid's size. Used where
+                        x fits in one block's shared memory, else 0. (Under test against 0:
+                        the module docstring's "Cost model".)
 
     Defaults: the H200 sweeps of ``tools/time_ec_csr.py`` over threads per block, rows per
     pass, unroll and register caps (``results/h200/time_ec_csr.json``,
@@ -447,16 +448,14 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
     if not f16:
         _flat(_zero_kernel(), n_rows, threads, y)
     if D.n_blocks:
-        groups = threads // D.warp_size
+        blocks = blocks_for(D.n_blocks, threads // D.warp_size)
         nbytes = D.shape[1] * D.dtype.itemsize
-        sms, block_limit, sm_limit = _device_limits() if config.x_in_shared else (0, 0, 0)
-        if config.x_in_shared and nbytes <= block_limit:
-            per_sm = max(1, min(config.x_in_shared, sm_limit // (nbytes + 1024)))
-            grid = min(blocks_for(D.n_blocks, groups), sms * per_sm)
+        grid = persistent_grid(blocks, threads, nbytes, config.x_in_shared) if config.x_in_shared else 0
+        if grid:
             launch_smem(_spmv_kernel_for(D, config), grid, threads, nbytes, (*_matrix_args(D), x, yacc))
         else:
             kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0))
-            kernel[blocks_for(D.n_blocks, groups), threads, launch_stream()](*_matrix_args(D), x, yacc)
+            kernel[blocks, threads, launch_stream()](*_matrix_args(D), x, yacc)
     if f16:
         _flat(_finish_kernel(), n_rows, threads, D.scratch, y)
 
