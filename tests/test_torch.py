@@ -29,6 +29,13 @@ def _weight(seed=0, sparsity=0.7, dtype=torch.float16):
     return w.to(dtype)
 
 
+def _linear(w):
+    lin = torch.nn.Linear(IN, OUT, bias=False).to(torch.float16)
+    with torch.no_grad():
+        lin.weight.copy_(w)
+    return lin
+
+
 def _stored(w: torch.Tensor) -> sp.csr_matrix:
     A = sp.csr_matrix(w.to(torch.float64).numpy())
     A.eliminate_zeros()
@@ -46,10 +53,7 @@ def _check(layer, w, x):
 @pytest.mark.parametrize("fmt", ST.layer_formats(torch.float16))
 def test_every_format_one_token_and_several(fmt):
     w = _weight()
-    lin = torch.nn.Linear(IN, OUT, bias=False).to(torch.float16)
-    with torch.no_grad():
-        lin.weight.copy_(w)
-    layer = ST.SparseLinear.from_linear(lin, format=fmt)
+    layer = ST.SparseLinear.from_linear(_linear(w), format=fmt)
     assert layer.nnz == int((w != 0).sum())
     g = torch.Generator().manual_seed(1)
     for shape in [(IN,), (1, IN), (3, IN), (2, 1, IN)]:
@@ -75,12 +79,6 @@ def test_a_token_inside_a_larger_tensor(fmt):
         assert_close(y.reshape(-1, OUT).cpu().numpy().T.copy(), _stored(w),
                      x.reshape(-1, IN).cpu().to(torch.float64).numpy().T.copy(), np.float16, fmt)
 
-
-def _linear(w):
-    lin = torch.nn.Linear(IN, OUT, bias=False).to(torch.float16)
-    with torch.no_grad():
-        lin.weight.copy_(w)
-    return lin
 
 
 def test_layers_encode_with_the_layer_options_unless_told():
