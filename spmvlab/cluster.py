@@ -39,6 +39,7 @@ import time
 from reference._common import OptionError, problem
 
 from . import results as R
+from ._cuda import cuda
 from .runinfo import device_info, device_slug, run_metadata
 
 __all__ = ["grid", "cells", "cell_label", "gpu_identity", "poisoned", "inject_fault", "run_cell",
@@ -164,19 +165,17 @@ def inject_fault(spec: str | None, index: int) -> None:
 
 
 def _illegal_launch() -> None:
-    """A kernel that writes 2**30 elements past a 32-element array, bounds checks off."""
+    """A kernel that writes 2**30 elements past a 32-element array (numba-cuda checks no
+    bounds on a GPU; the simulator raises IndexError instead)."""
     import numpy as np
-
-    from ._cuda import cuda
-    kernel = cuda.jit(boundscheck=False)(_far_write)
+    kernel = cuda.jit(_far_write)
     a = cuda.device_array(32, dtype=np.float32)
     kernel[1, 32](a)
     cuda.synchronize()
 
 
 def _far_write(a):
-    from numba import cuda as _c
-    a[_c.threadIdx.x + (1 << 30)] = 1.0
+    a[cuda.threadIdx.x + (1 << 30)] = 1.0
 
 
 def run_cell(name: str, cell: dict, index: int, fault: str | None = None) -> dict:

@@ -70,6 +70,10 @@ def test_grid_and_faults_spec():
     cluster.inject_fault("raise:2,exit:3", 1)           # not this cell: nothing happens
     with pytest.raises(RuntimeError):
         cluster.inject_fault("raise:2", 2)
+    # the illegal-address kernel runs: the simulator checks bounds (a GPU leaves the context
+    # poisoned instead, and the worker ends)
+    with pytest.raises(IndexError):
+        cluster.inject_fault("illegal:4", 4)
     assert cluster.poisoned(RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access"))
     assert not cluster.poisoned(ValueError("shape mismatch"))
 
