@@ -36,6 +36,8 @@ def _layered(n_cols=160, seed=0):
      K.ECCSRConfig(threads_per_block=32, rows_per_pass=2, spmm_tile=4, spmm_rows_per_pass=2)),
     (np.float32, dict(warp_size=2, vector_size=2, delta_bits=4),
      K.ECCSRConfig(threads_per_block=64, rows_per_pass=1, spmm_tile=2, spmm_rows_per_pass=1)),
+    (np.float32, dict(warp_size=2, vector_size=4), K.ECCSRConfig(threads_per_block=32,
+                                                                 x_in_shared=0)),
 ])
 def test_row_in_blocks_of_several_granularities(dtype, opts, cfg):
     """Row 0's sum comes from an 8-, a 2- and a 1-grained block (atomics into one row),
@@ -166,6 +168,27 @@ def test_x_in_shared_memory_gives_the_product(dtype, opts, per_sm, threads, n_co
     np.testing.assert_array_equal(K.spmv(M, x, config=cfg), want)
 
 
+def test_x_too_long_for_shared_memory_is_gathered_from_global(monkeypatch):
+    """The default stages x in shared memory; an x longer than one block's shared memory
+    takes the global-memory kernel (a device whose blocks hold 256 bytes: 100 float32
+    columns do not fit, 60 do), with the same product."""
+    from spmvlab.kernels import _spmm
+    monkeypatch.setattr(_spmm, "_device_limits", lambda: (2, 256, 4096))
+    launched = []
+    real = K.launch_smem
+    monkeypatch.setattr(K, "launch_smem", lambda *a: launched.append(a[1]) or real(*a))
+    rng = np.random.default_rng(3)
+    for n_cols, shared in ((100, False), (60, True)):
+        A = np.where(rng.random((24, n_cols)) < 0.4, rng.standard_normal((24, n_cols)), 0)
+        M = R.encode(A.astype(np.float32), warp_size=2, vector_size=4)
+        x = rng.standard_normal(n_cols).astype(np.float32)
+        launched.clear()
+        y = K.spmv(M, x, out=garbage_like((24,), np.float32),
+                   config=K.ECCSRConfig(threads_per_block=32))
+        assert_close(y, M.to_csr(), x, np.float32, f"{n_cols} columns")
+        assert bool(launched) == shared, (n_cols, launched)
+
+
 @pytest.mark.parametrize("seed, ws, vs, widths", [(7, 1, 4, (1, 2)), (16, 2, 8, (2, 4))])
 def test_loads_narrow_after_a_misaligned_set(seed, ws, vs, widths):
     """A short part of a 2-grained block (a multiple of warp_size columns, not of
@@ -209,7 +232,8 @@ def test_unsupported_dtype_and_config():
 def test_index32_gives_the_int64_result():
     """Per-lane column counts from 1 to 13 iterations (warp_size 2, vector_size 4: unit 8),
     in long and short parts of 1-, 2- and 4-grained blocks and the 8-row block walked in
-    slices: uint32 and int64 positions give the same numbers bit for bit (each row gets at
+    slices: uint32 and int64 positions, x gathered from global memory (the base) or from
+    its copy in shared memory (the default), give the same numbers bit for bit (each row gets at
     most a few atomics, each a sum of the same products in the same order) and match CSR;
     the same for SpMM (N = 11: a partial last tile)."""
     rng = np.random.default_rng(5)
@@ -224,8 +248,9 @@ def test_index32_gives_the_int64_result():
         M = R.encode(A, dtype=dtype, warp_size=2, vector_size=4, delta_bits=bits, clip=0)
         assert {8, 4, 2, 1} <= {s["granularity"] for s in M.sets()}
         x = rng.standard_normal(240).astype(dtype)
-        base = K.spmv(M, x, config=K.ECCSRConfig(threads_per_block=32, index32=False))
-        assert_close(base, M.to_csr(), x, dtype, "int64 path")
+        base = K.spmv(M, x, config=K.ECCSRConfig(threads_per_block=32, index32=False,
+                                                 x_in_shared=0))
+        assert_close(base, M.to_csr(), x, dtype, "int64 path, x from global memory")
         for rpp, i32 in ((8, True), (4, True), (4, False)):
             cfg = K.ECCSRConfig(threads_per_block=32, rows_per_pass=rpp, index32=i32)
             y = K.spmv(M, x, out=garbage_like((16,), dtype), config=cfg)
@@ -248,7 +273,7 @@ def test_index32_falls_back_and_options_are_checked():
     assert D.fits32
     D64 = K.DeviceECCSR(**{**{f.name: getattr(D, f.name) for f in
                               __import__("dataclasses").fields(D)}, "fits32": False})
-    cfg = K.ECCSRConfig()
+    cfg = K.ECCSRConfig(x_in_shared=0)
     assert K._spmv_kernel_for(D, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "uint32")
     assert K._spmv_kernel_for(D64, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "int64")
     np.testing.assert_allclose(K.spmv(D64, np.ones(4, np.float32), config=cfg), [5.0] * 4)

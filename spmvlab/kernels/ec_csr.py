@@ -110,7 +110,10 @@ about halved by ``index32``. Third, likely the limit once streaming is fixed: th
 gathers; at L1's 4 tag lookups per cycle a 32-line gather costs 8 cycles, a cost that grows
 with the stored columns and so with the matrix. ``x_in_shared`` stages x in shared memory
 (a random 32-lane gather costs ~3.5 bank wavefronts) with a persistent grid so x is copied
-once per CUDA block; it is under test against the L1 path (off by default until timed). Also:
+once per CUDA block: the default, chosen over the L1 path by an A/B on a GPU, which also
+showed fewer cycles stalled per issue and a higher achieved bandwidth with it
+(``docs/performance.md``, "x in shared memory"); the L1 path remains for an x too long for
+one block's shared memory. Also:
 the short 1-grained parts are stored last and are almost all setup latency, a tail of nearly
 idle SMs (about half the warps at high sparsity). Fusing the finish/zero pass into the main
 kernel (the last sum of a row writing y) was timed and lost (``docs/performance.md``).
@@ -171,14 +174,15 @@ class ECCSRConfig:
                         of at most n blocks per SM (fewer where shared memory or the SM's
                         2048 threads hold fewer: ``_spmm.persistent_grid``), whose groups
                         then step through the matrix blocks by the grid's size. Used where
-                        x fits in one block's shared memory, else 0. (Under test against 0:
-                        the module docstring's "Cost model".)
+                        x fits in one block's shared memory, else 0 (the module
+                        docstring's "Cost model").
 
     Defaults: the H200 sweeps of ``tools/time_ec_csr.py`` over threads per block, rows per
     pass, unroll and register caps (``results/h200/time_ec_csr.json``,
     ``results/h200/time_ec_csr_launch.json``; ``docs/performance.md``) found no setting
     faster than them across their shapes (none faster on every case; index32 on: a pure
-    instruction cut).
+    instruction cut). x_in_shared 5 against 0 and 8 (``results/h200/time_ec_csr_x_in_shared_*.json``):
+    faster than 0 on every float16 case timed, and than 8 on most.
     """
 
     threads_per_block: int = 256
@@ -186,7 +190,7 @@ class ECCSRConfig:
     spmm_tile: int = 8
     spmm_rows_per_pass: int = 4
     index32: bool = True
-    x_in_shared: int = 0
+    x_in_shared: int = 5
 
     def __post_init__(self):
         check_threads_per_block("ECCSRConfig", self.threads_per_block)
@@ -516,7 +520,7 @@ def ptx_targets():
         cases.append(("spmm", dt, 4 if dt == "float16" else 8, 32, 4, 4, ECCSRConfig()))
     cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small),
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False)),
-              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(x_in_shared=4)),
+              ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(x_in_shared=0)),
               ("spmm", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False))]
     for kind, dt, b, ws, vs, cw, cfg in cases:
         P = 16 // np.dtype(dt).itemsize
