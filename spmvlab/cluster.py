@@ -42,8 +42,8 @@ from . import results as R
 from ._cuda import cuda
 from .runinfo import device_info, device_slug, run_metadata
 
-__all__ = ["grid", "cells", "cell_label", "gpu_identity", "poisoned", "inject_fault", "run_cell",
-           "local_client", "remote_client", "sweep", "scaling", "record_scaling", "main_flags", "FAULT_ENV", "DASK_CONFIG"]
+__all__ = ["grid", "cells", "cell_label", "gpu_identity", "poisoned", "context_usable",
+           "inject_fault", "run_cell", "local_client", "remote_client", "sweep", "scaling", "record_scaling", "main_flags", "FAULT_ENV", "DASK_CONFIG"]
 
 #: faults to inject, comma-separated: ``exit:I`` (the worker running cell I exits, every
 #: attempt), ``exit-once:I:PATH`` (exits the first time, leaving PATH as its mark),
@@ -61,7 +61,8 @@ RETRIES = 1
 _POISON = ("illegal address", "illegal memory access", "illegal_address", "illegaladdress",
            "launch_failed", "launch failed", "unspecified launch failure", "misaligned",
            "illegal instruction", "illegal_instruction", "cuda_error_assert",
-           "hardware_stack_error", "context is destroyed", "cuda_error_context_is_destroyed")
+           "hardware_stack_error", "context is destroyed", "cuda_error_context_is_destroyed",
+           "invalid_address_space", "invalidaddressspace")
 
 
 def _keys(module) -> tuple:
@@ -132,6 +133,23 @@ def poisoned(exc: BaseException) -> bool:
     return any(p in text for p in _POISON)
 
 
+def context_usable() -> bool:
+    """Whether this process's CUDA context still works after a cell raised: a sticky error
+    fails every later call whatever its first message said (an H200 reports the fault
+    kernel's far write as an invalid address space, not an illegal address). True in the
+    simulator."""
+    from ._cuda import SIMULATOR
+    if SIMULATOR:
+        return True
+    try:
+        import numpy as np
+        cuda.synchronize()
+        cuda.to_device(np.zeros(1, np.float32)).copy_to_host()
+        return True
+    except Exception:                        # noqa: BLE001 - any failure: unusable
+        return False
+
+
 def _faults(spec: str | None) -> list[tuple]:
     out = []
     for item in (spec or "").split(","):
@@ -195,7 +213,7 @@ def run_cell(name: str, cell: dict, index: int, fault: str | None = None) -> dic
         inject_fault(fault, index)
         res = dict(module.measure(cell))
     except Exception as exc:                 # noqa: BLE001 - every failure becomes a record
-        if poisoned(exc):
+        if poisoned(exc) or not context_usable():
             print(f"cell {index}: {type(exc).__name__}: {exc}; ending this worker (its CUDA "
                   "context is unusable)", file=sys.stderr, flush=True)
             os._exit(70)

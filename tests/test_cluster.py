@@ -76,6 +76,27 @@ def test_grid_and_faults_spec():
         cluster.inject_fault("illegal:4", 4)
     assert cluster.poisoned(RuntimeError("CUDA_ERROR_ILLEGAL_ADDRESS: an illegal memory access"))
     assert not cluster.poisoned(ValueError("shape mismatch"))
+    # the H200's answer to the fault kernel's far write
+    assert cluster.poisoned(RuntimeError("CUDA_ERROR_INVALID_ADDRESS_SPACE: 717"))
+
+
+def test_a_cell_that_leaves_the_context_unusable_ends_its_process(monkeypatch):
+    """Whatever the error's text, a cell after which the CUDA context fails its probe ends
+    the worker process (a poisoned context would fail the worker's next cells); a context
+    that passes keeps the process and the cell becomes an error record."""
+    class Ended(Exception):
+        pass
+
+    def end(code):
+        raise Ended(code)
+    monkeypatch.setattr(cluster.os, "_exit", end)
+    cell = {"weights": ["x"], "sparsities": [0.5], "dtypes": ["float16"]}
+    monkeypatch.setattr(cluster, "context_usable", lambda: True)
+    got = cluster.run_cell("dtans_llm", cell, 3, fault="raise:3")
+    assert "fault injected" in got["error"] and got["index"] == 3
+    monkeypatch.setattr(cluster, "context_usable", lambda: False)
+    with pytest.raises(Ended):
+        cluster.run_cell("dtans_llm", cell, 3, fault="raise:3")
 
 
 def test_sweep_repeats_the_serial_rows(client, llm, tmp_path):
