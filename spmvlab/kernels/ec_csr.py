@@ -112,7 +112,7 @@ with the stored columns and so with the matrix. ``x_in_shared`` stages x in shar
 (a random 32-lane gather costs ~3.5 bank wavefronts) with a persistent grid so x is copied
 once per CUDA block: the default, chosen over the L1 path by an A/B on a GPU, which also
 showed fewer cycles stalled per issue and a higher achieved bandwidth with it
-(``docs/performance.md``, "x in shared memory"); the L1 path remains for an x too long for
+(``docs/performance.md``, "EC-CSR kernels": its entry on x in shared memory); the L1 path remains for an x too long for
 one block's shared memory. Also:
 the short 1-grained parts are stored last and are almost all setup latency, a tail of nearly
 idle SMs (about half the warps at high sparsity). Fusing the finish/zero pass into the main
