@@ -296,13 +296,20 @@ def _done_before(name: str, cfg: dict, quick: bool, out: str | None, n: int) -> 
         by_cell = {}
         for row in saved["rows"]:
             by_cell.setdefault(row.get("cell_index"), []).append(row)
+        meta = saved.get("meta") or {}
         for c in saved.get("cells") or []:
             i = c["index"]
             if c.get("error") is None:
-                done[i] = dict(c, device=(saved.get("meta") or {}).get("device"),
+                done[i] = dict(c, device=meta.get("device"), run=c.get("run") or _run(meta),
                                rows=[{k: v for k, v in r.items() if k not in ("cell_index", "gpu", "worker")}
                                      for r in by_cell.get(i, [])])
     return done, before
+
+
+def _run(meta: dict) -> dict:
+    """The commit and date of the run that measured a cell (a resumed sweep's file holds
+    cells of several runs)."""
+    return {k: meta.get(k) for k in ("git_hash", "git_dirty", "date_utc")}
 
 
 def sweep(module, cfg: dict, client, *, quick: bool = False, out: str | None = None,
@@ -370,6 +377,7 @@ def sweep(module, cfg: dict, client, *, quick: bool = False, out: str | None = N
         if got is None:
             continue
         got["restarts"] = deaths.get(i, 0)
+        got["run"] = _run(meta)
         results[i] = got
         state = "error: " + got["error"] if got.get("error") else f"{len(got['rows'])} rows"
         gpu = (got.get("gpu") or {}).get("index")
@@ -411,13 +419,16 @@ def _save(module, cfg, name, quick, out, meta, labels, results, record, partial)
         g["cells"].append(dict(index=i, cell=labels[i], worker=got.get("worker"),
                                gpu=got.get("gpu"), seconds=round(float(got.get("seconds", 0)), 2),
                                restarts=got.get("restarts", 0), error=got.get("error"),
-                               extra=got.get("extra") or None))
+                               run=got.get("run"), extra=got.get("extra") or None))
     paths = []
     for slug, g in groups.items():
         m = dict(meta, device=g["device"] or meta.get("device"))
         errors = sum(1 for c in g["cells"] if c["error"])
         extra = _merged_extras([c["extra"] for c in g["cells"] if c["extra"]])
-        extra.update(cluster=dict(record, cells=len(g["cells"]), errors=errors), cells=g["cells"])
+        runs = [dict(t) for t in dict.fromkeys(tuple(sorted((c["run"] or {}).items()))
+                                               for c in g["cells"])]
+        extra.update(cluster=dict(record, cells=len(g["cells"]), errors=errors, runs=runs),
+                     cells=g["cells"])
         if partial:
             extra["partial"] = True
         path = out or R.results_path(name, slug, quick)

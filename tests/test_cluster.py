@@ -146,23 +146,31 @@ def test_dead_workers_and_exceptions_cost_one_row_each(client, llm, tmp_path):
     assert _own(got["rows"][:1]) == serial
 
 
-def test_a_stopped_sweep_runs_only_its_missing_cells(client, llm, tmp_path):
+def test_a_stopped_sweep_runs_only_its_missing_cells(client, llm, tmp_path, monkeypatch):
+    """The resumed sweep runs the missing cell only; each cell keeps the commit of the run
+    that measured it."""
     cfg = _cfg(llm)
     out = str(tmp_path / "resume.json")
+    monkeypatch.setenv("SPMVLAB_GIT_HASH", "a" * 40)
     cluster.sweep(llm, cfg, client, out=out, fault="")
     whole = R.load_results(out)
     with open(out) as f:                     # as if stopped after its first cell
         doc = json.load(f)
     doc["rows"] = [r for r in doc["rows"] if r["cell_index"] == 0]
-    doc["cells"] = [c for c in doc["cells"] if c["index"] == 0]
+    # (a file written before cells named their run: the file's commit is cell 0's)
+    doc["cells"] = [{k: v for k, v in c.items() if k != "run"} for c in doc["cells"]
+                    if c["index"] == 0]
     doc["partial"] = True
     with open(out, "w") as f:
         json.dump(doc, f)
     # cell 0 would now end every worker it ran on: it must not run again
+    monkeypatch.setenv("SPMVLAB_GIT_HASH", "b" * 40)
     cluster.sweep(llm, cfg, client, out=out, fault="exit:0")
     got = R.load_results(out)
     assert not got.get("partial") and got["cluster"]["resumed"] == 1 and got["cluster"]["errors"] == 0
     assert _own(got["rows"]) == _own(whole["rows"])
+    assert [c["run"]["git_hash"] for c in got["cells"]] == ["a" * 40, "b" * 40]
+    assert [r["git_hash"] for r in got["cluster"]["runs"]] == ["a" * 40, "b" * 40]
 
 
 def test_experiment_flags():
