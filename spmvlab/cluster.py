@@ -42,7 +42,7 @@ from . import results as R
 from ._cuda import cuda
 from .runinfo import device_info, device_slug, run_metadata
 
-__all__ = ["grid", "cells", "cell_label", "gpu_identity", "poisoned", "context_usable",
+__all__ = ["grid", "cells", "cell_cost", "submission_order", "cell_label", "gpu_identity", "poisoned", "context_usable",
            "inject_fault", "run_cell", "local_client", "remote_client", "sweep", "scaling", "record_scaling", "main_flags", "FAULT_ENV", "DASK_CONFIG"]
 
 #: faults to inject, comma-separated: ``exit:I`` (the worker running cell I exits, every
@@ -99,6 +99,33 @@ def cells(module, cfg: dict) -> list[dict]:
     if hasattr(module, "cells"):
         return [dict(c) for c in module.cells(cfg)]
     return grid(cfg, _keys(module), getattr(module, "CELL_CHUNKS", None))
+
+
+def cell_cost(module, cell: dict) -> float | None:
+    """A cell's expected run time, in any unit, for ordering the cells: the experiment's
+    ``cell_cost(cell)`` where it defines one, else the sum of rows x columns of the cell's
+    ``shapes`` (one [rows, columns] or a list of them), else None."""
+    if hasattr(module, "cell_cost"):
+        return float(module.cell_cost(cell))
+    shapes = cell.get("shapes")
+    if not isinstance(shapes, list) or not shapes:
+        return None
+    if all(isinstance(v, int) for v in shapes):
+        shapes = [shapes]
+    try:
+        return float(sum(int(r) * int(c) for r, c in shapes))
+    except (TypeError, ValueError):
+        return None
+
+
+def submission_order(module, todo: list[dict]) -> list[int]:
+    """The cells' indices in the order they are submitted: the costliest first
+    (:func:`cell_cost`; ties keep the grid's order), so the sweep does not end waiting on
+    one long cell begun last; the grid's order where a cell's cost is unknown."""
+    costs = [cell_cost(module, c) for c in todo]
+    if any(c is None for c in costs):
+        return list(range(len(todo)))
+    return sorted(range(len(todo)), key=lambda i: -costs[i])
 
 
 def cell_label(module, cell: dict) -> dict:
@@ -333,7 +360,7 @@ def sweep(module, cfg: dict, client, *, quick: bool = False, out: str | None = N
     t0 = time.perf_counter()
     workers = client.scheduler_info().get("workers", {})
     stamp = f"{os.getpid()}-{int(time.time() * 1000)}"
-    waiting = [i for i in range(n) if i not in done]
+    waiting = [i for i in submission_order(module, todo) if i not in done]
     deaths = {i: 0 for i in waiting}
     futures = {}
 

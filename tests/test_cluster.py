@@ -66,6 +66,15 @@ def test_grid_and_faults_spec():
     assert len(cs) == 2 * -(-len(shapes) // mod.CELL_CHUNKS["shapes"])
     assert [sh for c in cs[:len(cs) // 2] for sh in c["shapes"]] == shapes
     assert cluster.cell_label(mod, cs[-1]) == {"sparsities": 0.9, "shapes": cs[-1]["shapes"]}
+    # the costliest cells first: the chunk of the largest shapes, at each sparsity, leads
+    cost = [sum(r * c for r, c in cell["shapes"]) for cell in cs]
+    order = cluster.submission_order(mod, cs)
+    assert sorted(order) == list(range(len(cs))) and order[:2] == [len(cs) // 2 - 1, len(cs) - 1]
+    assert [cost[i] for i in order] == sorted(cost, reverse=True)
+    one = X.load_experiment("fig7_ec")
+    assert cluster.cell_cost(one, {"shapes": [[8192, 28672]]}) == 8192 * 28672
+    assert cluster.submission_order(X.load_experiment("dtans_llm"),
+                                    [{"weights": ["b"]}, {"weights": ["a"]}]) == [0, 1]
     with pytest.raises(OptionError):
         cluster.inject_fault("explode:1", 1)
     with pytest.raises(OptionError):
