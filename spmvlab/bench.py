@@ -16,6 +16,11 @@ per-thread default streams):
    GPU);
 3. start event, ``fn()``, end event; wait for the end event.
 
+A sample whose host side (step 3's enqueueing) took longer than the pad is taken again with
+the pad doubled: the GPU may have reached the start event before ``fn`` was queued and timed
+the wait as work (a host busy with other processes, e.g. cells of a sweep built beside it).
+``Timing.redone`` counts them; after ``reps`` re-takes the rest are kept as they come.
+
 ``fn`` must enqueue its work on the default stream without synchronising the host (a host
 sync inside ``fn`` would make the GPU idle while timed). The events are numba's by default;
 ``events="cupy"`` or ``"torch"`` use that library's events (recorded on its current
@@ -36,7 +41,7 @@ from reference._common import OptionError, problem
 from ._cuda import cuda
 from .backends import import_cupy, import_torch, require_gpu
 
-__all__ = ["Timing", "time_fn", "effective_bandwidth", "copy_bandwidth", "l2_size", "flush_l2",
+__all__ = ["Timing", "time_fn", "collect_samples", "effective_bandwidth", "copy_bandwidth", "l2_size", "flush_l2",
            "require_gpu"]
 
 DEFAULT_L2_BYTES = 50 * 1024 * 1024
@@ -58,15 +63,18 @@ class Timing:
     reps: int
     cold: bool
     samples: tuple = dataclasses.field(default=(), repr=False)
+    #: samples taken again because the host had not queued the timed call before the GPU
+    #: reached it (the module docstring)
+    redone: int = 0
 
     @classmethod
-    def from_samples(cls, samples_us, cold: bool) -> "Timing":
+    def from_samples(cls, samples_us, cold: bool, redone: int = 0) -> "Timing":
         s = np.asarray(samples_us, dtype=np.float64)
         if s.size == 0:
             raise OptionError(problem("samples", "at least one timing", "none"))
         return cls(median_us=float(np.median(s)), p10_us=float(np.percentile(s, 10)),
                    p90_us=float(np.percentile(s, 90)), mean_us=float(s.mean()), reps=int(s.size),
-                   cold=bool(cold), samples=tuple(float(v) for v in s))
+                   cold=bool(cold), samples=tuple(float(v) for v in s), redone=int(redone))
 
     def as_dict(self, samples: bool = False) -> dict:
         d = dataclasses.asdict(self)
@@ -269,17 +277,40 @@ def time_fn(fn: Callable[[], object], *, reps: int = 60, warmup: int = 10, cold:
         _sync(events)
     if pad_us is None:
         pad_us = int(1.5 * max(host_us[1:] or host_us) + 50)
-    samples = []
-    for _ in range(reps):
+
+    def sample(pad: int) -> tuple[float, float]:
         if cold:
             flush_l2(flush_n, flush)
-        _pad(pad_us)
+        _pad(pad)
+        t0 = time.perf_counter()
         ev.record_start()
         fn()
         ev.record_end()
-        samples.append(ev.elapsed_us())
+        host = 1e6 * (time.perf_counter() - t0)
+        return ev.elapsed_us(), host
+
+    samples, redone = collect_samples(sample, reps, pad_us)
     _sync(events)
-    return Timing.from_samples(samples, cold)
+    return Timing.from_samples(samples, cold, redone)
+
+
+#: the longest pad a re-taken sample asks for, in microseconds
+MAX_PAD_US = 100_000
+
+
+def collect_samples(sample: Callable[[int], tuple], reps: int, pad_us: int) -> tuple[list, int]:
+    """``reps`` samples of ``sample(pad) -> (gpu_us, host_us)``, re-taking (up to ``reps``
+    times in all) each one whose host side outlasted its pad, with the pad doubled (at most
+    :data:`MAX_PAD_US`); returns the samples and the number re-taken."""
+    samples, redone, pad = [], 0, int(pad_us)
+    while len(samples) < reps:
+        gpu_us, host_us = sample(pad)
+        if host_us > pad and redone < reps:
+            redone += 1
+            pad = min(MAX_PAD_US, max(2 * pad, int(1.5 * host_us)))
+            continue
+        samples.append(gpu_us)
+    return samples, redone
 
 
 def effective_bandwidth(nbytes: float, us: float) -> float:

@@ -41,6 +41,27 @@ def test_timing_stats():
     assert "samples" not in t.as_dict() and t.as_dict(samples=True)["samples"] == [5.0, 1.0, 3.0, 2.0, 4.0]
 
 
+def test_a_sample_the_host_queued_late_is_taken_again():
+    """Host sides of 20, 500 (outlasts the 100 us pad: re-taken with the pad raised to 750),
+    30 and 900 us (outlasts 750: re-taken again), then on time; the GPU times of the late
+    samples (inflated by the wait) never reach the statistics. With reps=2 at most two
+    re-takes: a host late every time keeps the third late sample."""
+    hosts = iter([20, 500, 30, 900, 40, 50])
+    gpus = iter([10.0, 400.0, 11.0, 800.0, 12.0, 13.0])
+    pads = []
+
+    def sample(pad):
+        pads.append(pad)
+        return next(gpus), next(hosts)
+    got, redone = bench.collect_samples(sample, 4, 100)
+    assert got == [10.0, 11.0, 12.0, 13.0] and redone == 2
+    assert pads == [100, 100, 750, 750, 1500, 1500]
+    late = bench.collect_samples(lambda pad: (99.0, pad + 1.0), 2, 100)
+    assert late == ([99.0, 99.0], 2)
+    t = bench.Timing.from_samples([1.0, 2.0], cold=False, redone=3)
+    assert t.redone == 3 and t.as_dict()["redone"] == 3
+
+
 def test_effective_bandwidth():
     assert bench.effective_bandwidth(3e6, 1.0) == pytest.approx(3.0)  # 3 MB in 1 us = 3 TB/s
     assert np.isnan(bench.effective_bandwidth(1, 0))

@@ -204,7 +204,7 @@ def measure_problem(p: Problem, methods: Iterable, *, reps: int = 60, warmup: in
                 row["first_bad"] = list(chk.worst)
             t = m.time(reps=reps, warmup=warmup, cold=cold, flush=flush)
             row.update(median_us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us, mean_us=t.mean_us,
-                       reps=t.reps, cold=t.cold, flush=flush, bytes=m.nbytes,
+                       reps=t.reps, redone=t.redone, cold=t.cold, flush=flush, bytes=m.nbytes,
                        format_bytes=int(m.format_bytes), tb_s=effective_bandwidth(m.nbytes, t.median_us))
         except catch as exc:
             row["error"] = f"{type(exc).__name__}: {exc}"
