@@ -40,7 +40,8 @@ def _flags() -> dict:
                 sparsities=(X.floats, "comma-separated fractions"), ns=(X.ints, "columns of B"),
                 matrices=(X.words, "comma-separated SuiteSparse names"),
                 weights=(X.words, "pruning:sparsity of the weight matrices"),
-                suitesparse=(X.words, "SuiteSparse names"))
+                suitesparse=(X.words, "SuiteSparse names"),
+                methods=(X.words, "comma-separated method names, e.g. cublas,generalsparse"))
 
 
 def config_for(name: str, full: dict, quick_changes: dict):

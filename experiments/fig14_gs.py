@@ -44,7 +44,7 @@ QUICK = dict(shapes=[[7168, 7168]], prunings=["random"], sparsities=[0.9], ns=[8
 config = _gs.config_for(NAME, FULL, QUICK)
 
 
-cli = _gs.cli_for("shapes", "prunings", "sparsities", "ns")
+cli = _gs.cli_for("shapes", "prunings", "sparsities", "ns", "methods")
 
 
 def measure(cfg: dict) -> dict:

@@ -33,7 +33,7 @@ QUICK = dict(shapes=[[7168, 7168]], sparsities=[0.9], reps=5)
 config = _gs.config_for(NAME, FULL, QUICK)
 
 
-cli = _gs.cli_for("shapes", "sparsities", "ns")
+cli = _gs.cli_for("shapes", "prunings", "sparsities", "ns")
 
 
 def measure(cfg: dict) -> dict:

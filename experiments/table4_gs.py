@@ -36,7 +36,8 @@ BASES = ["cusparse", "cublas", "macko", "csr_vector", "generalsparse"]
 
 
 config = _gs.config_for(NAME, dict(fig14_gs.FULL, ns=[8, 32], from_fig14=True), dict(fig14_gs.QUICK))
-cli = _gs.cli_for("shapes", "prunings", "sparsities", "ns", derived_from=DERIVED_FROM)
+cli = _gs.cli_for("shapes", "prunings", "sparsities", "ns", "methods",
+                  derived_from=DERIVED_FROM)
 
 
 def _covered(rows, cfg) -> list | None:

@@ -407,6 +407,19 @@ def test_flags_override_config():
     assert fig1.measure is exp.measure and fig1.config()["shape"] == [36864, 12288]
 
 
+def test_every_split_key_has_its_flag():
+    """An experiment measured in parts (``--merge``, ``--merge-parts``, a cluster's cells)
+    takes a flag for each of its SPLIT_KEYS, so any part can be measured from the command
+    line."""
+    missing = {}
+    for name, mod in sorted(X.experiments().items()):
+        _, dests = X.build_parser(mod)
+        gaps = [k for k in getattr(mod, "SPLIT_KEYS", ()) if k not in dests]
+        if gaps:
+            missing[name] = gaps
+    assert not missing, missing
+
+
 def _committed_results():
     out = []
     for name, mod in sorted(X.experiments().items()):
