@@ -42,7 +42,7 @@ from . import results as R
 from ._cuda import cuda
 from .runinfo import device_info, device_slug, run_metadata
 
-__all__ = ["grid", "cells", "cell_cost", "submission_order", "cell_label", "gpu_identity", "poisoned", "context_usable",
+__all__ = ["grid", "cells", "cell_cost", "submission_order", "cell_label", "gpu_identity", "visible_gpus", "poisoned", "context_usable",
            "inject_fault", "run_cell", "local_client", "remote_client", "sweep", "scaling", "record_scaling", "main_flags", "FAULT_ENV", "DASK_CONFIG"]
 
 #: faults to inject, comma-separated: ``exit:I`` (the worker running cell I exits, every
@@ -151,6 +151,21 @@ def gpu_identity() -> dict:
     index = int(visible) if visible.isdigit() else int(dev.id)
     uuid = getattr(dev, "uuid", None)
     return dict(name=name, index=index, uuid=None if uuid is None else str(uuid))
+
+
+def visible_gpus() -> int:
+    """The GPUs a local cluster started here can use: ``CUDA_VISIBLE_DEVICES``' entries where
+    set, else the driver's count (0 in the simulator or without a driver)."""
+    from ._cuda import SIMULATOR
+    if SIMULATOR:
+        return 0
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return len([d for d in env.split(",") if d.strip()])
+    try:
+        return len(cuda.gpus)
+    except Exception:                        # noqa: BLE001 - no driver: no GPUs
+        return 0
 
 
 def poisoned(exc: BaseException) -> bool:
@@ -494,6 +509,11 @@ def scaling(module, cfg: dict, workers: int, *, gpu: bool | None = None, quick: 
     Returns that record."""
     from .experiment import gpu_available, results_name
     gpu = gpu_available() if gpu is None else gpu
+    if gpu and workers > visible_gpus():
+        # refused before the one-GPU sweep, which may take most of an hour
+        raise OptionError(problem("--scaling", f"at most {visible_gpus()} (the GPUs this host "
+                                  "shows)", workers, "ask for as many workers as GPUs, or run "
+                                  "on a host with more"))
     name = results_name(module, cfg)
     walls, paths = {}, {}
     for n in (1, workers):

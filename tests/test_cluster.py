@@ -220,6 +220,18 @@ def test_scaling_records_one_and_many_workers(llm, tmp_path):
     assert s["one_worker_p90_over_p10"] == pytest.approx((11 / 9 + 22 / 19) / 2, rel=1e-3)
 
 
+def test_scaling_refuses_more_gpus_than_the_host_shows(llm, monkeypatch):
+    """--scaling 4 on a host of two GPUs stops before its one-GPU sweep, which would otherwise
+    run for most of an hour before the four-worker cluster fails to start."""
+    monkeypatch.setattr(cluster, "visible_gpus", lambda: 2)
+    monkeypatch.setattr(cluster, "local_client", lambda **kw: pytest.fail("a cluster started"))
+    with pytest.raises(OptionError, match="--scaling: expected at most 2"):
+        cluster.scaling(llm, _cfg(llm), 4, gpu=True, log=lambda text: None)
+    monkeypatch.undo()
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,2,3")
+    assert cluster.visible_gpus() == (0 if SIMULATOR else 3)
+
+
 def test_cells_of_an_experiment_with_its_own_cells(monkeypatch):
     """fig7_dtans: a cell per matrix in measure's order, measured alone; cells' extras merge
     as one run's (lists joined, dicts united, the rest the first cell's)."""
