@@ -39,11 +39,13 @@ import time
 from reference._common import OptionError, problem
 
 from . import results as R
-from ._cuda import cuda
+from ._cuda import SIMULATOR, cuda
 from .runinfo import device_info, device_slug, run_metadata
 
-__all__ = ["grid", "cells", "cell_cost", "submission_order", "cell_label", "gpu_identity", "visible_gpus", "poisoned", "context_usable",
-           "inject_fault", "run_cell", "local_client", "remote_client", "sweep", "scaling", "record_scaling", "main_flags", "FAULT_ENV", "DASK_CONFIG"]
+__all__ = ["grid", "cells", "cell_cost", "submission_order", "cell_label", "gpu_identity",
+           "visible_gpus", "poisoned", "context_usable", "inject_fault", "run_cell",
+           "local_client", "remote_client", "sweep", "scaling", "record_scaling", "main_flags",
+           "FAULT_ENV", "DASK_CONFIG"]
 
 #: faults to inject, comma-separated: ``exit:I`` (the worker running cell I exits, every
 #: attempt), ``exit-once:I:PATH`` (exits the first time, leaving PATH as its mark),
@@ -142,7 +144,6 @@ def cell_label(module, cell: dict) -> dict:
 def gpu_identity() -> dict:
     """This process's GPU: name, index on its host (``CUDA_VISIBLE_DEVICES``' first entry
     where set, else the device number) and UUID; ``{"simulator": True}`` in the simulator."""
-    from ._cuda import SIMULATOR, cuda
     if SIMULATOR:
         return {"simulator": True}
     dev = cuda.get_current_device()
@@ -156,7 +157,6 @@ def gpu_identity() -> dict:
 def visible_gpus() -> int:
     """The GPUs a local cluster started here can use: ``CUDA_VISIBLE_DEVICES``' entries where
     set, else the driver's count (0 in the simulator or without a driver)."""
-    from ._cuda import SIMULATOR
     if SIMULATOR:
         return 0
     env = os.environ.get("CUDA_VISIBLE_DEVICES")
@@ -180,7 +180,6 @@ def context_usable() -> bool:
     fails every later call whatever its first message said (an H200 reports the fault
     kernel's far write as an invalid address space, not an illegal address). True in the
     simulator."""
-    from ._cuda import SIMULATOR
     if SIMULATOR:
         return True
     try:
@@ -509,11 +508,12 @@ def scaling(module, cfg: dict, workers: int, *, gpu: bool | None = None, quick: 
     Returns that record."""
     from .experiment import gpu_available, results_name
     gpu = gpu_available() if gpu is None else gpu
-    if gpu and workers > visible_gpus():
+    shown = visible_gpus() if gpu else workers
+    if workers > shown:
         # refused before the one-GPU sweep, which may take most of an hour
-        raise OptionError(problem("--scaling", f"at most {visible_gpus()} (the GPUs this host "
-                                  "shows)", workers, "ask for as many workers as GPUs, or run "
-                                  "on a host with more"))
+        raise OptionError(problem("--scaling", f"at most {shown} (the GPUs this host shows)",
+                                  workers, "ask for as many workers as GPUs, or run on a host "
+                                  "with more"))
     name = results_name(module, cfg)
     walls, paths = {}, {}
     for n in (1, workers):

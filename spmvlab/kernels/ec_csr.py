@@ -112,10 +112,10 @@ with the stored columns and so with the matrix. ``x_in_shared`` stages x in shar
 (a random 32-lane gather costs ~3.5 bank wavefronts) with a persistent grid so x is copied
 once per CUDA block: the default, chosen over the L1 path by an A/B on a GPU, which also
 showed fewer cycles stalled per issue and a higher achieved bandwidth with it
-(``docs/performance.md``, "EC-CSR kernels": its entry on x in shared memory); the L1 path remains for an x too long for
-one block's shared memory. Also:
-the short 1-grained parts are stored last and are almost all setup latency, a tail of nearly
-idle SMs (about half the warps at high sparsity). Fusing the finish/zero pass into the main
+(``docs/performance.md``, "EC-CSR kernels": its entry on x in shared memory); the L1 path
+remains for an x too long for one block's shared memory. Also: the short 1-grained parts
+are stored last and are almost all setup latency, a tail of nearly idle SMs (about half the
+warps at high sparsity). Fusing the finish/zero pass into the main
 kernel (the last sum of a row writing y) was timed and lost (``docs/performance.md``).
 """
 from __future__ import annotations
@@ -503,7 +503,8 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
 
 def ptx_targets():
     """SpMV for every (dtype, delta_bits) at the default layout (warp_size 32, vector_size 4)
-    (the uint32 path; the int64 path and x in shared memory for float16 8-bit codes) and
+    (the uint32 path, x in shared memory; the int64 path and x from global memory for
+    float16 8-bit codes) and
     SpMM for one delta width per dtype (uint32; int64 for float16 8-bit codes); sub-warp
     groups (warp_size 2, vector_size 2) for SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the
     zero/finish passes and the check kernel. (The delta width changes only the code loads,
