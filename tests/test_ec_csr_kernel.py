@@ -285,3 +285,25 @@ def test_index32_falls_back_and_options_are_checked():
     np.testing.assert_allclose(K.spmm(D64, np.ones((4, 3), np.float32), config=cfg), [[5.0] * 3] * 4)
     with pytest.raises(OptionError, match="index32"):
         K.ECCSRConfig(index32=1)
+
+
+def test_persistent_grid_is_no_larger_than_the_blocks_resident_at_once(monkeypatch):
+    """The x-in-shared grid takes at most the blocks an SM holds at once (the driver's count,
+    which includes registers) times the SMs, and at most ``x_in_shared`` per SM: a block
+    beyond them would start only after others end, with a whole share of the work. The
+    count is forced to 3 on the simulator's 2 SMs."""
+    from spmvlab.kernels import _spmm
+    monkeypatch.setattr(_spmm, "resident_per_sm", lambda kernel, args, threads, nbytes: 3)
+    grids = []
+    real = K.launch_smem
+    monkeypatch.setattr(K, "launch_smem", lambda *a: grids.append(a[1]) or real(*a))
+    rng = np.random.default_rng(4)
+    A = np.where(rng.random((700, 40)) < 0.3, rng.standard_normal((700, 40)), 0)
+    M = R.encode(A.astype(np.float32), warp_size=2, vector_size=4)
+    x = rng.standard_normal(40).astype(np.float32)
+    for cap, want in ((5, 6), (2, 4)):
+        grids.clear()
+        y = K.spmv(M, x, out=garbage_like((700,), np.float32),
+                   config=K.ECCSRConfig(threads_per_block=32, x_in_shared=cap))
+        assert_close(y, M.to_csr(), x, np.float32, f"cap {cap}")
+        assert grids == [want], (cap, grids, K.to_device(M).n_blocks)

@@ -221,34 +221,67 @@ def _device_limits() -> tuple[int, int, int]:
     return _LIMITS[key]
 
 
-def persistent_grid(needed: int, threads: int, nbytes: int, cap: int = 0) -> int:
-    """Blocks of a persistent grid of ``threads``-thread blocks that take ``nbytes`` of
-    dynamic shared memory each: as many as are resident at once (shared memory, with the
-    system's 1 KiB per block, and 2048 threads per SM), at most ``cap`` per SM where given,
-    and no more than ``needed``; 0 when one block's limit cannot hold ``nbytes``."""
-    sms, block_limit, sm_limit = _device_limits()
+def persistent_grid(kernel, args: tuple, needed: int, threads: int, nbytes: int, cap: int = 0) -> int:
+    """Blocks of a persistent grid of ``kernel`` (a CUDA dispatcher, to be launched with
+    ``args`` in ``threads``-thread blocks that take ``nbytes`` of dynamic shared memory
+    each): as many as are resident at once (:func:`resident_per_sm`), at most ``cap`` per SM
+    where given, and no more than ``needed``; 0 when one block's limit cannot hold ``nbytes``
+    or no block fits on an SM.
+
+    A grid larger than the resident blocks would leave its last blocks to start after others
+    end, each with a whole share of the grid-strided work, so the grid never exceeds them."""
+    sms, block_limit, _ = _device_limits()
     if nbytes > block_limit:
         return 0
-    per_sm = max(1, min(sm_limit // (nbytes + 1024), 2048 // threads))
+    per_sm = resident_per_sm(kernel, args, threads, nbytes)
     if cap:
         per_sm = min(per_sm, cap)
     return min(needed, sms * per_sm)
 
 
+_RESIDENT: dict = {}
+
+
+def resident_per_sm(kernel, args: tuple, threads: int, nbytes: int) -> int:
+    """Blocks of ``kernel`` one SM holds at once in ``threads``-thread blocks with ``nbytes``
+    of dynamic shared memory: the driver's occupancy calculator on the kernel compiled for
+    ``args``' types (compiled here when it is not yet; the launch then finds it), so the
+    compiled code's registers and static shared memory count as well as ``nbytes`` (with the
+    system's 1 KiB per block) and the SM's threads. The simulator, which has no driver,
+    counts only shared memory and threads. Kept per kernel, block size, bytes and device."""
+    sms, _, sm_limit = _device_limits()
+    if SIMULATOR:
+        return max(0, min(sm_limit // (nbytes + 1024), 2048 // threads))
+    key = (id(kernel), threads, nbytes, cuda.get_current_device().id)
+    hit = _RESIDENT.get(key)
+    if hit is None or hit[0] is not kernel:
+        overload = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
+        _opt_in_smem(overload, nbytes)
+        hit = _RESIDENT[key] = (kernel, overload.max_cooperative_grid_blocks(threads, nbytes) // sms)
+    return hit[1]
+
+
 _SMEM_ALLOWED: dict = {}
 
 
-def _allow_dynamic_smem(kernel, launch_config):
-    """Pre-launch callback: let the compiled kernel take more than the default 48 KiB of
-    dynamic shared memory (the driver's opt-in, per function)."""
+def _opt_in_smem(overload, nbytes: int):
+    """Let the compiled kernel ``overload`` take ``nbytes`` of dynamic shared memory beyond the
+    default 48 KiB (the driver's opt-in, per function; the occupancy calculator counts no
+    block above the kernel's opt-in either)."""
+    if nbytes <= 48 * 1024:
+        return
     from numba.cuda.cudadrv.driver import binding, driver
-    cufunc = kernel._codelibrary.get_cufunc()
-    nbytes = int(launch_config.sharedmem)
+    cufunc = overload._codelibrary.get_cufunc()
     if _SMEM_ALLOWED.get(id(cufunc), -1) >= nbytes:
         return
     attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
     driver.cuKernelSetAttribute(attr, nbytes, cufunc.handle, cufunc.device.id)
     _SMEM_ALLOWED[id(cufunc)] = nbytes
+
+
+def _allow_dynamic_smem(kernel, launch_config):
+    """Pre-launch callback: :func:`_opt_in_smem` for the launch's bytes."""
+    _opt_in_smem(kernel, int(launch_config.sharedmem))
 
 
 def launch_smem(kernel, grid, threads: int, nbytes: int, args: tuple):
@@ -289,12 +322,13 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
         sthreads = min(sthreads, WARP * n_rows)    # no block of idle warps for a short matrix
         item = tile_dtype.itemsize
         nbytes = n_k * sct * item
-        grid = (persistent_grid(blocks_for(n_rows, sthreads // WARP), sthreads, nbytes),
-                blocks_for(k_cols, sct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
         g = min(sct, 16 // item)
-        launch_smem(factory(sct, g, group_for(D.dtype, k_cols, sct)), grid, sthreads, nbytes,
-                    (*arrays, flat, ops.out, np.int64(k_cols)))
+        kernel = factory(sct, g, group_for(D.dtype, k_cols, sct))
+        args = (*arrays, flat, ops.out, np.int64(k_cols))
+        grid = (persistent_grid(kernel, args, blocks_for(n_rows, sthreads // WARP), sthreads, nbytes),
+                blocks_for(k_cols, sct))
+        launch_smem(kernel, grid, sthreads, nbytes, args)
     elif n_rows and k_cols:
         ct = tile_for(k_cols, max_tile)
         g = group_for(D.dtype, k_cols, ct)
@@ -305,4 +339,5 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
 
 
 __all__ = ["TILE_COLS", "tile_for", "group_for", "tile_parts", "ptx_cases", "accumulator_np",
-           "smem_tile", "fill_parts", "launch_smem", "launch_tiles", "persistent_grid"]
+           "smem_tile", "fill_parts", "launch_smem", "launch_tiles", "persistent_grid",
+           "resident_per_sm"]

@@ -91,8 +91,8 @@ class CSRDtansConfig:
     threads_per_block  multiple of 32 in [32, 1024] (32 rows per warp)
     spmm_tile          SpMM: columns of X per pass (kernels/_spmm.py), one of 1, 2, 4, 8,
                        16, 32; N <= spmm_tile decodes the matrix once
-    blocks_per_sm      blocks of the persistent grid per SM (0: as many as shared memory and
-                       threads allow)
+    blocks_per_sm      blocks of the persistent grid per SM (0: as many as are resident at
+                       once: registers, shared memory and threads)
     max_registers      SpMV: register cap per thread (None: the compiler's choice); with
                        the tables' 48-72 KiB of shared memory per block, 768 threads at 40
                        registers keep two blocks (48 warps) on an SM. The SpMM, whose tile
@@ -596,11 +596,17 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
     return dict(tables=tables, walk=walk)
 
 
-def _grid(n_streams: int, threads: int, nbytes: int, cfg: CSRDtansConfig) -> int:
-    """Blocks of the persistent grid: one per ``threads // 32`` slices, at most the blocks
-    that are resident at once (shared memory, 2048 threads per SM) or ``blocks_per_sm``."""
-    slices = -(-n_streams // WARP)
-    return persistent_grid(blocks_for(slices, threads // WARP), threads, nbytes, cfg.blocks_per_sm)
+def _launch(kernel, D: DeviceCSRDtans, cfg: CSRDtansConfig, args: tuple, col_blocks: int = 0):
+    """Launch ``kernel`` with ``args`` over the persistent grid: one block per
+    ``threads // 32`` slices, at most the blocks resident at once
+    (:func:`~spmvlab.kernels._spmm.persistent_grid`: registers, shared memory, threads) or
+    ``blocks_per_sm``; ``col_blocks`` > 0: a second grid dimension of column tiles."""
+    nbytes = shared_bytes(D.dtype, D.params)
+    threads = cfg.threads_per_block
+    slices = -(-D.n_streams // WARP)
+    blocks = persistent_grid(kernel, args, blocks_for(slices, threads // WARP), threads, nbytes,
+                             cfg.blocks_per_sm)
+    launch_smem(kernel, (blocks, col_blocks) if col_blocks else blocks, threads, nbytes, args)
 
 
 def _streams(lanes: int, rows: int):
@@ -784,11 +790,8 @@ def launch_check(D: DeviceCSRDtans, flags):
     """Launch the check kernel (no wait): the SpMV's persistent grid of 128-thread blocks."""
     n_rows = D.shape[0]
     if n_rows:
-        nbytes = shared_bytes(D.dtype, D.params)
-        threads = CHECK_CONFIG.threads_per_block
-        launch_smem(_check_kernel(D.dtype.name, D.params, D.lanes_per_row, D.rows_per_lane),
-                    _grid(D.n_streams, threads, nbytes, CHECK_CONFIG), threads, nbytes,
-                    (*_table_args(D), np.int64(n_rows), np.int64(D.shape[1]), flags))
+        _launch(_check_kernel(D.dtype.name, D.params, D.lanes_per_row, D.rows_per_lane), D,
+                CHECK_CONFIG, (*_table_args(D), np.int64(n_rows), np.int64(D.shape[1]), flags))
 
 
 def device_check(D: DeviceCSRDtans) -> list[str]:
@@ -815,12 +818,8 @@ def spmv(D, x, out=None, config: CSRDtansConfig = CSRDtansConfig()):
 def _launch_spmv(D, x, y, config):
     n_rows = D.shape[0]
     if n_rows:
-        nbytes = shared_bytes(D.dtype, D.params)
-        threads = config.threads_per_block
-        launch_smem(_spmv_kernel(D.dtype.name, D.params, config, _escapes(D), D.lanes_per_row,
-                                 D.rows_per_lane),
-                    _grid(D.n_streams, threads, nbytes, config), threads, nbytes,
-                    (*_table_args(D), x, y))
+        _launch(_spmv_kernel(D.dtype.name, D.params, config, _escapes(D), D.lanes_per_row,
+                             D.rows_per_lane), D, config, (*_table_args(D), x, y))
 
 
 def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
@@ -835,14 +834,10 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
     elif n_rows and k_cols:
         ct = tile_for(k_cols, config.spmm_tile)
         g = group_for(D.dtype, k_cols, ct)
-        nbytes = shared_bytes(D.dtype, D.params)
-        threads = config.threads_per_block
-        grid = (_grid(D.n_streams, threads, nbytes, config), blocks_for(k_cols, ct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
-        launch_smem(_spmm_kernel(D.dtype.name, D.params, config, ct, g, _escapes(D),
-                                 D.lanes_per_row, D.rows_per_lane), grid,
-                    threads, nbytes,
-                    (*_table_args(D), flat, ops.out, np.int64(k_cols)))
+        _launch(_spmm_kernel(D.dtype.name, D.params, config, ct, g, _escapes(D),
+                             D.lanes_per_row, D.rows_per_lane), D, config,
+                (*_table_args(D), flat, ops.out, np.int64(k_cols)), blocks_for(k_cols, ct))
     return finish(ops, out)
 
 

@@ -171,8 +171,8 @@ class ECCSRConfig:
                         larger matrices get; tests use it to reach that instantiation).
     x_in_shared         SpMV: 0 gathers x from global memory (through L1); n > 0 first
                         copies x into shared memory in every CUDA block of a persistent grid
-                        of at most n blocks per SM (fewer where shared memory or the SM's
-                        2048 threads hold fewer: ``_spmm.persistent_grid``), whose groups
+                        of at most n blocks per SM (fewer where the SM holds fewer at once:
+                        registers, shared memory, threads; ``_spmm.persistent_grid``), whose groups
                         then step through the matrix blocks by the grid's size. Used where
                         x fits in one block's shared memory, else 0 (the module
                         docstring's "Cost model").
@@ -454,12 +454,16 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
     if D.n_blocks:
         blocks = blocks_for(D.n_blocks, threads // D.warp_size)
         nbytes = D.shape[1] * D.dtype.itemsize
-        grid = persistent_grid(blocks, threads, nbytes, config.x_in_shared) if config.x_in_shared else 0
+        args = (*_matrix_args(D), x, yacc)
+        grid = 0
+        if config.x_in_shared:
+            kernel = _spmv_kernel_for(D, config)
+            grid = persistent_grid(kernel, args, blocks, threads, nbytes, config.x_in_shared)
         if grid:
-            launch_smem(_spmv_kernel_for(D, config), grid, threads, nbytes, (*_matrix_args(D), x, yacc))
+            launch_smem(kernel, grid, threads, nbytes, args)
         else:
             kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0))
-            kernel[blocks, threads, launch_stream()](*_matrix_args(D), x, yacc)
+            kernel[blocks, threads, launch_stream()](*args)
     if f16:
         _flat(_finish_kernel(), n_rows, threads, D.scratch, y)
 
