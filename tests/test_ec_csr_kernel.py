@@ -291,8 +291,11 @@ def test_persistent_grid_is_no_larger_than_the_blocks_resident_at_once(monkeypat
     """The x-in-shared grid takes at most the blocks an SM holds at once (the driver's count,
     which includes registers) times the SMs, and at most ``x_in_shared`` per SM: a block
     beyond them would start only after others end, with a whole share of the work. The
-    count is forced to 3 on the simulator's 2 SMs."""
+    count is forced to 3 on a device of 2 SMs (on a GPU too: the launch then takes the
+    smaller grid)."""
     from spmvlab.kernels import _spmm
+    monkeypatch.setattr(_spmm, "_device_limits",
+                        lambda: (2, _spmm.SMEM_BLOCK_BYTES, _spmm.SMEM_SM_BYTES))
     monkeypatch.setattr(_spmm, "resident_per_sm", lambda kernel, args, threads, nbytes: 3)
     grids = []
     real = K.launch_smem
