@@ -928,12 +928,12 @@ EC = [
          ours=dict(results="fig7_ec", field="speedup_vs_cublas", fmt=".2f", unit="×", agg="list",
                    item="{shape_x}: {v}", where={"method": "ec_csr", "dtype": "float16",
                                                   "kind": "spmv", "sparsity": 0.7}),
-         why="the issue's goals (faster than cuBLAS at ≥ 70 % on every shape, ≥ 2.3× on 12288×12288) "
-             "are missed: Nsight Compute on 12288×12288 at 70 % (results/h200/"
-             "ncu_ec_csr_spmv_12288x12288_70.txt) finds DRAM at 34 % of peak (1.64 TB/s), no "
-             "eligible warp in 63 % of cycles, 25 cycles per issued instruction, occupancy 59 % "
-             "(62.5 % allowed by 48 registers): the kernel is latency-bound on its delta decoding "
-             "and x gathers, not bandwidth-bound"),
+         why="the issue's goal at 70 % (faster than cuBLAS on every shape) is met since x is staged in "
+             "shared memory (ECCSRConfig.x_in_shared), narrowest on 11008×4096; Nsight Compute there "
+             "(results/h200/ncu_ec_csr_spmv_11008x4096_70_xs{0,5}_5524f71.txt): 1.31 → 1.59 TB/s, no "
+             "eligible warp in 59.9 → 46.8 % of cycles. ≥ 2.3× on 12288×12288 is missed: the profile "
+             "of the earlier kernel (results/h200/ncu_ec_csr_spmv_12288x12288_70.txt) found it "
+             "latency-bound (DRAM at 34 % of peak, no eligible warp in 63 % of cycles)"),
     dict(label="Fig. 7", script="tools/time_ec_csr.py",
          what="EC-SpMV SpMV speedup over cuBLAS at 12288×12288, FP16 (default kernel)",
          paper=None, ours=dict(results="time_ec_csr", field="speedup_vs_cublas", fmt=".2f", unit="×",
@@ -950,11 +950,9 @@ EC = [
              "e.g. 49.2 vs 46.4 MB at 90 %) and streams them slower"),
     _ec_f7("float16", "spmm", "cublas", None, "SpMM is not in the paper"),
     _ec_f7("float16", "spmm", "macko", None,
-           "Nsight Compute on the N = 8 SpMM, 12288×12288 at 70 % (results/h200/"
-           "ncu_ec_csr_spmm8_12288x12288_70.txt): 773 µs, DRAM at 3.6 % of peak; 93 registers "
-           "per thread (4 block rows × 8 columns of float32 accumulators, spmm_rows_per_pass × "
-           "spmm_tile) allow 2 blocks per SM, 25 % occupancy, and no warp is eligible in 55 % "
-           "of cycles: far from memory-bound"),
+           "the issue's goal: EC-CSR's SpMM within 1.25× of MACKO's time; "
+           "results/h200/ncu_ec_csr_spmm8_12288x12288_70.txt profiles an earlier SpMM kernel (773 µs "
+           "at 12288×12288, 70 %, against fig7_ec's time now) and no longer describes it"),
     dict(label="Fig. 10", script="experiments/fig10_ec.py",
          what="index compression only vs CSR-vector, FP32 (geomean over the shapes)",
          paper=1.154, paper_note="+15.4 % over AlphaSparse",

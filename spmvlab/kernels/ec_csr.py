@@ -182,7 +182,8 @@ class ECCSRConfig:
     ``results/h200/time_ec_csr_launch.json``; ``docs/performance.md``) found no setting
     faster than them across their shapes (none faster on every case; index32 on: a pure
     instruction cut). x_in_shared 5 against 0 and 8 (``results/h200/time_ec_csr_x_in_shared_*.json``):
-    faster than 0 on every float16 case timed, and than 8 on most.
+    faster than 0 on every float16 case timed, and than 8 on most; caps 2-4 no faster on
+    float16 at 80 and 90 % (``results/h200/time_ec_csr_xs_caps_*.json``).
     """
 
     threads_per_block: int = 256
