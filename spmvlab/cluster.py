@@ -347,6 +347,18 @@ def _done_before(name: str, cfg: dict, quick: bool, out: str | None, n: int) -> 
     return done, before
 
 
+def _other_commits(done: dict, meta: dict) -> str:
+    """The commits of resumed cells measured at another commit than this run's (" (at ...)"),
+    so that mixing them is seen before the sweep goes on; empty when all are this commit's."""
+    here = meta.get("git_hash")
+    other = sorted({str(c["run"].get("git_hash"))[:7] for c in done.values()
+                    if c["run"].get("git_hash") != here})
+    if not other:
+        return ""
+    return (f" (at {', '.join(other)}, not this commit {str(here)[:7]}: remove the results "
+            "file to measure them again)")
+
+
 def _run(meta: dict) -> dict:
     """The commit and date of the run that measured a cell (a resumed sweep's file holds
     cells of several runs)."""
@@ -370,7 +382,8 @@ def sweep(module, cfg: dict, client, *, quick: bool = False, out: str | None = N
     n = len(todo)
     done, before = _done_before(name, cfg, quick, out, n)
     if done:
-        log(f"resuming: {len(done)} of {n} cells finished before, {n - len(done)} to run")
+        log(f"resuming: {len(done)} of {n} cells finished before{_other_commits(done, meta)}, "
+            f"{n - len(done)} to run")
     t0 = time.perf_counter()
     workers = client.scheduler_info().get("workers", {})
     stamp = f"{os.getpid()}-{int(time.time() * 1000)}"

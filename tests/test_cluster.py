@@ -174,7 +174,10 @@ def test_a_stopped_sweep_runs_only_its_missing_cells(client, llm, tmp_path, monk
         json.dump(doc, f)
     # cell 0 would now end every worker it ran on: it must not run again
     monkeypatch.setenv("SPMVLAB_GIT_HASH", "b" * 40)
-    cluster.sweep(llm, cfg, client, out=out, fault="exit:0")
+    said = []
+    cluster.sweep(llm, cfg, client, out=out, fault="exit:0", log=said.append)
+    assert said[0] == ("resuming: 1 of 2 cells finished before (at aaaaaaa, not this commit "
+                       "bbbbbbb: remove the results file to measure them again), 1 to run")
     got = R.load_results(out)
     assert not got.get("partial") and got["cluster"]["resumed"] == 1 and got["cluster"]["errors"] == 0
     assert _own(got["rows"]) == _own(whole["rows"])
