@@ -221,7 +221,8 @@ def _device_limits() -> tuple[int, int, int]:
     return _LIMITS[key]
 
 
-def persistent_grid(kernel, args: tuple, needed: int, threads: int, nbytes: int, cap: int = 0) -> int:
+def persistent_grid(kernel, args: tuple, needed: int, threads: int, nbytes: int,
+                    cap: int = 0) -> int:
     """Blocks of a persistent grid of ``kernel`` (a CUDA dispatcher, to be launched with
     ``args`` in ``threads``-thread blocks that take ``nbytes`` of dynamic shared memory
     each): as many as are resident at once (:func:`resident_per_sm`), at most ``cap`` per SM
@@ -251,13 +252,14 @@ def resident_per_sm(kernel, args: tuple, threads: int, nbytes: int) -> int:
     counts only shared memory and threads. Kept per kernel, block size, bytes and device."""
     sms, _, sm_limit = _device_limits()
     if SIMULATOR:
-        return max(0, min(sm_limit // (nbytes + 1024), 2048 // threads))
+        return min(sm_limit // (nbytes + 1024), 2048 // threads)
     key = (id(kernel), threads, nbytes, cuda.get_current_device().id)
     hit = _RESIDENT.get(key)
     if hit is None or hit[0] is not kernel:
         overload = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
         _opt_in_smem(overload, nbytes)
-        hit = _RESIDENT[key] = (kernel, overload.max_cooperative_grid_blocks(threads, nbytes) // sms)
+        per_sm = overload.max_cooperative_grid_blocks(threads, nbytes) // sms
+        hit = _RESIDENT[key] = (kernel, per_sm)
     return hit[1]
 
 
@@ -326,8 +328,9 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
         g = min(sct, 16 // item)
         kernel = factory(sct, g, group_for(D.dtype, k_cols, sct))
         args = (*arrays, flat, ops.out, np.int64(k_cols))
-        grid = (persistent_grid(kernel, args, blocks_for(n_rows, sthreads // WARP), sthreads, nbytes),
-                blocks_for(k_cols, sct))
+        blocks = persistent_grid(kernel, args, blocks_for(n_rows, sthreads // WARP), sthreads,
+                                 nbytes)
+        grid = (blocks, blocks_for(k_cols, sct))
         launch_smem(kernel, grid, sthreads, nbytes, args)
     elif n_rows and k_cols:
         ct = tile_for(k_cols, max_tile)
