@@ -227,6 +227,9 @@ def test_unsupported_dtype_and_config():
     for bad in (-1, 33, True, 1.5):
         with pytest.raises(OptionError, match="x_in_shared: expected an integer in"):
             K.ECCSRConfig(x_in_shared=bad)
+    for bad in (0, 33, True, 2.0):
+        with pytest.raises(OptionError, match="x_in_shared_min: expected an integer in"):
+            K.ECCSRConfig(x_in_shared_min=bad)
 
 
 def test_index32_gives_the_int64_result():
@@ -292,7 +295,8 @@ def test_persistent_grid_is_no_larger_than_the_blocks_resident_at_once(monkeypat
     which includes registers) times the SMs, and at most ``x_in_shared`` per SM: a block
     beyond them would start only after others end, with a whole share of the work. The
     count is forced to 3 on a device of 2 SMs (on a GPU too: the launch then takes the
-    smaller grid)."""
+    smaller grid). Where fewer than ``x_in_shared_min`` fit, the L1 kernel runs (no
+    shared-memory launch), with the same product."""
     from spmvlab.kernels import _spmm
     monkeypatch.setattr(_spmm, "_device_limits",
                         lambda: (2, _spmm.SMEM_BLOCK_BYTES, _spmm.SMEM_SM_BYTES))
@@ -304,9 +308,10 @@ def test_persistent_grid_is_no_larger_than_the_blocks_resident_at_once(monkeypat
     A = np.where(rng.random((700, 40)) < 0.3, rng.standard_normal((700, 40)), 0)
     M = R.encode(A.astype(np.float32), warp_size=2, vector_size=4)
     x = rng.standard_normal(40).astype(np.float32)
-    for cap, want in ((5, 6), (2, 4)):
+    for cap, least, want in ((5, 3, [6]), (2, 3, [4]), (5, 4, [])):
         grids.clear()
         y = K.spmv(M, x, out=garbage_like((700,), np.float32),
-                   config=K.ECCSRConfig(threads_per_block=32, x_in_shared=cap))
-        assert_close(y, M.to_csr(), x, np.float32, f"cap {cap}")
-        assert grids == [want], (cap, grids, K.to_device(M).n_blocks)
+                   config=K.ECCSRConfig(threads_per_block=32, x_in_shared=cap,
+                                        x_in_shared_min=least))
+        assert_close(y, M.to_csr(), x, np.float32, f"cap {cap}, at least {least}")
+        assert grids == want, (cap, least, grids, K.to_device(M).n_blocks)

@@ -222,12 +222,12 @@ def _device_limits() -> tuple[int, int, int]:
 
 
 def persistent_grid(kernel, args: tuple, needed: int, threads: int, nbytes: int,
-                    cap: int = 0) -> int:
+                    cap: int = 0, least: int = 1) -> int:
     """Blocks of a persistent grid of ``kernel`` (a CUDA dispatcher, to be launched with
     ``args`` in ``threads``-thread blocks that take ``nbytes`` of dynamic shared memory
     each): as many as are resident at once (:func:`resident_per_sm`), at most ``cap`` per SM
     where given, and no more than ``needed``; 0 when one block's limit cannot hold ``nbytes``
-    or no block fits on an SM.
+    or fewer than ``least`` blocks fit on an SM at once.
 
     A grid larger than the resident blocks would leave its last blocks to start after others
     end, each with a whole share of the grid-strided work, so the grid never exceeds them."""
@@ -235,6 +235,8 @@ def persistent_grid(kernel, args: tuple, needed: int, threads: int, nbytes: int,
     if nbytes > block_limit:
         return 0
     per_sm = resident_per_sm(kernel, args, threads, nbytes)
+    if per_sm < least:
+        return 0
     if cap:
         per_sm = min(per_sm, cap)
     return min(needed, sms * per_sm)

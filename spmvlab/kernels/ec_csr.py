@@ -176,6 +176,9 @@ class ECCSRConfig:
                         then step through the matrix blocks by the grid's size. Used where
                         x fits in one block's shared memory, else 0 (the module
                         docstring's "Cost model").
+    x_in_shared_min     SpMV: x is staged only where at least this many blocks of the
+                        x_in_shared kernel fit on an SM at once, else the L1 kernel runs:
+                        with fewer, too few warps are left to hide the gathers' latency.
 
     Defaults: the H200 sweeps of ``tools/time_ec_csr.py`` over threads per block, rows per
     pass, unroll and register caps (``results/h200/time_ec_csr.json``,
@@ -183,7 +186,10 @@ class ECCSRConfig:
     faster than them across their shapes (none faster on every case; index32 on: a pure
     instruction cut). x_in_shared 5 against 0 and 8 (``results/h200/time_ec_csr_x_in_shared_*.json``):
     faster than 0 on every float16 case timed, and than 8 on most; caps 2-4 no faster on
-    float16 at 80 and 90 % (``results/h200/time_ec_csr_xs_caps_*.json``).
+    float16 at 80 and 90 % (``results/h200/time_ec_csr_xs_caps_*.json``). x_in_shared_min 3:
+    the one shape where the staged kernel lost to the L1 one at every sparsity (fig7_ec's
+    8192x28672 float32, an x of 112 KiB) holds 2 blocks per SM; those that won held 3 or more
+    (docs/performance.md).
     """
 
     threads_per_block: int = 256
@@ -192,6 +198,7 @@ class ECCSRConfig:
     spmm_rows_per_pass: int = 4
     index32: bool = True
     x_in_shared: int = 5
+    x_in_shared_min: int = 3
 
     def __post_init__(self):
         check_threads_per_block("ECCSRConfig", self.threads_per_block)
@@ -199,6 +206,10 @@ class ECCSRConfig:
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= 32:
             raise OptionError(problem("ECCSRConfig.x_in_shared", "an integer in [0, 32] (CUDA "
                                       "blocks per SM; 0: x from global memory)", repr(v)))
+        v = self.x_in_shared_min
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 32:
+            raise OptionError(problem("ECCSRConfig.x_in_shared_min", "an integer in [1, 32] "
+                                      "(CUDA blocks per SM)", repr(v)))
         if not isinstance(self.index32, (bool, np.bool_)):
             raise OptionError(problem("ECCSRConfig.index32", "True or False", repr(self.index32)))
         for name in ("rows_per_pass", "spmm_rows_per_pass"):
@@ -459,7 +470,8 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
         grid = 0
         if config.x_in_shared:
             kernel = _spmv_kernel_for(D, config)
-            grid = persistent_grid(kernel, args, blocks, threads, nbytes, config.x_in_shared)
+            grid = persistent_grid(kernel, args, blocks, threads, nbytes, config.x_in_shared,
+                                   config.x_in_shared_min)
         if grid:
             launch_smem(kernel, grid, threads, nbytes, args)
         else:
