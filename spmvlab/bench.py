@@ -41,8 +41,8 @@ from reference._common import OptionError, problem
 from ._cuda import cuda
 from .backends import import_cupy, import_torch, require_gpu
 
-__all__ = ["Timing", "time_fn", "collect_samples", "effective_bandwidth", "copy_bandwidth", "l2_size", "flush_l2",
-           "require_gpu"]
+__all__ = ["Timing", "time_fn", "collect_samples", "effective_bandwidth", "copy_bandwidth",
+           "l2_size", "flush_l2", "require_gpu"]
 
 DEFAULT_L2_BYTES = 50 * 1024 * 1024
 EVENT_KINDS = ("numba", "cupy", "torch")

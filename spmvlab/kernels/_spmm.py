@@ -252,15 +252,14 @@ def resident_per_sm(kernel, args: tuple, threads: int, nbytes: int) -> int:
     compiled code's registers and static shared memory count as well as ``nbytes`` (with the
     system's 1 KiB per block) and the SM's threads. The simulator, which has no driver,
     counts only shared memory and threads. Kept per kernel, block size, bytes and device."""
-    sms, _, sm_limit = _device_limits()
     if SIMULATOR:
-        return min(sm_limit // (nbytes + 1024), 2048 // threads)
+        return min(_device_limits()[2] // (nbytes + 1024), 2048 // threads)
     key = (id(kernel), threads, nbytes, cuda.get_current_device().id)
     hit = _RESIDENT.get(key)
     if hit is None or hit[0] is not kernel:
         overload = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
         _opt_in_smem(overload, nbytes)
-        per_sm = overload.max_cooperative_grid_blocks(threads, nbytes) // sms
+        per_sm = overload.max_cooperative_grid_blocks(threads, nbytes) // _device_limits()[0]
         hit = _RESIDENT[key] = (kernel, per_sm)
     return hit[1]
 

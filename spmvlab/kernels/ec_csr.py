@@ -44,10 +44,9 @@ the next call (so a ``DeviceECCSR`` must not be used by two SpMVs at once on dif
 streams). ``ECCSRConfig.one_launch`` (either dtype) drops the second launch: the blocks add
 into the scratch and the grid's last block (a ticket counter kept with the device matrix)
 writes y and zeroes the scratch. Rows no block touches end up 0 either way: the output is
-fully written. The
-summation order (blocks in whatever order their atomics land) is not fixed, so results
-can differ in the last bits between runs; they stay within the tolerance of
-``spmvlab.check``.
+fully written. The summation order (blocks in whatever order their atomics land) is not
+fixed, so results can differ in the last bits between runs; they stay within the tolerance
+of ``spmvlab.check``.
 
 Padding zeros and Inf/NaN: the fast path multiplies every stored value, padding zeros
 included, which is exact unless ``x`` is Inf/NaN at a padding column (0 * Inf = NaN). A
@@ -175,10 +174,10 @@ class ECCSRConfig:
     x_in_shared         SpMV: 0 gathers x from global memory (through L1); n > 0 first
                         copies x into shared memory in every CUDA block of a persistent grid
                         of at most n blocks per SM (fewer where the SM holds fewer at once:
-                        registers, shared memory, threads; ``_spmm.persistent_grid``), whose groups
-                        then step through the matrix blocks by the grid's size. Used where
-                        x fits in one block's shared memory, else 0 (the module
-                        docstring's "Cost model").
+                        registers, shared memory, threads; ``_spmm.persistent_grid``),
+                        whose groups then step through the matrix blocks by the grid's
+                        size. Used where x fits in one block's shared memory, else 0 (the
+                        module docstring's "Cost model").
     one_launch          SpMV: one launch instead of two (float32: zero pass + main kernel;
                         float16: main kernel + finish pass): the blocks add into the float32
                         scratch and the block that ends last writes y and zeroes the
@@ -192,9 +191,10 @@ class ECCSRConfig:
     pass, unroll and register caps (``results/h200/time_ec_csr.json``,
     ``results/h200/time_ec_csr_launch.json``; ``docs/performance.md``) found no setting
     faster than them across their shapes (none faster on every case; index32 on: a pure
-    instruction cut). x_in_shared 5 against 0 and 8 (``results/h200/time_ec_csr_x_in_shared_*.json``):
-    faster than 0 on every float16 case timed, and than 8 on most; caps 2-4 no faster on
-    float16 at 80 and 90 % (``results/h200/time_ec_csr_xs_caps_*.json``). x_in_shared_min 3:
+    instruction cut). x_in_shared 5 against 0 and 8
+    (``results/h200/time_ec_csr_x_in_shared_*.json``): faster than 0 on every float16 case
+    timed, and than 8 on most; caps 2-4 no faster on float16 at 80 and 90 %
+    (``results/h200/time_ec_csr_xs_caps_*.json``). x_in_shared_min 3:
     the one shape where the staged kernel lost to the L1 one at every sparsity (fig7_ec's
     8192x28672 float32, an x of 112 KiB) holds 2 blocks per SM; those that won held 3 or more
     (docs/performance.md).
@@ -211,14 +211,12 @@ class ECCSRConfig:
 
     def __post_init__(self):
         check_threads_per_block("ECCSRConfig", self.threads_per_block)
-        v = self.x_in_shared
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v <= 32:
-            raise OptionError(problem("ECCSRConfig.x_in_shared", "an integer in [0, 32] (CUDA "
-                                      "blocks per SM; 0: x from global memory)", repr(v)))
-        v = self.x_in_shared_min
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 1 <= v <= 32:
-            raise OptionError(problem("ECCSRConfig.x_in_shared_min", "an integer in [1, 32] "
-                                      "(CUDA blocks per SM)", repr(v)))
+        for name, lo, note in (("x_in_shared", 0, "; 0: x from global memory"),
+                               ("x_in_shared_min", 1, "")):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= 32:
+                raise OptionError(problem(f"ECCSRConfig.{name}", f"an integer in [{lo}, 32] "
+                                          f"(CUDA blocks per SM{note})", repr(v)))
         for name in ("index32", "one_launch"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise OptionError(problem(f"ECCSRConfig.{name}", "True or False",
