@@ -230,8 +230,6 @@ def test_unsupported_dtype_and_config():
     for bad in (0, 33, True, 2.0):
         with pytest.raises(OptionError, match="x_in_shared_min: expected an integer in"):
             K.ECCSRConfig(x_in_shared_min=bad)
-    with pytest.raises(OptionError, match="one_launch: expected True or False"):
-        K.ECCSRConfig(one_launch=1)
 
 
 def test_index32_gives_the_int64_result():
@@ -317,34 +315,3 @@ def test_persistent_grid_is_no_larger_than_the_blocks_resident_at_once(monkeypat
                                         x_in_shared_min=least))
         assert_close(y, M.to_csr(), x, np.float32, f"cap {cap}, at least {least}")
         assert grids == want, (cap, least, grids, K.to_device(M).n_blocks)
-
-
-@pytest.mark.parametrize("dtype", [np.float16, np.float32])
-@pytest.mark.parametrize("x_in_shared", [0, 5])
-def test_one_launch_gives_the_two_launch_product_call_after_call(dtype, x_in_shared,
-                                                               simulator):
-    """one_launch: the grid's last block writes y and leaves the scratch and the ticket as it
-    found them (zero), so three calls in a row on one device matrix, each with a new x and
-    an output full of garbage, give the two-launch kernel's product: bit for bit in the
-    simulator, which runs blocks in order so the sums land in the same order (on a GPU the
-    atomic adds land in any order, so both products are held to scipy's); an empty matrix
-    gives zeros. Many CUDA blocks (700 rows, 2-lane groups, 32-thread blocks), both the
-    global-memory and the staged-x kernel."""
-    rng = np.random.default_rng(6)
-    A = np.where(rng.random((700, 40)) < 0.3, rng.standard_normal((700, 40)), 0)
-    M = R.encode(A.astype(dtype), warp_size=2, vector_size=4)
-    D = K.to_device(M)
-    one = K.ECCSRConfig(threads_per_block=32, x_in_shared=x_in_shared, one_launch=True)
-    two = dataclasses.replace(one, one_launch=False)
-    for _ in range(3):
-        x = rng.standard_normal(40).astype(dtype)
-        y = K.spmv(D, x, out=garbage_like((700,), dtype), config=one)
-        y2 = K.spmv(D, x, config=two)
-        if simulator:
-            np.testing.assert_array_equal(y, y2)
-        assert_close(y, M.to_csr(), x, dtype, "one launch")
-        assert_close(y2, M.to_csr(), x, dtype, "two launches")
-        assert D.ticket.copy_to_host()[0] == 0 and not D.scratch.copy_to_host().any()
-    E = R.encode(np.zeros((5, 40), dtype), warp_size=2, vector_size=4)
-    y = K.spmv(E, np.ones(40, dtype), out=garbage_like((5,), dtype), config=one)
-    np.testing.assert_array_equal(y, np.zeros(5, dtype))

@@ -159,51 +159,6 @@ def _make_block_body(walk, G: int, vec: int, ws: int, careful, U32):
     return block
 
 
-#: accumulator entries each thread of the last block loads before it stores any
-FINISH_LOADS = 8
-
-
-@functools.lru_cache(maxsize=None)
-def _last_block_finish():
-    """``finish(yacc, y, ticket)`` for the one-launch SpMV (``ECCSRConfig.one_launch``):
-    called by every thread of every block after its adds; the block that takes the last
-    ticket writes y = yacc in y's dtype and zeroes yacc for the next call."""
-    f32 = np.float32
-
-    @inline_device
-    def finish(yacc, y, ticket):
-        """Each thread fences its adds before its block takes a ticket (``atomic.inc`` wraps
-        the counter to 0 at the grid's last block, ready for the next launch); the last
-        block fences again (the adds of every block are then visible to it) and its threads
-        load ``FINISH_LOADS`` entries each before storing, so the loads are in flight
-        together."""
-        cuda.threadfence()
-        cuda.syncthreads()
-        last = cuda.shared.array(1, np.int32)
-        if cuda.threadIdx.x == 0:
-            top = np.uint32(cuda.gridDim.x - 1)
-            last[0] = 1 if cuda.atomic.inc(ticket, 0, top) == top else 0
-        cuda.syncthreads()
-        if last[0]:
-            cuda.threadfence()
-            n = y.shape[0]
-            step = cuda.blockDim.x
-            i = cuda.threadIdx.x
-            held = cuda.local.array(FINISH_LOADS, f32)
-            while i < n:
-                for u in range(FINISH_LOADS):
-                    j = i + u * step
-                    held[u] = yacc[j] if j < n else f32(0)
-                for u in range(FINISH_LOADS):
-                    j = i + u * step
-                    if j < n:
-                        y[j] = held[u]
-                        yacc[j] = f32(0)
-                i += FINISH_LOADS * step
-
-    return finish
-
-
 @functools.lru_cache(maxsize=None)
 def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
                  cfg: ECCSRConfig, index: str, fill_group: int = 1):
@@ -211,12 +166,8 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
     checked ``DeviceECCSR.fits32``) and ``cfg.rows_per_pass``; with ``cfg.x_in_shared`` the
     variant that stages x in shared memory (launched with ``x.size`` elements of dynamic
     shared memory on a persistent grid, ``ec_csr.py``), copying x ``fill_group`` elements
-    per load (a power of two dividing ``x.size``, at most 16 bytes). Both take
-    ``(matrix arrays, x, yacc, y, ticket)``; with ``cfg.one_launch`` the grid's last block
-    then writes y from yacc (:func:`_last_block_finish`), else y and ticket are unused."""
+    per load (a power of two dividing ``x.size``, at most 16 bytes)."""
     gmax = cfg.rows_per_pass
-    one_launch = cfg.one_launch
-    finish = _last_block_finish()
     short_block, long_block = _spmv_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, index)
     C = _code_parts(delta_bits, ws, vs, cw, index)
     group_mask, geometry, U32 = C["group_mask"], C["geometry"], C["index"]
@@ -235,7 +186,7 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         fill = fill_parts(dtype_name, fill_group, fill_group)
 
         @cuda.jit(**jit_options())
-        def ec_csr_spmv_xs(set_desc, ptr, rows, base, words, bytes_, values, x, yacc, y, ticket):
+        def ec_csr_spmv_xs(set_desc, ptr, rows, base, words, bytes_, values, x, yacc):
             """As ``ec_csr_spmv``, with x first copied into shared memory by the CUDA block
             (its gathers then cost bank wavefronts instead of L1 tag lookups), and a
             persistent grid: group ``blockIdx.x * groups_per_block + group`` takes its block,
@@ -253,13 +204,11 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
                 one_block(set_desc, ptr, rows, base, words, bytes_, values, sx, yacc, blk, t, mask,
                           accs)
                 blk = U32(blk + step)
-            if one_launch:
-                finish(yacc, y, ticket)
 
         return ec_csr_spmv_xs
 
     @cuda.jit(**jit_options())
-    def ec_csr_spmv(set_desc, ptr, rows, base, words, bytes_, values, x, yacc, y, ticket):
+    def ec_csr_spmv(set_desc, ptr, rows, base, words, bytes_, values, x, yacc):
         """Thread i: lane i % warp_size of block i // warp_size. The lane walks its stored
         columns vec at a time (its chunk slots), g accumulators (slices of rows_per_pass
         rows), then the group reduces and adds each row's sum into yacc (float32) with an
@@ -267,12 +216,10 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         tid = U32(U32(U32(cuda.blockIdx.x) * U32(cuda.blockDim.x)) + U32(cuda.threadIdx.x))
         blk = U32(tid // U32(ws))
         t = U32(tid % U32(ws))
-        if blk < U32(ptr.shape[0] - 1):
-            mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
-            accs = cuda.local.array(gmax, np.float32)
-            one_block(set_desc, ptr, rows, base, words, bytes_, values, x, yacc, blk, t, mask,
-                      accs)
-        if one_launch:
-            finish(yacc, y, ticket)
+        if blk >= U32(ptr.shape[0] - 1):
+            return
+        mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
+        accs = cuda.local.array(gmax, np.float32)
+        one_block(set_desc, ptr, rows, base, words, bytes_, values, x, yacc, blk, t, mask, accs)
 
     return ec_csr_spmv

@@ -41,12 +41,10 @@ float32 output: y is zeroed by a small kernel first and the blocks add into it d
 float16 output: the blocks add into a float32 scratch vector kept with the device matrix
 (zeroed at upload), and a last kernel converts it into y and zeroes the scratch again for
 the next call (so a ``DeviceECCSR`` must not be used by two SpMVs at once on different
-streams). ``ECCSRConfig.one_launch`` (either dtype) drops the second launch: the blocks add
-into the scratch and the grid's last block (a ticket counter kept with the device matrix)
-writes y and zeroes the scratch. Rows no block touches end up 0 either way: the output is
-fully written. The summation order (blocks in whatever order their atomics land) is not
-fixed, so results can differ in the last bits between runs; they stay within the tolerance
-of ``spmvlab.check``.
+streams). Rows no block touches end up 0 either way: the output is fully written. The
+summation order (blocks in whatever order their atomics land) is not fixed, so results
+can differ in the last bits between runs; they stay within the tolerance of
+``spmvlab.check``.
 
 Padding zeros and Inf/NaN: the fast path multiplies every stored value, padding zeros
 included, which is exact unless ``x`` is Inf/NaN at a padding column (0 * Inf = NaN). A
@@ -178,11 +176,6 @@ class ECCSRConfig:
                         whose groups then step through the matrix blocks by the grid's
                         size. Used where x fits in one block's shared memory, else 0 (the
                         module docstring's "Cost model").
-    one_launch          SpMV: one launch instead of two (float32: zero pass + main kernel;
-                        float16: main kernel + finish pass): the blocks add into the float32
-                        scratch and the block that ends last writes y and zeroes the
-                        scratch (the module docstring's "Accumulation of y"). Off until a
-                        same-run A/B on the GPU decides (730a156's per-row variant lost).
     x_in_shared_min     SpMV: x is staged only where at least this many blocks of the
                         x_in_shared kernel fit on an SM at once, else the L1 kernel runs:
                         with fewer, too few warps are left to hide the gathers' latency.
@@ -207,7 +200,6 @@ class ECCSRConfig:
     index32: bool = True
     x_in_shared: int = 5
     x_in_shared_min: int = 3
-    one_launch: bool = False
 
     def __post_init__(self):
         check_threads_per_block("ECCSRConfig", self.threads_per_block)
@@ -217,10 +209,8 @@ class ECCSRConfig:
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not lo <= v <= 32:
                 raise OptionError(problem(f"ECCSRConfig.{name}", f"an integer in [{lo}, 32] "
                                           f"(CUDA blocks per SM{note})", repr(v)))
-        for name in ("index32", "one_launch"):
-            if not isinstance(getattr(self, name), (bool, np.bool_)):
-                raise OptionError(problem(f"ECCSRConfig.{name}", "True or False",
-                                          repr(getattr(self, name))))
+        if not isinstance(self.index32, (bool, np.bool_)):
+            raise OptionError(problem("ECCSRConfig.index32", "True or False", repr(self.index32)))
         for name in ("rows_per_pass", "spmm_rows_per_pass"):
             v = getattr(self, name)
             if isinstance(v, bool) or v not in ROWS_PER_PASS:
@@ -234,9 +224,7 @@ class ECCSRConfig:
 class DeviceECCSR:
     """An :class:`ECCSRMatrix` on the device. ``codes`` holds the packed deltas (padded to a
     multiple of 8 bytes, so it can be viewed as words of any width); ``scratch`` is the
-    SpMV's float32 accumulator (float16 output, and either dtype with ``one_launch``), kept
-    zero between calls, and ``ticket`` (one uint32, 0 between calls) the one-launch SpMV's
-    block counter; ``set_desc_host`` a host copy
+    float32 accumulator of float16 SpMV (None for float32); ``set_desc_host`` a host copy
     of the set descriptors (launch decisions); ``code_width``/``load_width`` the widest
     aligned code word (codes) and value load (elements) every set allows."""
 
@@ -247,7 +235,6 @@ class DeviceECCSR:
     codes: object
     values: object
     scratch: object
-    ticket: object
     set_desc_host: np.ndarray
     shape: tuple
     dtype: np.dtype
@@ -304,14 +291,14 @@ def _upload(M: ECCSRMatrix) -> DeviceECCSR:
     codes[:M.delta_indices.size] = M.delta_indices
     vals = M.values if M.values.size else np.zeros(8, M.dtype)
     cw, lw = _widths(M)
-    scratch = cuda.to_device(np.zeros(max(M.n_rows, 1), np.float32))
+    scratch = (cuda.to_device(np.zeros(max(M.n_rows, 1), np.float32))
+               if M.dtype == np.float16 else None)
     desc = M.set_desc if M.set_desc.size else np.zeros(_NF, M.set_desc.dtype)
     return DeviceECCSR(
         set_desc=to_dev(desc), block_indptr=to_dev(M.block_indptr),
         row_indices=to_dev(M.row_indices if M.row_indices.size else np.zeros(1, M.row_indices.dtype)),
         base_indices=to_dev(M.base_indices if M.base_indices.size else np.zeros(1, M.base_indices.dtype)),
         codes=to_dev(codes), values=to_dev(vals), scratch=scratch,
-        ticket=cuda.to_device(np.zeros(1, np.uint32)),
         set_desc_host=np.array(M.set_desc, copy=True), shape=M.shape, dtype=M.dtype,
         delta_bits=int(M.delta_bits), warp_size=int(M.warp_size), vector_size=int(M.vector_size),
         n_blocks=M.n_blocks, n_row_entries=int(M.row_indices.size), code_width=cw, load_width=lw, nbytes=M.nbytes,
@@ -472,14 +459,13 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
         return
     threads = config.threads_per_block
     f16 = D.dtype == np.float16
-    one = bool(config.one_launch and D.n_blocks)
-    yacc = D.scratch if f16 or one else y
-    if not f16 and not one:
+    yacc = D.scratch if f16 else y
+    if not f16:
         _flat(_zero_kernel(), n_rows, threads, y)
     if D.n_blocks:
         blocks = blocks_for(D.n_blocks, threads // D.warp_size)
         nbytes = D.shape[1] * D.dtype.itemsize
-        args = (*_matrix_args(D), x, yacc, y, D.ticket)
+        args = (*_matrix_args(D), x, yacc)
         grid = 0
         if config.x_in_shared:
             kernel = _spmv_kernel_for(D, config)
@@ -490,7 +476,7 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
         else:
             kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0))
             kernel[blocks, threads, launch_stream()](*args)
-    if f16 and not one:
+    if f16:
         _flat(_finish_kernel(), n_rows, threads, D.scratch, y)
 
 
@@ -552,8 +538,6 @@ def ptx_targets():
     cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small),
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False)),
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(x_in_shared=0)),
-              ("spmv", "float16", 4, 32, 4, 4, ECCSRConfig(one_launch=True)),
-              ("spmv", "float32", 4, 32, 4, 4, ECCSRConfig(one_launch=True, x_in_shared=0)),
               ("spmm", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False))]
     for kind, dt, b, ws, vs, cw, cfg in cases:
         P = 16 // np.dtype(dt).itemsize
@@ -561,15 +545,13 @@ def ptx_targets():
         word = np.dtype(_WORD[bits]).name if bits >= 8 else "uint8"
         args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
         wide = (r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()
-        variant = (("" if cfg.index32 else ",int64") + (",xs" if cfg.x_in_shared else "")
-                   + (",one" if cfg.one_launch else ""))
+        variant = ("" if cfg.index32 else ",int64") + (",xs" if cfg.x_in_shared else "")
         index = "uint32" if cfg.index32 else "int64"
         if kind == "spmv":
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
                                  functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg, index,
                                                    P if cfg.x_in_shared else 1),
-                                 args + f"{array_sig(dt)}, {array_sig('float32')}, "
-                                 f"{array_sig(dt)}, {array_sig('uint32')})", wide))
+                                 args + f"{array_sig(dt)}, {array_sig('float32')})", wide))
         else:
             ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
             out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}{variant}]",
