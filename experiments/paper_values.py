@@ -782,8 +782,22 @@ DTANS = [
                    agg="list", field="speedup_vs_cublas", item="{v} at {pct} %", fmt=".2f", unit="×"),
          why="no paper. CSR-dtANS gives each row to one thread and decodes its symbols one after "
              "another: a 4096-row layer is 128 warps for 132 SMs, each lane decoding all "
-             "1100-5500 nonzeros of its row (90-50 %; 4.5 ms at 50 %). LLM layers need several lanes per row: "
-             "the long-row layout (lanes_per_row) does that; its timing is not in this file yet"),
+             "1100-5500 nonzeros of its row (90-50 %). LLM layers need several lanes per row: "
+             "the long-row layout (next rows) does that"),
+    dict(label="(beyond)", what="… the long-row layout (lanes_per_row=32: a warp per row), 4096×11008",
+         script="experiments/dtans_llm_speed.py", paper=None,
+         ours=dict(results="dtans_llm_speed",
+                   where={"method": "csr_dtans[lanes_per_row=32]", "shape": [4096, 11008]},
+                   agg="list", field="speedup_vs_cublas", item="{v} at {pct} %", fmt=".2f", unit="×"),
+         why="no paper; issue 28's goal: at least 1.0× cuBLAS at 70 % and faster than MACKO at 90 % "
+             "(rows above and below: MACKO on the same matrices); the 32 streams per row store "
+             "the bytes of dtans_llm.py's long-row row"),
+    dict(label="(beyond)", what="… the long-row layout, 12288×12288",
+         script="experiments/dtans_llm_speed.py", paper=None,
+         ours=dict(results="dtans_llm_speed",
+                   where={"method": "csr_dtans[lanes_per_row=32]", "shape": [12288, 12288]},
+                   agg="list", field="speedup_vs_cublas", item="{v} at {pct} %", fmt=".2f", unit="×"),
+         why="as above; MACKO on this shape in the same run: dtans_llm_speed.json's rows"),
     dict(label="(beyond)", what="… MACKO on the same matrices (value pool of the real weights)",
          script="experiments/dtans_llm_speed.py", paper=None,
          ours=dict(results="dtans_llm_speed", where={"method": "macko", "shape": [4096, 11008]},
