@@ -468,8 +468,6 @@ def _run_flags(name, device):
         return dict(budget_s=205.0)                      # the last part's budget
     if (name, device) == ("fig1_macko", "h100"):
         return dict(sparsities=X.load_experiment(name).H100_SPARSITIES)
-    if (name, device) == ("dtans_llm_speed", "h200"):    # before the long-row layout existed
-        return dict(methods=[m for m in X.load_experiment(name).METHODS if "lanes_per_row" not in m])
     if (name, device) in (("fig6_dtans", "cpu"), ("table1_dtans", "cpu")):
         return dict(synthetic=D.COMMITTED_FAMILIES)
     if name in ("fig7_dtans", "fig8_dtans", "table2_dtans", "table3_dtans") and device == "h200":
