@@ -650,6 +650,15 @@ def _dtans_large(label, cache, dtype, paper):
                     "real")
 
 
+def _llm_speed(what: str, method: str, shape: tuple, why: str) -> dict:
+    """A dtans_llm_speed row: ``method``'s speedup over cuBLAS on ``shape`` per sparsity."""
+    return dict(label="(beyond)", what=what, script="experiments/dtans_llm_speed.py", paper=None,
+                ours=dict(results="dtans_llm_speed", where={"method": method, "shape": list(shape)},
+                          agg="list", field="speedup_vs_cublas", item="{v} at {pct} %", fmt=".2f",
+                          unit="×"),
+                why=why)
+
+
 DTANS = [
     dict(label="Fig. 3", what="tANS example: H(P), bits per symbol", script="experiments/fig3_dtans.py",
          script_note="CPU", paper=1.361, paper_fmt=".3f",
@@ -776,34 +785,23 @@ DTANS = [
                    field="csr_dtans_bpw", fmt=".2f",
                    item="{v} at {pct} % (MACKO {macko_bpw:.2f}, CSR {csr_bpw:.2f})"),
          why="fp32 weights are almost all distinct: most values are escaped raw"),
-    dict(label="(beyond)", what="CSR-dtANS SpMV speedup over cuBLAS GEMV, 4096×11008 fp16, cold L2",
-         script="experiments/dtans_llm_speed.py", paper=None,
-         ours=dict(results="dtans_llm_speed", where={"method": "csr_dtans", "shape": [4096, 11008]},
-                   agg="list", field="speedup_vs_cublas", item="{v} at {pct} %", fmt=".2f", unit="×"),
-         why="no paper. CSR-dtANS gives each row to one thread and decodes its symbols one after "
-             "another: a 4096-row layer is 128 warps for 132 SMs, each lane decoding all "
-             "1100-5500 nonzeros of its row (90-50 %). LLM layers need several lanes per row: "
-             "the long-row layout (next rows) does that"),
-    dict(label="(beyond)", what="… the long-row layout (lanes_per_row=32: a warp per row), 4096×11008",
-         script="experiments/dtans_llm_speed.py", paper=None,
-         ours=dict(results="dtans_llm_speed",
-                   where={"method": "csr_dtans[lanes_per_row=32]", "shape": [4096, 11008]},
-                   agg="list", field="speedup_vs_cublas", item="{v} at {pct} %", fmt=".2f", unit="×"),
-         why="no paper; issue 28's goal: at least 1.0× cuBLAS at 70 % and faster than MACKO at 90 % "
-             "(rows above and below: MACKO on the same matrices); the 32 streams per row store "
-             "the bytes of dtans_llm.py's long-row row"),
-    dict(label="(beyond)", what="… the long-row layout, 12288×12288",
-         script="experiments/dtans_llm_speed.py", paper=None,
-         ours=dict(results="dtans_llm_speed",
-                   where={"method": "csr_dtans[lanes_per_row=32]", "shape": [12288, 12288]},
-                   agg="list", field="speedup_vs_cublas", item="{v} at {pct} %", fmt=".2f", unit="×"),
-         why="as above; MACKO on this shape in the same run: dtans_llm_speed.json's rows"),
-    dict(label="(beyond)", what="… MACKO on the same matrices (value pool of the real weights)",
-         script="experiments/dtans_llm_speed.py", paper=None,
-         ours=dict(results="dtans_llm_speed", where={"method": "macko", "shape": [4096, 11008]},
-                   agg="list", field="speedup_vs_cublas", item="{v} at {pct} %", fmt=".2f", unit="×"),
-         why="bytes per weight (rows' bytes_per_weight): MACKO 1.25 / 0.75 / 0.31 against "
-             "CSR-dtANS 1.31 / 0.73 / 0.23 at 50 / 70 / 90 %; MACKO decodes with a warp per row"),
+    _llm_speed("CSR-dtANS SpMV speedup over cuBLAS GEMV, 4096×11008 fp16, cold L2", "csr_dtans",
+               (4096, 11008),
+               "no paper. CSR-dtANS gives each row to one thread and decodes its symbols one after "
+               "another: a 4096-row layer is 128 warps for 132 SMs, each lane decoding all "
+               "1100-5500 nonzeros of its row (90-50 %). LLM layers need several lanes per row: "
+               "the long-row layout (next rows) does that"),
+    _llm_speed("… the long-row layout (lanes_per_row=32: a warp per row), 4096×11008",
+               "csr_dtans[lanes_per_row=32]", (4096, 11008),
+               "no paper; issue 28's goal: at least 1.0× cuBLAS at 70 % and faster than MACKO at "
+               "90 % (rows above and below: MACKO on the same matrices); the 32 streams per row "
+               "store the bytes of dtans_llm.py's long-row row"),
+    _llm_speed("… the long-row layout, 12288×12288", "csr_dtans[lanes_per_row=32]", (12288, 12288),
+               "as above; MACKO on this shape in the same run: dtans_llm_speed.json's rows"),
+    _llm_speed("… MACKO on the same matrices (value pool of the real weights)", "macko",
+               (4096, 11008),
+               "bytes per weight (rows' bytes_per_weight): MACKO 1.25 / 0.75 / 0.31 against "
+               "CSR-dtANS 1.31 / 0.73 / 0.23 at 50 / 70 / 90 %; MACKO decodes with a warp per row"),
 ]
 
 def _awaiting_gpu(rows: list) -> list:
