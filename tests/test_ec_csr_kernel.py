@@ -94,9 +94,9 @@ def test_spmm_with_n_not_a_multiple_of_the_tile(dtype, k, tile):
 
 
 def test_temporaries_come_from_the_callers_allocator():
-    """Inside ``launching(stream, alloc)`` the float16 SpMM's float32 accumulator (and an
-    output the caller did not give) come from ``alloc``, as spmvlab.torch needs for CUDA-graph
-    capture; the result is the same."""
+    """Inside ``launching(stream, alloc)`` the float16 SpMM's float32 accumulator, grown for
+    its first N (and an output the caller did not give) come from ``alloc``, as spmvlab.torch
+    needs for CUDA-graph capture; the result is the same."""
     from spmvlab._cuda import cuda
     from spmvlab.kernels._common import launch_stream, launching
     rng = np.random.default_rng(5)
@@ -114,8 +114,37 @@ def test_temporaries_come_from_the_callers_allocator():
         assert launch_stream() is stream
         Y = K.spmm(M, cuda.to_device(X), config=cfg).copy_to_host()
     assert launch_stream() == 0
-    assert asked == [((6, 12), np.dtype(np.float16)), (6 * 12, np.dtype(np.float32))]
+    assert asked == [((6, 12), np.dtype(np.float16)), ((6 * 12,), np.dtype(np.float32))]
     assert_close(Y, M.to_csr(), X, np.float16, "kernel spmm on the caller's stream")
+
+
+def test_float16_accumulator_is_kept_zero_between_products(monkeypatch):
+    """The float16 products share one float32 accumulator kept with the device matrix: an
+    SpMM grows it to rows x N the first time an N needs it (here from an allocator whose
+    arrays start as garbage, so the growth must zero it), every product leaves it all zeros,
+    and SpMVs and SpMMs of growing and shrinking N in a row on one device matrix, each into
+    an output full of garbage, all give the product."""
+    from spmvlab._cuda import cuda
+    monkeypatch.setattr(K, "scratch", lambda shape, dtype: cuda.to_device(
+        np.full(shape, 7.0, np.dtype(dtype))))
+    rng = np.random.default_rng(8)
+    A = np.where(rng.random((37, 50)) < 0.3, rng.standard_normal((37, 50)), 0)
+    M = R.encode(A.astype(np.float16), warp_size=2, vector_size=4)
+    D = K.to_device(M)
+    cfg = K.ECCSRConfig(threads_per_block=32, spmm_tile=4)
+    sizes = []
+    for k in (3, 1, 9, 2, 9, 16):
+        X = rng.standard_normal((50, k)).astype(np.float16)
+        if k == 1:
+            y = K.spmv(D, X[:, 0], out=garbage_like((37,), np.float16), config=cfg)
+            assert_close(y, M.to_csr(), X[:, 0], np.float16, "spmv after spmm")
+        else:
+            Y = K.spmm(D, X, out=garbage_like((37, k), np.float16), config=cfg)
+            assert_close(Y, M.to_csr(), X, np.float16, f"spmm, N = {k}")
+        buf = D.scratch.buf.copy_to_host()
+        assert not buf.any(), k
+        sizes.append(buf.size)
+    assert sizes == [37 * 3, 37 * 3, 37 * 9, 37 * 9, 37 * 9, 37 * 16]
 
 
 def test_inf_in_x_at_padding_columns_is_skipped():

@@ -38,10 +38,10 @@ butterfly level a lane keeps half of its accumulators and sends the other half t
 partner, so g row sums cost g - 1 + log2(warp_size / g) shuffles instead of g log2(warp_size)
 (``kernels._common.reduce_scatter``); the first lane holding a row's sum adds it.
 float32 output: y is zeroed by a small kernel first and the blocks add into it directly.
-float16 output: the blocks add into a float32 scratch vector kept with the device matrix
-(zeroed at upload), and a last kernel converts it into y and zeroes the scratch again for
-the next call (so a ``DeviceECCSR`` must not be used by two SpMVs at once on different
-streams). Rows no block touches end up 0 either way: the output is fully written. The
+float16 output: the blocks add into a float32 scratch kept with the device matrix
+(:class:`ZeroScratch`: zeroed when made), and a last kernel converts it into y and zeroes
+it again for the next call, so a float16 product is two launches, as a float32 one (a
+``DeviceECCSR`` must therefore not be used by two products at once on different streams). Rows no block touches end up 0 either way: the output is fully written. The
 summation order (blocks in whatever order their atomics land) is not fixed, so results
 can differ in the last bits between runs; they stay within the tolerance of
 ``spmvlab.check``.
@@ -59,8 +59,8 @@ tile of ``spmm_tile`` columns of X: the lane loads row ``column`` of the X tile 
 loads of up to 16 bytes when N allows, see ``kernels._spmm.group_for``) and updates
 ``rows x tile`` accumulators (``spmm_rows_per_pass`` rows per pass). The grid's second
 dimension covers N in tiles; each tile re-reads the matrix. Y is accumulated as y above
-(float32 atomics, zero pass, float16 through a per-call float32 scratch). N = 1 runs the
-SpMV kernel.
+(float32 atomics: a zero pass before a float32 Y, the kept scratch, grown to rows x N the
+first time an N needs it, for a float16 one). N = 1 runs the SpMV kernel.
 
 Alignment: the layout makes every long part's chunk start a multiple of ``warp_size *
 vector_size`` entries inside its set, but a set can start at an odd multiple of
@@ -224,7 +224,8 @@ class ECCSRConfig:
 class DeviceECCSR:
     """An :class:`ECCSRMatrix` on the device. ``codes`` holds the packed deltas (padded to a
     multiple of 8 bytes, so it can be viewed as words of any width); ``scratch`` is the
-    float32 accumulator of float16 SpMV (None for float32); ``set_desc_host`` a host copy
+    float32 accumulator of float16 products (a :class:`ZeroScratch`; None for float32);
+    ``set_desc_host`` a host copy
     of the set descriptors (launch decisions); ``code_width``/``load_width`` the widest
     aligned code word (codes) and value load (elements) every set allows."""
 
@@ -291,8 +292,7 @@ def _upload(M: ECCSRMatrix) -> DeviceECCSR:
     codes[:M.delta_indices.size] = M.delta_indices
     vals = M.values if M.values.size else np.zeros(8, M.dtype)
     cw, lw = _widths(M)
-    scratch = (cuda.to_device(np.zeros(max(M.n_rows, 1), np.float32))
-               if M.dtype == np.float16 else None)
+    scratch = ZeroScratch(M.n_rows) if M.dtype == np.float16 else None
     desc = M.set_desc if M.set_desc.size else np.zeros(_NF, M.set_desc.dtype)
     return DeviceECCSR(
         set_desc=to_dev(desc), block_indptr=to_dev(M.block_indptr),
@@ -342,6 +342,26 @@ def _finish_kernel():
 
 #: most CUDA blocks of the zero/finish passes (grid-stride loops)
 _FLAT_BLOCKS = 1024
+
+
+class ZeroScratch:
+    """The float32 accumulator of a device matrix's float16 products, all zeros between
+    calls: the blocks add into it and the finish pass converts each entry it reads and
+    zeroes it. ``take(n, threads)`` returns the buffer (at least ``n`` entries; the kernels
+    index only the first ``n``), first replacing it with a longer one where it is shorter:
+    from ``_common.scratch`` (so from the allocator of ``launching``, e.g. torch's) and
+    zeroed by a launch on the launch stream. An SpMV needs rows entries (made with the
+    device matrix), an SpMM with N columns rows x N (grown at the first such N)."""
+
+    def __init__(self, n: int):
+        self.buf = cuda.to_device(np.zeros(max(int(n), 1), np.float32))
+
+    def take(self, n: int, threads: int):
+        if n > self.buf.shape[0]:
+            buf = scratch((n,), np.float32)
+            _flat(_zero_kernel(), n, threads, buf)
+            self.buf = buf
+        return self.buf
 
 
 def _flat(kernel, n: int, threads: int, *args):
@@ -459,7 +479,7 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
         return
     threads = config.threads_per_block
     f16 = D.dtype == np.float16
-    yacc = D.scratch if f16 else y
+    yacc = D.scratch.take(n_rows, threads) if f16 else y
     if not f16:
         _flat(_zero_kernel(), n_rows, threads, y)
     if D.n_blocks:
@@ -477,7 +497,7 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
             kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0))
             kernel[blocks, threads, launch_stream()](*args)
     if f16:
-        _flat(_finish_kernel(), n_rows, threads, D.scratch, y)
+        _flat(_finish_kernel(), n_rows, threads, yacc, y)
 
 
 def spmv(D, x, out=None, config: ECCSRConfig = ECCSRConfig()):
@@ -503,8 +523,11 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
         size = n_rows * k
         flat_out = ops.out.reshape(size)
         f16 = D.dtype == np.float16
-        Yacc = scratch(size, np.float32) if f16 else flat_out
-        _flat(_zero_kernel(), size, threads, Yacc)
+        if f16:
+            Yacc = D.scratch.take(size, threads)
+        else:
+            Yacc = flat_out
+            _flat(_zero_kernel(), size, threads, Yacc)
         if D.n_blocks:
             ct = tile_for(k, config.spmm_tile)
             gx = group_for(D.dtype, k, ct)
