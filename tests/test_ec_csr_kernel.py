@@ -147,6 +147,38 @@ def test_float16_accumulator_is_kept_zero_between_products(monkeypatch):
     assert sizes == [37 * 3, 37 * 3, 37 * 9, 37 * 9, 37 * 9, 37 * 16]
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32])
+def test_kernels_built_for_dependent_launches_give_the_product(monkeypatch, dtype):
+    """On an sm_90 GPU the kernels are built with the programmatic-dependent-launch calls
+    (``pdl``) and the kernel after a zero pass or before a finish pass is launched by
+    ``launch_after``: float32 zero pass -> main kernel (after), float16 main kernel -> finish
+    (after). Forced here (the simulator runs the calls as no-ops and ``launch_after`` as a
+    plain launch): SpMV with x staged and from global memory, SpMM, into garbage outputs,
+    give the product, and the launches go that way."""
+    monkeypatch.setattr(K, "pdl_capable", lambda: True)
+    after = []
+    real = K.launch_after
+    monkeypatch.setattr(K, "launch_after",
+                        lambda kernel, *a: after.append(kernel.py_func.__name__) or real(kernel, *a))
+    rng = np.random.default_rng(9)
+    A = np.where(rng.random((70, 48)) < 0.3, rng.standard_normal((70, 48)), 0)
+    M = R.encode(A.astype(dtype), warp_size=2, vector_size=4)
+    D = K.to_device(M)
+    f16 = dtype == np.float16
+    for xs in (0, 5):
+        cfg = K.ECCSRConfig(threads_per_block=32, x_in_shared=xs, spmm_tile=4)
+        x = rng.standard_normal(48).astype(dtype)
+        after.clear()
+        y = K.spmv(D, x, out=garbage_like((70,), dtype), config=cfg)
+        assert_close(y, M.to_csr(), x, dtype, f"pdl spmv, x_in_shared {xs}")
+        assert after == ["ec_csr_finish" if f16 else "ec_csr_spmv_xs" if xs else "ec_csr_spmv"]
+    X = rng.standard_normal((48, 6)).astype(dtype)
+    after.clear()
+    Y = K.spmm(D, X, out=garbage_like((70, 6), dtype), config=cfg)
+    assert_close(Y, M.to_csr(), X, dtype, "pdl spmm")
+    assert after == ["ec_csr_finish" if f16 else "ec_csr_spmm"]
+
+
 def test_inf_in_x_at_padding_columns_is_skipped():
     """Alignment zeros repeat a block's last column, gap zeros sit between columns: where X
     holds Inf there, the fast path's 0 * Inf = NaN is discarded and the careful path gives
@@ -205,7 +237,8 @@ def test_x_too_long_for_shared_memory_is_gathered_from_global(monkeypatch):
     monkeypatch.setattr(_spmm, "_device_limits", lambda: (2, 256, 4096))
     launched = []
     real = K.launch_smem
-    monkeypatch.setattr(K, "launch_smem", lambda *a: launched.append(a[1]) or real(*a))
+    monkeypatch.setattr(K, "launch_smem",                  # launches that stage x: bytes > 0
+                        lambda *a: (a[3] and launched.append(a[1])) or real(*a))
     rng = np.random.default_rng(3)
     for n_cols, shared in ((100, False), (60, True)):
         A = np.where(rng.random((24, n_cols)) < 0.4, rng.standard_normal((24, n_cols)), 0)
@@ -306,14 +339,15 @@ def test_index32_falls_back_and_options_are_checked():
     D64 = K.DeviceECCSR(**{**{f.name: getattr(D, f.name) for f in
                               __import__("dataclasses").fields(D)}, "fits32": False})
     cfg = K.ECCSRConfig(x_in_shared=0)
-    assert K._spmv_kernel_for(D, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "uint32")
-    assert K._spmv_kernel_for(D64, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "int64")
+    pdl = K.pdl_capable()
+    assert K._spmv_kernel_for(D, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "uint32", 1, pdl)
+    assert K._spmv_kernel_for(D64, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "int64", 1, pdl)
     np.testing.assert_allclose(K.spmv(D64, np.ones(4, np.float32), config=cfg), [5.0] * 4)
     # SpMM: also int64 where X or Y has 2**31 elements or more
     key = (*K._kernel_key(D), cfg, 8, 8)
-    assert K._spmm_kernel_for(D, cfg, 8, 8, 8) is K._spmm_kernel(*key, "uint32")
-    assert K._spmm_kernel_for(D64, cfg, 8, 8, 8) is K._spmm_kernel(*key, "int64")
-    assert K._spmm_kernel_for(D, cfg, 2**29, 8, 8) is K._spmm_kernel(*key, "int64")
+    assert K._spmm_kernel_for(D, cfg, 8, 8, 8) is K._spmm_kernel(*key, "uint32", pdl)
+    assert K._spmm_kernel_for(D64, cfg, 8, 8, 8) is K._spmm_kernel(*key, "int64", pdl)
+    assert K._spmm_kernel_for(D, cfg, 2**29, 8, 8) is K._spmm_kernel(*key, "int64", pdl)
     np.testing.assert_allclose(K.spmm(D64, np.ones((4, 3), np.float32), config=cfg), [[5.0] * 3] * 4)
     with pytest.raises(OptionError, match="index32"):
         K.ECCSRConfig(index32=1)
@@ -332,7 +366,8 @@ def test_persistent_grid_is_no_larger_than_the_blocks_resident_at_once(monkeypat
     monkeypatch.setattr(_spmm, "resident_per_sm", lambda kernel, args, threads, nbytes: 3)
     grids = []
     real = K.launch_smem
-    monkeypatch.setattr(K, "launch_smem", lambda *a: grids.append(a[1]) or real(*a))
+    monkeypatch.setattr(K, "launch_smem",                  # launches that stage x: bytes > 0
+                        lambda *a: (a[3] and grids.append(a[1])) or real(*a))
     rng = np.random.default_rng(4)
     A = np.where(rng.random((700, 40)) < 0.3, rng.standard_normal((700, 40)), 0)
     M = R.encode(A.astype(np.float32), warp_size=2, vector_size=4)

@@ -15,6 +15,7 @@ import numpy as np
 from .._cuda import cuda, inline_device
 from ._common import WARP, acc_type, reduce_scatter, scatter_layout
 from ._ec_csr_device import _VLOAD, _chains, _code_parts, _tuple_loader
+from ._intrinsics import grid_dependency_wait, launch_dependents
 
 if TYPE_CHECKING:
     from .ec_csr import ECCSRConfig
@@ -184,9 +185,10 @@ def _spmm_parts(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw:
 
 @functools.lru_cache(maxsize=None)
 def _spmm_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
-                 cfg: ECCSRConfig, ct: int, gx: int, index: str):
+                 cfg: ECCSRConfig, ct: int, gx: int, index: str, pdl: bool = False):
     """The SpMM kernel with positions of type ``index`` ("uint32" only where the caller has
-    checked that the matrix and the X and Y tiles fit) and ``cfg.spmm_rows_per_pass``."""
+    checked that the matrix and the X and Y tiles fit) and ``cfg.spmm_rows_per_pass``;
+    ``pdl`` as the SpMV's (``_ec_csr_spmv._spmv_kernel``)."""
     gmax = cfg.spmm_rows_per_pass
     short_block, long_block = _spmm_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, ct, gx,
                                           index)
@@ -205,6 +207,8 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         t = U32(tid % U32(ws))
         if blk >= U32(ptr.shape[0] - 1):
             return
+        if pdl:
+            grid_dependency_wait()
         nn = U32(n)
         j0 = U32(U32(cuda.blockIdx.y) * U32(ct))
         nvalid = U32(min(U32(ct), U32(nn - j0)))
@@ -217,5 +221,7 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         else:
             short_block(words, bytes_, values, Xf, nn, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
                         col0, t, mask, accs)
+        if pdl:
+            launch_dependents()
 
     return ec_csr_spmm

@@ -15,6 +15,7 @@ import numpy as np
 from .._cuda import cuda, inline_device
 from ._common import WARP, acc_type, jit_options, reduce_scatter, scatter_layout
 from ._ec_csr_device import _chains, _code_parts, _tuple_loader
+from ._intrinsics import grid_dependency_wait, launch_dependents
 from ._spmm import fill_parts
 
 if TYPE_CHECKING:
@@ -161,12 +162,15 @@ def _make_block_body(walk, G: int, vec: int, ws: int, careful, U32):
 
 @functools.lru_cache(maxsize=None)
 def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw: int,
-                 cfg: ECCSRConfig, index: str, fill_group: int = 1):
+                 cfg: ECCSRConfig, index: str, fill_group: int = 1, pdl: bool = False):
     """The SpMV kernel with positions of type ``index`` ("uint32" only where the caller has
     checked ``DeviceECCSR.fits32``) and ``cfg.rows_per_pass``; with ``cfg.x_in_shared`` the
     variant that stages x in shared memory (launched with ``x.size`` elements of dynamic
     shared memory on a persistent grid, ``ec_csr.py``), copying x ``fill_group`` elements
-    per load (a power of two dividing ``x.size``, at most 16 bytes)."""
+    per load (a power of two dividing ``x.size``, at most 16 bytes). ``pdl`` (sm_90+): the
+    kernel waits for the grid before it (``grid_dependency_wait``: the zero pass, launched
+    by ``_spmm.launch_after``) before its first add, and lets the one after it (the finish
+    pass) start as it ends (``launch_dependents``)."""
     gmax = cfg.rows_per_pass
     short_block, long_block = _spmv_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, index)
     C = _code_parts(delta_bits, ws, vs, cw, index)
@@ -193,6 +197,8 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
             then every ``gridDim.x * groups_per_block``-th after it."""
             sx = cuda.shared.array(0, xnp)
             fill(x, fill_group, 0, sx)              # x as rows of fill_group; ends in a barrier
+            if pdl:
+                grid_dependency_wait()
             per = U32(U32(cuda.blockDim.x) // U32(ws))
             t = U32(U32(cuda.threadIdx.x) % U32(ws))
             blk = U32(U32(U32(cuda.blockIdx.x) * per) + U32(U32(cuda.threadIdx.x) // U32(ws)))
@@ -204,6 +210,8 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
                 one_block(set_desc, ptr, rows, base, words, bytes_, values, sx, yacc, blk, t, mask,
                           accs)
                 blk = U32(blk + step)
+            if pdl:
+                launch_dependents()
 
         return ec_csr_spmv_xs
 
@@ -218,8 +226,12 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         t = U32(tid % U32(ws))
         if blk >= U32(ptr.shape[0] - 1):
             return
+        if pdl:
+            grid_dependency_wait()
         mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
         accs = cuda.local.array(gmax, np.float32)
         one_block(set_desc, ptr, rows, base, words, bytes_, values, x, yacc, blk, t, mask, accs)
+        if pdl:
+            launch_dependents()
 
     return ec_csr_spmv

@@ -35,6 +35,9 @@ the first of group j); b0..b3 = B[2t + 8i : 2t + 8i + 2, g] for i = 0..3; C and 
 and g + 8 (bits 16-31) in the groups 4h .. 4h + 3 (a nibble per group at bit 4j: first
 position in bits 0-1, the larger second in bits 2-3); the other lanes' ``e`` is not read.
 Layouts: ``reference/split24.py``.
+
+``grid_dependency_wait()`` / ``launch_dependents()``: the two sides of a programmatic
+dependent launch (``_spmm.launch_after``; sm_90 and above), at the end of this file.
 """
 from __future__ import annotations
 
@@ -414,3 +417,40 @@ else:
             return builder.bitcast(v, context.get_value_type(sig.return_type))
 
         return sig, codegen
+
+
+# ---------------------------------------------------------------------------------------------
+# programmatic dependent launch (compute capability 9.0+): ``_common.launch_after``
+# ---------------------------------------------------------------------------------------------
+# ``grid_dependency_wait()`` waits until the grid launched before this one on the stream has
+# ended and its writes are visible (``griddepcontrol.wait``); ``launch_dependents()`` lets a grid
+# launched after this one by ``launch_after`` start its blocks once every block of this grid
+# has issued it or ended (``griddepcontrol.launch_dependents``). Both do nothing in a grid with
+# no such neighbour. The instructions exist from sm_90 on, so the kernel factories call them
+# only under their ``pdl`` flag (``_common.pdl_capable``). The simulator runs grids one after
+# another: both are no-ops there.
+
+if SIMULATOR:
+    def grid_dependency_wait():
+        pass
+
+    def launch_dependents():
+        pass
+
+else:
+    def _griddepcontrol(text: str):
+        @intrinsic
+        def op(typingctx):
+            sig = types.none()
+
+            def codegen(context, builder, sig, args):
+                asm = ir.InlineAsm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}",
+                                   side_effect=True)
+                builder.call(asm, [])
+                return context.get_dummy_value()
+
+            return sig, codegen
+        return op
+
+    grid_dependency_wait = _griddepcontrol("griddepcontrol.wait;")
+    launch_dependents = _griddepcontrol("griddepcontrol.launch_dependents;")

@@ -295,6 +295,48 @@ def launch_smem(kernel, grid, threads: int, nbytes: int, args: tuple):
     cfg(*args)
 
 
+_PDL: dict = {}
+
+
+def pdl_capable() -> bool:
+    """Whether the current device takes programmatic dependent launches (compute capability
+    9.0 or above; the simulator: no): the kernel factories' ``pdl`` flag, under which
+    kernels call ``_intrinsics.grid_dependency_wait`` / ``launch_dependents``."""
+    if SIMULATOR:
+        return False
+    dev = cuda.get_current_device()
+    if dev.id not in _PDL:
+        _PDL[dev.id] = tuple(dev.compute_capability) >= (9, 0)
+    return _PDL[dev.id]
+
+
+def launch_after(kernel, grid, threads: int, nbytes: int, args: tuple):
+    """Launch ``kernel`` on the launch stream so that its blocks may start before the kernel
+    launched just before it on that stream has ended (programmatic stream serialization);
+    ``kernel`` must call ``grid_dependency_wait()`` before it touches anything that kernel
+    writes, and the kernel before it may call ``launch_dependents()`` to let it start. It
+    saves part of a launch's fixed cost between two dependent kernels. Without
+    :func:`pdl_capable` it is a plain launch (:func:`launch_smem`). The launch is numba's own
+    (its argument marshalling and compiled function) with the attribute added to the launch
+    configuration of cuda.core."""
+    if not pdl_capable():
+        launch_smem(kernel, grid, threads, nbytes, args)
+        return
+    from cuda.core import LaunchConfig, launch
+    from numba.cuda.cudadrv import driver
+    stream = driver._to_core_stream(launch_stream())
+    overload = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
+    _opt_in_smem(overload, nbytes)
+    marshalled, writebacks = [], []
+    for ty, value in zip(overload.argument_types, args):
+        overload._prepare_args(ty, value, stream, writebacks, marshalled)
+    config = LaunchConfig(grid=grid, block=threads, shmem_size=nbytes,
+                          programmatic_stream_serialization=True)
+    launch(stream, config, overload._codelibrary.get_cufunc().kernel, *marshalled)
+    for wb in writebacks:
+        wb()
+
+
 def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block: int, max_tile: int,
                  spmv=None, shared=None):
     """Check and place X/out, pick the tile (``tile_for``) and gather width (``group_for``),
@@ -344,4 +386,4 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
 
 __all__ = ["TILE_COLS", "tile_for", "group_for", "tile_parts", "ptx_cases", "accumulator_np",
            "smem_tile", "fill_parts", "launch_smem", "launch_tiles", "persistent_grid",
-           "resident_per_sm"]
+           "resident_per_sm", "pdl_capable", "launch_after"]

@@ -41,7 +41,12 @@ float32 output: y is zeroed by a small kernel first and the blocks add into it d
 float16 output: the blocks add into a float32 scratch kept with the device matrix
 (:class:`ZeroScratch`: zeroed when made), and a last kernel converts it into y and zeroes
 it again for the next call, so a float16 product is two launches, as a float32 one (a
-``DeviceECCSR`` must therefore not be used by two products at once on different streams). Rows no block touches end up 0 either way: the output is fully written. The
+``DeviceECCSR`` must therefore not be used by two products at once on different streams).
+On a GPU of compute capability 9.0 or above the second of the two launches is a
+programmatic dependent one (``_spmm.launch_after``): the float32 main kernel may start while
+the zero pass runs and waits before its first add; the float16 finish pass may start as the
+main kernel's blocks end and waits for all of them, so that part of the second launch's
+fixed cost can overlap the first kernel (``docs/performance.md`` says what it saves). Rows no block touches end up 0 either way: the output is fully written. The
 summation order (blocks in whatever order their atomics land) is not fixed, so results
 can differ in the last bits between runs; they stay within the tolerance of
 ``spmvlab.check``.
@@ -138,7 +143,10 @@ from ._common import (
 from ._ec_csr_device import _NF, _code_parts
 from ._ec_csr_spmm import _spmm_kernel
 from ._ec_csr_spmv import _spmv_kernel
-from ._spmm import TILE_COLS, group_for, launch_smem, persistent_grid, tile_for
+from ._intrinsics import grid_dependency_wait, launch_dependents
+from ._spmm import (
+    TILE_COLS, group_for, launch_after, launch_smem, pdl_capable, persistent_grid, tile_for,
+)
 
 __all__ = ["ECCSRConfig", "DeviceECCSR", "to_device", "device_check", "launch_check", "spmv",
            "spmm", "ptx_targets"]
@@ -314,10 +322,13 @@ def _fits32(M: ECCSRMatrix, n_code_bytes: int) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _zero_kernel():
+def _zero_kernel(pdl: bool = False):
     @cuda.jit
     def ec_csr_zero(a):
-        """Grid-stride: a[i] = 0."""
+        """Grid-stride: a[i] = 0 (``pdl``: the main kernel, launched after it by
+        ``_spmm.launch_after``, may start its blocks at once and waits before its adds)."""
+        if pdl:
+            launch_dependents()
         i = cuda.grid(1)
         while i < a.shape[0]:
             a[i] = 0
@@ -327,10 +338,13 @@ def _zero_kernel():
 
 
 @functools.lru_cache(maxsize=None)
-def _finish_kernel():
+def _finish_kernel(pdl: bool = False):
     @cuda.jit
     def ec_csr_finish(acc, y):
-        """Grid-stride: y[i] = acc[i] in y's dtype, then acc[i] = 0 (ready for the next call)."""
+        """Grid-stride: y[i] = acc[i] in y's dtype, then acc[i] = 0 (ready for the next call);
+        ``pdl``: launched by ``_spmm.launch_after``, it first waits for the main kernel."""
+        if pdl:
+            grid_dependency_wait()
         i = cuda.grid(1)
         while i < y.shape[0]:
             y[i] = acc[i]
@@ -364,9 +378,14 @@ class ZeroScratch:
         return self.buf
 
 
-def _flat(kernel, n: int, threads: int, *args):
+def _flat(kernel, n: int, threads: int, *args, after: bool = False):
+    """A grid-stride pass over ``n`` entries; ``after``: by ``_spmm.launch_after``."""
     if n:
-        kernel[min(blocks_for(n, threads), _FLAT_BLOCKS), threads, launch_stream()](*args)
+        grid = min(blocks_for(n, threads), _FLAT_BLOCKS)
+        if after:
+            launch_after(kernel, grid, threads, 0, args)
+        else:
+            kernel[grid, threads, launch_stream()](*args)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -453,18 +472,17 @@ def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig):
     """The SpMV kernel ``config`` asks for, on :func:`_position_type`'s positions; with
     ``x_in_shared``, x copied into shared memory in loads of the widest power of two of
     elements (at most 16 bytes) that divides its length."""
-    if not config.x_in_shared:
-        return _spmv_kernel(*_kernel_key(D), config, _position_type(D, config))
     fg = 1
-    while fg * 2 * D.dtype.itemsize <= 16 and D.shape[1] % (fg * 2) == 0:
+    while config.x_in_shared and fg * 2 * D.dtype.itemsize <= 16 and D.shape[1] % (fg * 2) == 0:
         fg *= 2
-    return _spmv_kernel(*_kernel_key(D), config, _position_type(D, config), fg)
+    return _spmv_kernel(*_kernel_key(D), config, _position_type(D, config), fg, pdl_capable())
 
 
 def _spmm_kernel_for(D: DeviceECCSR, config: ECCSRConfig, k: int, ct: int, gx: int):
     """The SpMM kernel for X of ``k`` columns in tiles of ``ct``, on
     :func:`_position_type`'s positions."""
-    return _spmm_kernel(*_kernel_key(D), config, ct, gx, _position_type(D, config, k))
+    return _spmm_kernel(*_kernel_key(D), config, ct, gx, _position_type(D, config, k),
+                        pdl_capable())
 
 
 def _matrix_args(D: DeviceECCSR) -> tuple:
@@ -479,9 +497,12 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
         return
     threads = config.threads_per_block
     f16 = D.dtype == np.float16
+    pdl = pdl_capable()
     yacc = D.scratch.take(n_rows, threads) if f16 else y
     if not f16:
-        _flat(_zero_kernel(), n_rows, threads, y)
+        _flat(_zero_kernel(pdl), n_rows, threads, y)
+    # after a zero pass the main kernel may start early (it waits before its adds)
+    main = launch_after if pdl and not f16 else launch_smem
     if D.n_blocks:
         blocks = blocks_for(D.n_blocks, threads // D.warp_size)
         nbytes = D.shape[1] * D.dtype.itemsize
@@ -492,12 +513,12 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
             grid = persistent_grid(kernel, args, blocks, threads, nbytes, config.x_in_shared,
                                    config.x_in_shared_min)
         if grid:
-            launch_smem(kernel, grid, threads, nbytes, args)
+            main(kernel, grid, threads, nbytes, args)
         else:
             kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0))
-            kernel[blocks, threads, launch_stream()](*args)
+            main(kernel, blocks, threads, 0, args)
     if f16:
-        _flat(_finish_kernel(), n_rows, threads, yacc, y)
+        _flat(_finish_kernel(pdl), n_rows, threads, yacc, y, after=pdl)
 
 
 def spmv(D, x, out=None, config: ECCSRConfig = ECCSRConfig()):
@@ -523,20 +544,22 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
         size = n_rows * k
         flat_out = ops.out.reshape(size)
         f16 = D.dtype == np.float16
+        pdl = pdl_capable()
         if f16:
             Yacc = D.scratch.take(size, threads)
         else:
             Yacc = flat_out
-            _flat(_zero_kernel(), size, threads, Yacc)
+            _flat(_zero_kernel(pdl), size, threads, Yacc)
         if D.n_blocks:
             ct = tile_for(k, config.spmm_tile)
             gx = group_for(D.dtype, k, ct)
             kernel = _spmm_kernel_for(D, config, k, ct, gx)
             grid = (blocks_for(D.n_blocks, threads // D.warp_size), blocks_for(k, ct))
-            kernel[grid, threads, launch_stream()](*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc,
-                                                   np.int64(k))
+            main = launch_after if pdl and not f16 else launch_smem
+            main(kernel, grid, threads, 0,
+                 (*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc, np.int64(k)))
         if f16:
-            _flat(_finish_kernel(), size, threads, Yacc, flat_out)
+            _flat(_finish_kernel(pdl), size, threads, Yacc, flat_out, after=pdl)
     return finish(ops, out)
 
 
@@ -546,9 +569,10 @@ def ptx_targets():
     float16 8-bit codes) and
     SpMM for one delta width per dtype (uint32; int64 for float16 8-bit codes); sub-warp
     groups (warp_size 2, vector_size 2) for SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the
-    zero/finish passes and the check kernel. (The delta width changes only the code loads,
-    which SpMV and SpMM share, so not every pairing is compiled: each main kernel is slow to
-    compile.)"""
+    zero/finish passes and the check kernel. Every kernel as an sm_90 GPU runs it, with the
+    programmatic-dependent-launch instructions (``pdl``), and the default SpMV once without
+    them (older GPUs). (The delta width changes only the code loads, which SpMV and SpMM
+    share, so not every pairing is compiled: each main kernel is slow to compile.)"""
     out = []
     idx = array_sig("int32")
     head = f"void({idx}, {idx}, {idx}, {idx}, "
@@ -562,29 +586,33 @@ def ptx_targets():
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False)),
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(x_in_shared=0)),
               ("spmm", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False))]
-    for kind, dt, b, ws, vs, cw, cfg in cases:
+    cases = [c + (True,) for c in cases] + [("spmv", "float16", 4, 32, 4, 4, ECCSRConfig(), False)]
+    griddep = (r"griddepcontrol\.wait", r"griddepcontrol\.launch_dependents")
+    for kind, dt, b, ws, vs, cw, cfg, pdl in cases:
         P = 16 // np.dtype(dt).itemsize
         bits = cw * b
         word = np.dtype(_WORD[bits]).name if bits >= 8 else "uint8"
         args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
-        wide = (r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()
-        variant = ("" if cfg.index32 else ",int64") + (",xs" if cfg.x_in_shared else "")
+        wide = ((r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()) + (griddep if pdl else ())
+        variant = (("" if cfg.index32 else ",int64") + (",xs" if cfg.x_in_shared else "")
+                   + ("" if pdl else ",nopdl"))
         index = "uint32" if cfg.index32 else "int64"
         if kind == "spmv":
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
                                  functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg, index,
-                                                   P if cfg.x_in_shared else 1),
+                                                   P if cfg.x_in_shared else 1, pdl),
                                  args + f"{array_sig(dt)}, {array_sig('float32')})", wide))
         else:
             ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
             out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}{variant}]",
                                  functools.partial(_spmm_kernel, dt, b, ws, vs, cw, P, cfg, ct, gx,
-                                                   index),
+                                                   index, pdl),
                                  args + f"{array_sig(dt)}, {array_sig('float32')}, int64)", wide))
     for dt in KERNEL_DTYPES:
-        out.append(PTXTarget(f"ec_csr.finish[{dt}]", _finish_kernel,
-                             f"void({array_sig('float32')}, {array_sig(dt)})"))
-    out.append(PTXTarget("ec_csr.zero[float32]", _zero_kernel, f"void({array_sig('float32')})"))
+        out.append(PTXTarget(f"ec_csr.finish[{dt}]", functools.partial(_finish_kernel, True),
+                             f"void({array_sig('float32')}, {array_sig(dt)})", griddep[:1]))
+    out.append(PTXTarget("ec_csr.zero[float32]", functools.partial(_zero_kernel, True),
+                         f"void({array_sig('float32')})", griddep[1:]))
     for b, ws in ((4, 32), (8, 2)):
         out.append(PTXTarget(f"ec_csr.check[b{b},ws{ws}]", functools.partial(_check_kernel, b, ws),
                              f"void({idx}, {idx}, {idx}, {idx}, {array_sig('uint8')}, int64, "
