@@ -300,13 +300,20 @@ _PDL: dict = {}
 
 def pdl_capable() -> bool:
     """Whether the current device takes programmatic dependent launches (compute capability
-    9.0 or above; the simulator: no): the kernel factories' ``pdl`` flag, under which
-    kernels call ``_intrinsics.grid_dependency_wait`` / ``launch_dependents``."""
+    9.0 or above, and a cuda.core whose launch configuration has the attribute; the
+    simulator: no): the kernel factories' ``pdl`` flag, under which kernels call
+    ``_intrinsics.grid_dependency_wait`` / ``launch_dependents``."""
     if SIMULATOR:
         return False
     dev = cuda.get_current_device()
     if dev.id not in _PDL:
-        _PDL[dev.id] = tuple(dev.compute_capability) >= (9, 0)
+        try:
+            from cuda.core import LaunchConfig
+            LaunchConfig(grid=1, block=32, programmatic_stream_serialization=True)
+            has_attribute = True
+        except (ImportError, TypeError):
+            has_attribute = False
+        _PDL[dev.id] = has_attribute and tuple(dev.compute_capability) >= (9, 0)
     return _PDL[dev.id]
 
 
