@@ -158,8 +158,8 @@ def test_kernels_built_for_dependent_launches_give_the_product(monkeypatch, dtyp
     monkeypatch.setattr(K, "pdl_capable", lambda: True)
     after = []
     real = K.launch_after
-    monkeypatch.setattr(K, "launch_after",
-                        lambda kernel, *a: after.append(kernel.py_func.__name__) or real(kernel, *a))
+    monkeypatch.setattr(K, "launch_after", lambda kernel, *a:
+                        after.append(kernel.py_func.__name__) or real(kernel, *a))
     rng = np.random.default_rng(9)
     A = np.where(rng.random((70, 48)) < 0.3, rng.standard_normal((70, 48)), 0)
     M = R.encode(A.astype(dtype), warp_size=2, vector_size=4)

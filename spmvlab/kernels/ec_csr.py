@@ -46,10 +46,10 @@ On a GPU of compute capability 9.0 or above the second of the two launches is a
 programmatic dependent one (``_spmm.launch_after``): the float32 main kernel may start while
 the zero pass runs and waits before its first add; the float16 finish pass may start as the
 main kernel's blocks end and waits for all of them, so that part of the second launch's
-fixed cost can overlap the first kernel (``docs/performance.md`` says what it saves). Rows no block touches end up 0 either way: the output is fully written. The
-summation order (blocks in whatever order their atomics land) is not fixed, so results
-can differ in the last bits between runs; they stay within the tolerance of
-``spmvlab.check``.
+fixed cost can overlap the first kernel (``docs/performance.md`` says what it saves). Rows
+no block touches end up 0 either way: the output is fully written. The summation order
+(blocks in whatever order their atomics land) is not fixed, so results can differ in the
+last bits between runs; they stay within the tolerance of ``spmvlab.check``.
 
 Padding zeros and Inf/NaN: the fast path multiplies every stored value, padding zeros
 included, which is exact unless ``x`` is Inf/NaN at a padding column (0 * Inf = NaN). A
