@@ -150,16 +150,17 @@ def test_float16_accumulator_is_kept_zero_between_products(monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_kernels_built_for_dependent_launches_give_the_product(monkeypatch, dtype):
     """On an sm_90 GPU the kernels are built with the programmatic-dependent-launch calls
-    (``pdl``) and the kernel after a zero pass or before a finish pass is launched by
-    ``launch_after``: float32 zero pass -> main kernel (after), float16 main kernel -> finish
-    (after). Forced here (the simulator runs the calls as no-ops and ``launch_after`` as a
-    plain launch): SpMV with x staged and from global memory, SpMM, into garbage outputs,
+    (``pdl``) and the kernel after a zero pass or before a finish pass is launched with
+    ``after``: float32 zero pass -> main kernel (after), float16 main kernel -> finish
+    (after). Forced here (the simulator runs the calls as no-ops and ``after`` as a plain
+    launch): SpMV with x staged and from global memory, SpMM, into garbage outputs,
     give the product, and the launches go that way."""
     monkeypatch.setattr(K, "pdl_capable", lambda: True)
     after = []
-    real = K.launch_after
-    monkeypatch.setattr(K, "launch_after", lambda kernel, *a:
-                        after.append(kernel.py_func.__name__) or real(kernel, *a))
+    real = K.launch_smem
+    monkeypatch.setattr(K, "launch_smem", lambda kernel, grid, threads, nbytes, args, later=False:
+                        (later and after.append(kernel.py_func.__name__))
+                        or real(kernel, grid, threads, nbytes, args, later))
     rng = np.random.default_rng(9)
     A = np.where(rng.random((70, 48)) < 0.3, rng.standard_normal((70, 48)), 0)
     M = R.encode(A.astype(dtype), warp_size=2, vector_size=4)

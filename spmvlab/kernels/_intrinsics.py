@@ -37,7 +37,7 @@ position in bits 0-1, the larger second in bits 2-3); the other lanes' ``e`` is 
 Layouts: ``reference/split24.py``.
 
 ``grid_dependency_wait()`` / ``launch_dependents()``: the two sides of a programmatic
-dependent launch (``_spmm.launch_after``; sm_90 and above), at the end of this file.
+dependent launch (``_spmm.launch_smem``, ``after``; sm_90 and above), at the end of this file.
 """
 from __future__ import annotations
 
@@ -420,11 +420,11 @@ else:
 
 
 # ---------------------------------------------------------------------------------------------
-# programmatic dependent launch (compute capability 9.0+): ``_common.launch_after``
+# programmatic dependent launch (compute capability 9.0+): ``_spmm.launch_smem``, ``after``
 # ---------------------------------------------------------------------------------------------
 # ``grid_dependency_wait()`` waits until the grid launched before this one on the stream has
 # ended and its writes are visible (``griddepcontrol.wait``); ``launch_dependents()`` lets a grid
-# launched after this one by ``launch_after`` start its blocks once every block of this grid
+# launched after this one with ``after`` start its blocks once every block of this grid
 # has issued it or ended (``griddepcontrol.launch_dependents``). Both do nothing in a grid with
 # no such neighbour. The instructions exist from sm_90 on, so the kernel factories call them
 # only under their ``pdl`` flag (``_common.pdl_capable``). The simulator runs grids one after

@@ -257,11 +257,18 @@ def resident_per_sm(kernel, args: tuple, threads: int, nbytes: int) -> int:
     key = (id(kernel), threads, nbytes, cuda.get_current_device().id)
     hit = _RESIDENT.get(key)
     if hit is None or hit[0] is not kernel:
-        overload = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
-        _opt_in_smem(overload, nbytes)
+        overload = _compiled(kernel, args, nbytes)
         per_sm = overload.max_cooperative_grid_blocks(threads, nbytes) // _device_limits()[0]
         hit = _RESIDENT[key] = (kernel, per_sm)
     return hit[1]
+
+
+def _compiled(kernel, args: tuple, nbytes: int):
+    """The compiled kernel of dispatcher ``kernel`` for ``args``' types (compiled here when it
+    is not yet), opted in to ``nbytes`` of dynamic shared memory."""
+    overload = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
+    _opt_in_smem(overload, nbytes)
+    return overload
 
 
 _SMEM_ALLOWED: dict = {}
@@ -287,8 +294,16 @@ def _allow_dynamic_smem(kernel, launch_config):
     _opt_in_smem(kernel, int(launch_config.sharedmem))
 
 
-def launch_smem(kernel, grid, threads: int, nbytes: int, args: tuple):
-    """Launch ``kernel`` with ``nbytes`` of dynamic shared memory (any size the device allows)."""
+def launch_smem(kernel, grid, threads: int, nbytes: int, args: tuple, after: bool = False):
+    """Launch ``kernel`` on the launch stream with ``nbytes`` of dynamic shared memory (any
+    size the device allows). ``after``: where :func:`pdl_capable`, a programmatic dependent
+    launch (:func:`_launch_dependent`): ``kernel`` may start before the kernel launched just
+    before it on the stream has ended, so it must call ``grid_dependency_wait()`` before it
+    touches anything that kernel writes (which may call ``launch_dependents()`` to let it
+    start). It saves part of a launch's fixed cost between two dependent kernels."""
+    if after and pdl_capable():
+        _launch_dependent(kernel, grid, threads, nbytes, args)
+        return
     cfg = kernel[grid, threads, launch_stream(), nbytes]
     if not SIMULATOR and nbytes > 48 * 1024:
         cfg.pre_launch_callbacks.append(_allow_dynamic_smem)
@@ -317,23 +332,14 @@ def pdl_capable() -> bool:
     return _PDL[dev.id]
 
 
-def launch_after(kernel, grid, threads: int, nbytes: int, args: tuple):
-    """Launch ``kernel`` on the launch stream so that its blocks may start before the kernel
-    launched just before it on that stream has ended (programmatic stream serialization);
-    ``kernel`` must call ``grid_dependency_wait()`` before it touches anything that kernel
-    writes, and the kernel before it may call ``launch_dependents()`` to let it start. It
-    saves part of a launch's fixed cost between two dependent kernels. Without
-    :func:`pdl_capable` it is a plain launch (:func:`launch_smem`). The launch is numba's own
-    (its argument marshalling and compiled function) with the attribute added to the launch
-    configuration of cuda.core."""
-    if not pdl_capable():
-        launch_smem(kernel, grid, threads, nbytes, args)
-        return
+def _launch_dependent(kernel, grid, threads: int, nbytes: int, args: tuple):
+    """numba's own launch (its argument marshalling and compiled function) with cuda.core's
+    ``programmatic_stream_serialization`` in the launch configuration: numba-cuda's launch
+    takes no launch attributes."""
     from cuda.core import LaunchConfig, launch
     from numba.cuda.cudadrv import driver
     stream = driver._to_core_stream(launch_stream())
-    overload = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
-    _opt_in_smem(overload, nbytes)
+    overload = _compiled(kernel, args, nbytes)
     marshalled, writebacks = [], []
     for ty, value in zip(overload.argument_types, args):
         overload._prepare_args(ty, value, stream, writebacks, marshalled)
@@ -393,4 +399,4 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
 
 __all__ = ["TILE_COLS", "tile_for", "group_for", "tile_parts", "ptx_cases", "accumulator_np",
            "smem_tile", "fill_parts", "launch_smem", "launch_tiles", "persistent_grid",
-           "resident_per_sm", "pdl_capable", "launch_after"]
+           "resident_per_sm", "pdl_capable"]

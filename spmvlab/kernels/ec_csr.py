@@ -43,13 +43,13 @@ float16 output: the blocks add into a float32 scratch kept with the device matri
 it again for the next call, so a float16 product is two launches, as a float32 one (a
 ``DeviceECCSR`` must therefore not be used by two products at once on different streams).
 On a GPU of compute capability 9.0 or above the second of the two launches is a
-programmatic dependent one (``_spmm.launch_after``): the float32 main kernel may start while
-the zero pass runs and waits before its first add; the float16 finish pass may start as the
-main kernel's blocks end and waits for all of them, so that part of the second launch's
-fixed cost can overlap the first kernel (``docs/performance.md`` says what it saves). Rows
-no block touches end up 0 either way: the output is fully written. The summation order
-(blocks in whatever order their atomics land) is not fixed, so results can differ in the
-last bits between runs; they stay within the tolerance of ``spmvlab.check``.
+programmatic dependent one (``_spmm.launch_smem``'s ``after``): the float32 main kernel may
+start while the zero pass runs and waits before its first add; the float16 finish pass may
+start as the main kernel's blocks end and waits for all of them, so that part of the second
+launch's fixed cost can overlap the first kernel (``docs/performance.md`` says what it
+saves). Rows no block touches end up 0 either way: the output is fully written. The
+summation order (blocks in whatever order their atomics land) is not fixed, so results can
+differ in the last bits between runs; they stay within the tolerance of ``spmvlab.check``.
 
 Padding zeros and Inf/NaN: the fast path multiplies every stored value, padding zeros
 included, which is exact unless ``x`` is Inf/NaN at a padding column (0 * Inf = NaN). A
@@ -137,7 +137,7 @@ from .. import formats
 from .._cuda import cuda
 from ._common import (
     CHECK_THREADS, PTXTarget, array_sig, blocks_for, check_config, check_threads_per_block,
-    check_value_dtype, checked_to_device, finish, launch_stream, prepare, prepare_spmm,
+    check_value_dtype, checked_to_device, finish, prepare, prepare_spmm,
     run_device_check, scratch, to_dev,
 )
 from ._ec_csr_device import _NF, _code_parts
@@ -145,7 +145,7 @@ from ._ec_csr_spmm import _spmm_kernel
 from ._ec_csr_spmv import _spmv_kernel
 from ._intrinsics import grid_dependency_wait, launch_dependents
 from ._spmm import (
-    TILE_COLS, group_for, launch_after, launch_smem, pdl_capable, persistent_grid, tile_for,
+    TILE_COLS, group_for, launch_smem, pdl_capable, persistent_grid, tile_for,
 )
 
 __all__ = ["ECCSRConfig", "DeviceECCSR", "to_device", "device_check", "launch_check", "spmv",
@@ -326,7 +326,8 @@ def _zero_kernel(pdl: bool = False):
     @cuda.jit
     def ec_csr_zero(a):
         """Grid-stride: a[i] = 0 (``pdl``: the main kernel, launched after it by
-        ``_spmm.launch_after``, may start its blocks at once and waits before its adds)."""
+        ``_spmm.launch_smem(..., after=True)``, may start its blocks at once and waits before
+        its adds)."""
         if pdl:
             launch_dependents()
         i = cuda.grid(1)
@@ -342,7 +343,7 @@ def _finish_kernel(pdl: bool = False):
     @cuda.jit
     def ec_csr_finish(acc, y):
         """Grid-stride: y[i] = acc[i] in y's dtype, then acc[i] = 0 (ready for the next call);
-        ``pdl``: launched by ``_spmm.launch_after``, it first waits for the main kernel."""
+        ``pdl``: launched with ``after``, it first waits for the main kernel."""
         if pdl:
             grid_dependency_wait()
         i = cuda.grid(1)
@@ -379,13 +380,9 @@ class ZeroScratch:
 
 
 def _flat(kernel, n: int, threads: int, *args, after: bool = False):
-    """A grid-stride pass over ``n`` entries; ``after``: by ``_spmm.launch_after``."""
+    """A grid-stride pass over ``n`` entries (``after``: see ``_spmm.launch_smem``)."""
     if n:
-        grid = min(blocks_for(n, threads), _FLAT_BLOCKS)
-        if after:
-            launch_after(kernel, grid, threads, 0, args)
-        else:
-            kernel[grid, threads, launch_stream()](*args)
+        launch_smem(kernel, min(blocks_for(n, threads), _FLAT_BLOCKS), threads, 0, args, after)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -501,8 +498,7 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
     yacc = D.scratch.take(n_rows, threads) if f16 else y
     if not f16:
         _flat(_zero_kernel(pdl), n_rows, threads, y)
-    # after a zero pass the main kernel may start early (it waits before its adds)
-    main = launch_after if pdl and not f16 else launch_smem
+    after = pdl and not f16     # after a zero pass: may start early, waits before its adds
     if D.n_blocks:
         blocks = blocks_for(D.n_blocks, threads // D.warp_size)
         nbytes = D.shape[1] * D.dtype.itemsize
@@ -513,10 +509,10 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
             grid = persistent_grid(kernel, args, blocks, threads, nbytes, config.x_in_shared,
                                    config.x_in_shared_min)
         if grid:
-            main(kernel, grid, threads, nbytes, args)
+            launch_smem(kernel, grid, threads, nbytes, args, after)
         else:
             kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0))
-            main(kernel, blocks, threads, 0, args)
+            launch_smem(kernel, blocks, threads, 0, args, after)
     if f16:
         _flat(_finish_kernel(pdl), n_rows, threads, yacc, y, after=pdl)
 
@@ -555,9 +551,9 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
             gx = group_for(D.dtype, k, ct)
             kernel = _spmm_kernel_for(D, config, k, ct, gx)
             grid = (blocks_for(D.n_blocks, threads // D.warp_size), blocks_for(k, ct))
-            main = launch_after if pdl and not f16 else launch_smem
-            main(kernel, grid, threads, 0,
-                 (*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc, np.int64(k)))
+            launch_smem(kernel, grid, threads, 0,
+                        (*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc, np.int64(k)),
+                        pdl and not f16)
         if f16:
             _flat(_finish_kernel(pdl), size, threads, Yacc, flat_out, after=pdl)
     return finish(ops, out)
