@@ -499,32 +499,26 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
     def chain(k: int, stop: int):
         """Positions [k, stop) of a segment, one after another, (D, B) restarting at k:
         called with position k's (slot, entry), it fetches position k + 1's before it
-        processes k, and the last one fetches position ``stop``'s where the segment goes on
-        (returned after the state, for the next group)."""
-        step = position(k)
-        ahead = fetch(k + 1) if k + 1 < L else None
-        if k + 1 == stop:
-            if ahead is None:
-                @inline_device
-                def last(w0, w1, w2, slot, ent, rem, col, D, B, pos, bad, start, below, words,
-                         end, sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
-                         nvalid, accs, n_cols, rowleft, ri, lens, Y, row0):
-                    return step(slot, ent, rem, col, D, B, pos, bad, start, below, words, end,
-                                sval, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                                accs, n_cols, rowleft, ri, lens, Y, row0)
-                return last
-
+        processes k; where the segment goes on past ``stop``, the end hands position
+        ``stop``'s (slot, entry) back after the state, for the next group."""
+        if k == stop:
             @inline_device
-            def last_ahead(w0, w1, w2, slot, ent, rem, col, D, B, pos, bad, start, below, words,
-                           end, sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
-                           nvalid, accs, n_cols, rowleft, ri, lens, Y, row0):
-                nslot, nent = ahead(w0, w1, w2, sval, sdel, sinfo, v_used, d_used)
-                col, D, B, pos, bad, rowleft, ri = step(
-                    slot, ent, rem, col, D, B, pos, bad, start, below, words, end, sval, vsym,
-                    v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols, rowleft, ri,
-                    lens, Y, row0)
-                return col, D, B, pos, bad, rowleft, ri, nslot, nent
-            return last_ahead
+            def done(w0, w1, w2, slot, ent, rem, col, D, B, pos, bad, start, below, words, end,
+                     sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                     accs, n_cols, rowleft, ri, lens, Y, row0):
+                return col, D, B, pos, bad, rowleft, ri, slot, ent
+            return done
+        step = position(k)
+        if k + 1 == L:
+            @inline_device
+            def last(w0, w1, w2, slot, ent, rem, col, D, B, pos, bad, start, below, words, end,
+                     sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                     accs, n_cols, rowleft, ri, lens, Y, row0):
+                return step(slot, ent, rem, col, D, B, pos, bad, start, below, words, end, sval,
+                            vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols,
+                            rowleft, ri, lens, Y, row0)
+            return last
+        ahead = fetch(k + 1)
         rest = chain(k + 1, stop)
 
         @inline_device
