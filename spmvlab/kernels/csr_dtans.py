@@ -16,9 +16,7 @@ Thread and data mapping
   float16, uint64 for float32; float64 values keep their uint16 infos apart), 48/64/72 KiB
   for float16/32/64 with the paper's K = 4096. The device copies of the tables are expanded
   on the host by ``to_device`` (slots in stored order, the escape's last; only the used
-  slots are copied, the rest is never read by a valid stream). The walk loads position
-  k + 1's entry before it processes position k (``_walk``'s ``fetch``), so each load has a
-  position's work to wait behind instead of stalling the next instruction.
+  slots are copied, the rest is never read by a valid stream).
 * Words: every read of the decoder is a warp-wide event in the order of
   :func:`reference.csr_dtans.decode_warp`: the lanes that read at an event are the ballot
   of a predicate (``ballot_sync``), lane ``t`` reads word ``pos + popc(ballot & lanes below
@@ -386,36 +384,11 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             32-bit add and a wide multiply-add make the address)."""
             return u64(words[u32(start + i)]), bad
 
-    def fetch(k: int):
-        """``fetch(w0, w1, w2, sval, sdel, sinfo, v_used, d_used)`` -> (slot, entry): position
-        k's slot and its table entry (one shared-memory load; float64 values: the info).
-        The walk fetches a position while the one before it is processed, so each load has
-        a position's work to land behind. The check loads slot 0 for a slot past the used
-        ones (``step`` flags it where the position is valid)."""
-        unpack = unpacker(k)
-        is_delta = k % 2 == 0
-
-        @inline_device
-        def get(w0, w1, w2, sval, sdel, sinfo, v_used, d_used):
-            slot = unpack(w0, w1, w2)
-            at = slot
-            if check:
-                if at >= u32(d_used if is_delta else v_used):
-                    at = u32(0)
-            if is_delta:
-                ent = u64(sdel[at])
-            elif PACKED:
-                ent = sval[u32(u32(VOFF) + at)]
-            else:
-                ent = sinfo[u32(u32(IOFF) + at)]
-            return slot, ent
-
-        return get
-
     def position(k: int):
-        """``step(...)``: position k of a segment (a delta for even k, a value for odd),
-        given its slot and table entry (:func:`fetch`): its escape event (with ``escapes``),
-        column or product, and its digit folded into its group's (D, B)."""
+        """``step(...)``: position k of a segment (a delta for even k, a value for odd):
+        its slot, table entry, escape event (with ``escapes``), column or product, and its
+        digit folded into its group's (D, B)."""
+        unpack = unpacker(k)
         is_delta = k % 2 == 0
         nraw = RAW_D if is_delta else RAW_V
         spill = SPILL_D if is_delta else SPILL_V
@@ -423,21 +396,25 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         esc_here = bool(escapes & (ESC_DELTAS if is_delta else ESC_VALUES))
 
         @inline_device
-        def step(slot, ent, rem, col, D, B, pos, bad, start, below, words, end,
-                 sval, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+        def step(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end,
+                 sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
                  accs, n_cols, rowleft, ri, lens, Y, row0):
             valid = k < rem
+            slot = unpack(w0, w1, w2)
             if check:
                 used = d_used if is_delta else v_used
                 if valid and slot >= u32(used):
                     bad = True
                     slot = u32(0)
+            # the slot's table entry: one shared-memory load (float64 values: two)
             if is_delta:
+                ent = u64(sdel[slot])
                 info = u32(ent >> u64(32))
             elif PACKED:
+                ent = sval[u32(u32(VOFF) + slot)]
                 info = u32(ent >> VWORD(vbits))
             else:
-                info = u32(ent)
+                info = u32(sinfo[u32(u32(IOFF) + slot)])
             escaped = False
             raw = u64(0)
             if esc_here:
@@ -497,45 +474,32 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         return step
 
     def chain(k: int, stop: int):
-        """Positions [k, stop) of a segment, one after another, (D, B) restarting at k:
-        called with position k's (slot, entry), it fetches position k + 1's before it
-        processes k; where the segment goes on past ``stop``, the end hands position
-        ``stop``'s (slot, entry) back after the state, for the next group."""
-        if k == stop:
-            @inline_device
-            def done(w0, w1, w2, slot, ent, rem, col, D, B, pos, bad, start, below, words, end,
-                     sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                     accs, n_cols, rowleft, ri, lens, Y, row0):
-                return col, D, B, pos, bad, rowleft, ri, slot, ent
-            return done
+        """Positions [k, stop) of a segment, one after another, (D, B) restarting at k."""
         step = position(k)
-        if k + 1 == L:
+        if k + 1 == stop:
             @inline_device
-            def last(w0, w1, w2, slot, ent, rem, col, D, B, pos, bad, start, below, words, end,
-                     sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                     accs, n_cols, rowleft, ri, lens, Y, row0):
-                return step(slot, ent, rem, col, D, B, pos, bad, start, below, words, end, sval,
-                            vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols,
-                            rowleft, ri, lens, Y, row0)
+            def last(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end, sval,
+                     sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                     n_cols, rowleft, ri, lens, Y, row0):
+                return step(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end,
+                            sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
+                            nvalid, accs, n_cols, rowleft, ri, lens, Y, row0)
             return last
-        ahead = fetch(k + 1)
         rest = chain(k + 1, stop)
 
         @inline_device
-        def walk_from(w0, w1, w2, slot, ent, rem, col, D, B, pos, bad, start, below, words, end,
-                      sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                      accs, n_cols, rowleft, ri, lens, Y, row0):
-            nslot, nent = ahead(w0, w1, w2, sval, sdel, sinfo, v_used, d_used)
+        def walk_from(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end, sval,
+                      sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                      n_cols, rowleft, ri, lens, Y, row0):
             col, D, B, pos, bad, rowleft, ri = step(
-                slot, ent, rem, col, D, B, pos, bad, start, below, words, end, sval, vsym,
-                v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols, rowleft, ri,
-                lens, Y, row0)
-            return rest(w0, w1, w2, nslot, nent, rem, col, D, B, pos, bad, start, below, words,
-                        end, sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
-                        nvalid, accs, n_cols, rowleft, ri, lens, Y, row0)
+                w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end, sval, sdel,
+                sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols, rowleft,
+                ri, lens, Y, row0)
+            return rest(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end,
+                        sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                        accs, n_cols, rowleft, ri, lens, Y, row0)
         return walk_from
 
-    first = fetch(0)
     group0, group1 = chain(0, HALF), chain(HALF, L)
 
     @inline_device
@@ -585,15 +549,14 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         while j < most:
             notlast = j < nseg - 1
             rem = i32(max(min(left, i64(L)), i64(0)))
-            slot, ent = first(w0, w1, w2, sval, sdel, sinfo, v_used, d_used)
-            col, D0, B0, pos, bad, rowleft, ri, slot, ent = group0(
-                w0, w1, w2, slot, ent, rem, col, u32(0), u32(1), pos, bad, base, below, words,
-                end, sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                accs, n_cols, rowleft, ri, lens, Y, row0)
+            col, D0, B0, pos, bad, rowleft, ri = group0(
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
+                sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                n_cols, rowleft, ri, lens, Y, row0)
             col, D1, B1, pos, bad, rowleft, ri = group1(
-                w0, w1, w2, slot, ent, rem, col, u32(0), u32(1), pos, bad, base, below, words,
-                end, sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                accs, n_cols, rowleft, ri, lens, Y, row0)
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
+                sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
+                n_cols, rowleft, ri, lens, Y, row0)
             # the two checks: group g's digits join the state, then word g is extracted
             # from it (radix >= W) or read
             for grp in range(2):
