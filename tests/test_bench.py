@@ -473,8 +473,7 @@ def _run_flags(name, device):
     if name in ("fig7_dtans", "fig8_dtans", "table2_dtans", "table3_dtans") and device == "h200":
         return dict(synthetic=D.COMMITTED_FAMILIES, large=D.COMMITTED_LARGE)
     if (name, device) == ("e2e_decode", "h200"):         # measured in parts on GPU hosts
-        return dict(encode_workers=15,                   # the last part's
-                    formats=["macko", "ec_csr", "csr", "csr_dtans"])   # before coo joined
+        return dict(formats=["macko", "ec_csr", "csr", "csr_dtans"])   # before coo joined
     if (name, device) == ("fig4_gs", "h200"):             # before generalsparse_fixed existed
         return dict(methods=["generalsparse", "csr_vector", "generalsparse_best"])
     return _RUN_FLAGS.get(name, {})
