@@ -91,10 +91,7 @@ class RMSNorm(torch.nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        # torch's fused RMSNorm in float32: three kernels a call instead of seven, for dense
-        # and sparse models alike (a decode step at batch 1 is mostly such small kernels)
-        return torch.nn.functional.rms_norm(x.float(), self.weight.shape, self.weight.float(),
-                                            self.eps).to(x.dtype)
+        return _rms_norm(x, self.weight, self.eps)
 
 
 class LayerNorm(torch.nn.Module):
@@ -107,8 +104,7 @@ class LayerNorm(torch.nn.Module):
         self.eps = eps
 
     def forward(self, x):
-        return torch.nn.functional.layer_norm(x.float(), self.weight.shape, self.weight.float(),
-                                              self.bias.float(), self.eps).to(x.dtype)
+        return _layer_norm(x, self.weight, self.bias, self.eps)
 
 
 class Block(torch.nn.Module):
@@ -131,17 +127,16 @@ class Block(torch.nn.Module):
         q = self.q_proj(a).view(B, self.heads, 1, self.head_dim)
         k = self.k_proj(a).view(B, self.kv_heads, 1, self.head_dim)
         v = self.v_proj(a).view(B, self.kv_heads, 1, self.head_dim)
-        # q and k rotated together: one set of rotary kernels a block
-        q, k = _rotate(torch.cat((q, k), dim=1), cos, sin).split((self.heads, self.kv_heads), dim=1)
+        q, k = _rope_qk(q, k, cos, sin)
         k_cache.index_copy_(2, pos, k)
         v_cache.index_copy_(2, pos, v)
         rep = self.heads // self.kv_heads
         kk = k_cache.repeat_interleave(rep, dim=1) if rep > 1 else k_cache
         vv = v_cache.repeat_interleave(rep, dim=1) if rep > 1 else v_cache
         o = torch.nn.functional.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
-        x = x + self.o_proj(o.reshape(B, self.heads * self.head_dim))
-        m = self.mlp_norm(x)
-        return x + self.down_proj(torch.nn.functional.silu(self.gate_proj(m)) * self.up_proj(m))
+        x, m = _add_rms_norm(x, self.o_proj(o.reshape(B, self.heads * self.head_dim)),
+                             self.mlp_norm.weight, self.mlp_norm.eps)
+        return x + self.down_proj(_gated_silu(self.gate_proj(m), self.up_proj(m)))
 
 
 class OPTBlock(torch.nn.Module):
@@ -164,14 +159,80 @@ class OPTBlock(torch.nn.Module):
         k_cache.index_copy_(2, pos, self.k_proj(a).view(B, self.heads, 1, self.head_dim))
         v_cache.index_copy_(2, pos, self.v_proj(a).view(B, self.heads, 1, self.head_dim))
         o = torch.nn.functional.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)
-        x = x + self.out_proj(o.reshape(B, self.heads * self.head_dim))
-        return x + self.fc2(torch.relu(self.fc1(self.mlp_norm(x))))
+        x, m = _add_layer_norm(x, self.out_proj(o.reshape(B, self.heads * self.head_dim)),
+                               self.mlp_norm.weight, self.mlp_norm.bias, self.mlp_norm.eps)
+        return x + self.fc2(torch.relu(self.fc1(m)))
 
 
 def _rotate(t, cos, sin):
     half = t.shape[-1] // 2
     rot = torch.cat((-t[..., half:], t[..., :half]), dim=-1)
     return (t * cos + rot * sin).to(t.dtype)
+
+
+# The glue between a block's projections: each function below is torch.compile'd for CUDA
+# tensors (``_glue``), so that its elementwise steps and reductions run as one or two fused
+# kernels instead of one kernel each; a decode step at small batch is mostly such kernels
+# (32 blocks of them for Llama-2-7B), and dense and sparse models run the same ones. The
+# norms compute in float32 (weights kept in float32) and return the input's dtype.
+
+_COMPILED: dict = {}
+
+
+def _glue(fn):
+    """``fn`` through ``torch.compile`` (one compiled function per ``fn``, shapes
+    specialised as torch does) when its first argument is a CUDA tensor and nothing is
+    being compiled around it; ``fn`` itself otherwise (CPU tests, a caller's own compile)."""
+    def call(*args):
+        if not args[0].is_cuda or torch.compiler.is_compiling():
+            return fn(*args)
+        c = _COMPILED.get(fn)
+        if c is None:
+            c = _COMPILED[fn] = torch.compile(fn, fullgraph=True)
+        return c(*args)
+    call.__name__, call.__doc__ = fn.__name__, fn.__doc__
+    call.eager = fn
+    return call
+
+
+@_glue
+def _rms_norm(x, w, eps: float):
+    """RMSNorm of x (float32 weight ``w``)."""
+    return torch.nn.functional.rms_norm(x.float(), w.shape, w.float(), eps).to(x.dtype)
+
+
+@_glue
+def _layer_norm(x, w, b, eps: float):
+    """LayerNorm of x (float32 weight and bias)."""
+    return torch.nn.functional.layer_norm(x.float(), w.shape, w.float(), b.float(), eps).to(x.dtype)
+
+
+@_glue
+def _add_rms_norm(x, o, w, eps: float):
+    """(x + o, RMSNorm of it): the attention's residual add and the MLP's norm."""
+    x = x + o
+    return x, torch.nn.functional.rms_norm(x.float(), w.shape, w.float(), eps).to(x.dtype)
+
+
+@_glue
+def _add_layer_norm(x, o, w, b, eps: float):
+    """(x + o, LayerNorm of it), as :func:`_add_rms_norm` for OPT."""
+    x = x + o
+    return x, torch.nn.functional.layer_norm(x.float(), w.shape, w.float(), b.float(), eps).to(x.dtype)
+
+
+@_glue
+def _rope_qk(q, k, cos, sin):
+    """q (B, heads, 1, d) and k (B, kv_heads, 1, d) rotated by position (cos, sin: (1, d)
+    float32), together."""
+    t = _rotate(torch.cat((q, k), dim=1), cos, sin)
+    return t[:, :q.shape[1]], t[:, q.shape[1]:]
+
+
+@_glue
+def _gated_silu(g, u):
+    """The Llama MLP's SiLU(gate) * up."""
+    return torch.nn.functional.silu(g) * u
 
 
 class Decoder(torch.nn.Module):

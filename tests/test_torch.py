@@ -316,6 +316,66 @@ def test_a_two_layer_decoder_decodes_as_its_dense_twin(fmt, model):
         assert torch.equal(r.tokens(4).cpu(), td)
 
 
+def test_the_decoder_glue_is_compiled_on_a_gpu_and_computes_its_eager_form():
+    """experiments/_decoder's functions between a block's projections (norms, residual
+    adds, rotary, the gated SiLU): on CUDA tensors through torch.compile, within fp16
+    rounding of the eager function; on CPU tensors (the simulator's) the eager function
+    itself, nothing compiled."""
+    from experiments import _decoder as DM
+    g = torch.Generator().manual_seed(0)
+
+    def t(*shape, half=True):
+        v = torch.randn(*shape, generator=g)
+        return (v.half() if half else v).to(DEV)
+
+    x, o, w, b = t(3, 64), t(3, 64), t(64, half=False), t(64, half=False)
+    cases = [(DM._rms_norm, (x, w, 1e-5)), (DM._layer_norm, (x, w, b, 1e-5)),
+             (DM._add_rms_norm, (x, o, w, 1e-5)), (DM._add_layer_norm, (x, o, w, b, 1e-5)),
+             (DM._rope_qk, (t(3, 4, 1, 16), t(3, 2, 1, 16), t(1, 16, half=False),
+                            t(1, 16, half=False))),
+             (DM._gated_silu, (t(3, 96), t(3, 96)))]
+    for fn, args in cases:
+        got, want = fn(*args), fn.eager(*args)
+        got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+        for a, e in zip(got, want):
+            assert a.dtype == e.dtype == torch.float16 and a.shape == e.shape, fn.__name__
+            assert float((a.float() - e.float()).abs().max()) <= 2e-3 * float(e.abs().max()), \
+                fn.__name__
+        assert (fn.eager in DM._COMPILED) == (DEV == "cuda"), fn.__name__
+
+
+def test_the_decoder_computes_what_hugging_face_llama_computes():
+    """experiments/_decoder's tiny Llama with its weights copied into transformers'
+    LlamaForCausalLM of the same config: fed a prompt a token at a time through its static
+    cache, it gives the logits Hugging Face's model gives at the prompt's last position
+    (within fp16 rounding), so its norms, rotary, attention and MLP are Llama's."""
+    transformers = pytest.importorskip("transformers", reason="the model comes from transformers")
+    from experiments import _decoder as DM
+    cfg = DM.hf_config("tiny")
+    ours = DM.Decoder(cfg, device=DEV, seed=3)
+    hf = transformers.LlamaForCausalLM(cfg).to(DEV, torch.float16).eval()
+    names = dict(q_proj="self_attn.q_proj", k_proj="self_attn.k_proj", v_proj="self_attn.v_proj",
+                 o_proj="self_attn.o_proj", gate_proj="mlp.gate_proj", up_proj="mlp.up_proj",
+                 down_proj="mlp.down_proj", attn_norm="input_layernorm",
+                 mlp_norm="post_attention_layernorm")
+    theirs = dict(hf.named_parameters())
+    with torch.no_grad():
+        for layer in ours.layers:     # scores of order one: the positions' rotation matters
+            layer.q_proj.weight.mul_(30)
+            layer.k_proj.weight.mul_(30)
+        theirs["model.embed_tokens.weight"].copy_(ours.embed.weight)
+        theirs["model.norm.weight"].copy_(ours.norm.weight)
+        theirs["lm_head.weight"].copy_(ours.lm_head.weight)
+        for i, layer in enumerate(ours.layers):
+            for mine, hname in names.items():
+                theirs[f"model.layers.{i}.{hname}.weight"].copy_(getattr(layer, mine).weight)
+    prompt = torch.randint(0, 80, (2, 6), generator=torch.Generator().manual_seed(1)).to(DEV)
+    got = DM.Runner(ours, 2, 8).prefill(prompt).float()
+    with torch.no_grad():
+        want = hf(prompt).logits[:, -1].float()
+    assert float((got - want).abs().max()) <= 1e-2 * float(want.abs().max())
+
+
 def test_a_hugging_face_llama_generates_as_its_pruned_dense_twin():
     """The README's use: ``sparsify`` on a transformers LlamaForCausalLM (a tiny random one
     here), then ``generate``: the same greedy tokens as the dense model holding the same
