@@ -130,10 +130,10 @@ class Block(torch.nn.Module):
         q, k = _rope_qk(q, k, cos, sin)
         k_cache.index_copy_(2, pos, k)
         v_cache.index_copy_(2, pos, v)
-        rep = self.heads // self.kv_heads
-        kk = k_cache.repeat_interleave(rep, dim=1) if rep > 1 else k_cache
-        vv = v_cache.repeat_interleave(rep, dim=1) if rep > 1 else v_cache
-        o = torch.nn.functional.scaled_dot_product_attention(q, kk, vv, attn_mask=mask)
+        # grouped-query attention reads each cached head for its group of query heads
+        # (repeating the cache for them would copy it whole, every block, every step)
+        o = torch.nn.functional.scaled_dot_product_attention(
+            q, k_cache, v_cache, attn_mask=mask, enable_gqa=self.heads != self.kv_heads)
         x, m = _add_rms_norm(x, self.o_proj(o.reshape(B, self.heads * self.head_dim)),
                              self.mlp_norm.weight, self.mlp_norm.eps)
         return x + self.down_proj(_gated_silu(self.gate_proj(m), self.up_proj(m)))
