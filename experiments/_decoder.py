@@ -93,6 +93,12 @@ class RMSNorm(torch.nn.Module):
     def forward(self, x):
         return _rms_norm(x, self.weight, self.eps)
 
+    def add(self, x, d):
+        """(x + d, its norm); (x, its norm) when ``d`` is None."""
+        if d is None:
+            return x, _rms_norm(x, self.weight, self.eps)
+        return _add_rms_norm(x, d, self.weight, self.eps)
+
 
 class LayerNorm(torch.nn.Module):
     """OPT's LayerNorm, in float32 like :class:`RMSNorm` (weights kept in float32)."""
@@ -105,6 +111,12 @@ class LayerNorm(torch.nn.Module):
 
     def forward(self, x):
         return _layer_norm(x, self.weight, self.bias, self.eps)
+
+    def add(self, x, d):
+        """(x + d, its norm); (x, its norm) when ``d`` is None."""
+        if d is None:
+            return x, _layer_norm(x, self.weight, self.bias, self.eps)
+        return _add_layer_norm(x, d, self.weight, self.bias, self.eps)
 
 
 class Block(torch.nn.Module):
@@ -120,10 +132,14 @@ class Block(torch.nn.Module):
         self.v_proj = lin(h, self.kv_heads * self.head_dim)
         self.gate_proj, self.up_proj, self.down_proj = lin(h, f), lin(h, f), lin(f, h)
 
-    def forward(self, x, pos, cos, sin, k_cache, v_cache, mask):
-        """``x``: (B, hidden), the token at position ``pos`` (a 1-element long tensor)."""
+    def forward(self, x, d, pos, cos, sin, k_cache, v_cache, mask):
+        """The block for the token at position ``pos`` (a 1-element long tensor) whose
+        residual stream is ``x + d`` (B, hidden; ``d`` the previous block's MLP output, None
+        for the first block): returns (the stream after the attention, this block's MLP
+        output). Each block's last residual add is left to the next norm (the next block's
+        or the final one), which does it in the same fused kernel."""
         B = x.shape[0]
-        a = self.attn_norm(x)
+        x, a = self.attn_norm.add(x, d)
         q = self.q_proj(a).view(B, self.heads, 1, self.head_dim)
         k = self.k_proj(a).view(B, self.kv_heads, 1, self.head_dim)
         v = self.v_proj(a).view(B, self.kv_heads, 1, self.head_dim)
@@ -136,7 +152,7 @@ class Block(torch.nn.Module):
             q, k_cache, v_cache, attn_mask=mask, enable_gqa=self.heads != self.kv_heads)
         x, m = _add_rms_norm(x, self.o_proj(o.reshape(B, self.heads * self.head_dim)),
                              self.mlp_norm.weight, self.mlp_norm.eps)
-        return x + self.down_proj(_gated_silu(self.gate_proj(m), self.up_proj(m)))
+        return x, self.down_proj(_gated_silu(self.gate_proj(m), self.up_proj(m)))
 
 
 class OPTBlock(torch.nn.Module):
@@ -150,18 +166,18 @@ class OPTBlock(torch.nn.Module):
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (lin(h, h) for _ in range(4))
         self.fc1, self.fc2 = lin(h, f), lin(f, h)
 
-    def forward(self, x, pos, cos, sin, k_cache, v_cache, mask):
+    def forward(self, x, d, pos, cos, sin, k_cache, v_cache, mask):
         """As :meth:`Block.forward` (``cos``, ``sin`` unused: OPT adds its positions to the
         embeddings)."""
         B = x.shape[0]
-        a = self.attn_norm(x)
+        x, a = self.attn_norm.add(x, d)
         q = self.q_proj(a).view(B, self.heads, 1, self.head_dim)
         k_cache.index_copy_(2, pos, self.k_proj(a).view(B, self.heads, 1, self.head_dim))
         v_cache.index_copy_(2, pos, self.v_proj(a).view(B, self.heads, 1, self.head_dim))
         o = torch.nn.functional.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)
         x, m = _add_layer_norm(x, self.out_proj(o.reshape(B, self.heads * self.head_dim)),
                                self.mlp_norm.weight, self.mlp_norm.bias, self.mlp_norm.eps)
-        return x + self.fc2(torch.relu(self.fc1(m)))
+        return x, self.fc2(torch.relu(self.fc1(m)))
 
 
 def _rotate(t, cos, sin):
@@ -173,8 +189,9 @@ def _rotate(t, cos, sin):
 # The glue between a block's projections: each function below is torch.compile'd for CUDA
 # tensors (``_glue``), so that its elementwise steps and reductions run as one or two fused
 # kernels instead of one kernel each; a decode step at small batch is mostly such kernels
-# (32 blocks of them for Llama-2-7B), and dense and sparse models run the same ones. The
-# norms compute in float32 (weights kept in float32) and return the input's dtype.
+# (32 blocks of them for Llama-2-7B), and dense and sparse models run the same ones. Each
+# residual add is done by the norm after it. The norms compute in float32 (weights kept in
+# float32) and return the input's dtype.
 
 _COMPILED: dict = {}
 
@@ -209,7 +226,8 @@ def _layer_norm(x, w, b, eps: float):
 
 @_glue
 def _add_rms_norm(x, o, w, eps: float):
-    """(x + o, RMSNorm of it): the attention's residual add and the MLP's norm."""
+    """(x + o, RMSNorm of it): a residual add and the norm after it (the attention's add
+    and the MLP's norm; the MLP's add and the next block's norm)."""
     x = x + o
     return x, torch.nn.functional.rms_norm(x.float(), w.shape, w.float(), eps).to(x.dtype)
 
@@ -307,9 +325,10 @@ class Decoder(torch.nn.Module):
         x = self.embed(tokens)
         if self.arch == "opt":
             x = x + self.positions(pos + OPT_POSITION_OFFSET)
+        d = None
         for layer, kc, vc in zip(self.layers, *kv):
-            x = layer(x, pos, cos, sin, kc, vc, mask)
-        return self.lm_head(self.norm(x)).float()
+            x, d = layer(x, d, pos, cos, sin, kc, vc, mask)
+        return self.lm_head(self.norm.add(x, d)[1]).float()
 
 
 def prune_(model: Decoder, sparsity_of) -> None:

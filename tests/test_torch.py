@@ -344,31 +344,57 @@ def test_the_decoder_glue_is_compiled_on_a_gpu_and_computes_its_eager_form():
         assert (fn.eager in DM._COMPILED) == (DEV == "cuda"), fn.__name__
 
 
-def test_the_decoder_computes_what_hugging_face_llama_computes():
-    """experiments/_decoder's tiny Llama with its weights copied into transformers'
-    LlamaForCausalLM of the same config: fed a prompt a token at a time through its static
-    cache, it gives the logits Hugging Face's model gives at the prompt's last position
-    (within fp16 rounding), so its norms, rotary, attention and MLP are Llama's."""
-    transformers = pytest.importorskip("transformers", reason="the model comes from transformers")
+#: experiments/_decoder's parameter names -> transformers', per architecture ({i}: the block)
+_HF_NAMES = {
+    "tiny": dict({"embed": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"},
+                 **{f"layers.{{i}}.{k}": f"model.layers.{{i}}.{v}" for k, v in dict(
+                     q_proj="self_attn.q_proj", k_proj="self_attn.k_proj",
+                     v_proj="self_attn.v_proj", o_proj="self_attn.o_proj",
+                     gate_proj="mlp.gate_proj", up_proj="mlp.up_proj", down_proj="mlp.down_proj",
+                     attn_norm="input_layernorm", mlp_norm="post_attention_layernorm").items()}),
+    "tiny-opt": dict({"embed": "model.decoder.embed_tokens",
+                      "positions": "model.decoder.embed_positions",
+                      "norm": "model.decoder.final_layer_norm", "lm_head": "lm_head"},
+                     **{f"layers.{{i}}.{k}": f"model.decoder.layers.{{i}}.{v}" for k, v in dict(
+                         q_proj="self_attn.q_proj", k_proj="self_attn.k_proj",
+                         v_proj="self_attn.v_proj", out_proj="self_attn.out_proj",
+                         fc1="fc1", fc2="fc2", attn_norm="self_attn_layer_norm",
+                         mlp_norm="final_layer_norm").items()}),
+}
+
+
+@pytest.mark.parametrize("model", ["tiny", "tiny-opt"])
+def test_the_decoder_computes_what_hugging_face_computes(model):
+    """experiments/_decoder's tiny Llama and tiny OPT with their weights (and biases) copied
+    into transformers' own model of the same config: fed a prompt a token at a time through
+    the static cache, each gives the logits Hugging Face's model gives at the prompt's last
+    position (within fp16 rounding), so its norms, residual adds, positions, attention and
+    MLP are the architecture's."""
+    pytest.importorskip("transformers", reason="the model comes from transformers")
     from experiments import _decoder as DM
-    cfg = DM.hf_config("tiny")
+    cfg = DM.hf_config(model)
+    cfg.tie_word_embeddings = False       # OPT's default ties the LM head to the embedding
     ours = DM.Decoder(cfg, device=DEV, seed=3)
-    hf = transformers.LlamaForCausalLM(cfg).to(DEV, torch.float16).eval()
-    names = dict(q_proj="self_attn.q_proj", k_proj="self_attn.k_proj", v_proj="self_attn.v_proj",
-                 o_proj="self_attn.o_proj", gate_proj="mlp.gate_proj", up_proj="mlp.up_proj",
-                 down_proj="mlp.down_proj", attn_norm="input_layernorm",
-                 mlp_norm="post_attention_layernorm")
+    hf = DM.hf_model_class(model)(cfg).to(DEV, torch.float16).eval()
     theirs = dict(hf.named_parameters())
     with torch.no_grad():
         for layer in ours.layers:     # scores of order one: the positions' rotation matters
             layer.q_proj.weight.mul_(30)
             layer.k_proj.weight.mul_(30)
-        theirs["model.embed_tokens.weight"].copy_(ours.embed.weight)
-        theirs["model.norm.weight"].copy_(ours.norm.weight)
-        theirs["lm_head.weight"].copy_(ours.lm_head.weight)
-        for i, layer in enumerate(ours.layers):
-            for mine, hname in names.items():
-                theirs[f"model.layers.{i}.{hname}.weight"].copy_(getattr(layer, mine).weight)
+        g = torch.Generator().manual_seed(2)
+        for m in ours.modules():      # norms that are not the identity at init
+            if isinstance(m, (DM.RMSNorm, DM.LayerNorm)):
+                for p in m.parameters():
+                    p.copy_(torch.rand(p.shape, generator=g) + 0.5)
+        copied = set()
+        for name, p in ours.named_parameters():
+            parts = name.split(".")
+            key = (f"layers.{{i}}.{parts[2]}" if parts[0] == "layers" else parts[0])
+            i = parts[1] if parts[0] == "layers" else None
+            hname = f"{_HF_NAMES[model][key].format(i=i)}.{parts[-1]}"
+            theirs[hname].copy_(p)
+            copied.add(hname)
+        assert copied == set(theirs)
     prompt = torch.randint(0, 80, (2, 6), generator=torch.Generator().manual_seed(1)).to(DEV)
     got = DM.Runner(ours, 2, 8).prefill(prompt).float()
     with torch.no_grad():
