@@ -169,8 +169,8 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
     shared memory on a persistent grid, ``ec_csr.py``), copying x ``fill_group`` elements
     per load (a power of two dividing ``x.size``, at most 16 bytes). ``pdl`` (sm_90+): the
     kernel waits for the grid before it (``grid_dependency_wait``: the zero pass, launched
-    with ``_spmm.launch_smem``'s ``after``) before its first add, and lets the one after it (the finish
-    pass) start as it ends (``launch_dependents``)."""
+    with ``_spmm.launch_smem``'s ``after``) before its first add, and lets the one after it
+    (the finish pass) start as it ends (``launch_dependents``)."""
     gmax = cfg.rows_per_pass
     short_block, long_block = _spmv_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, index)
     C = _code_parts(delta_bits, ws, vs, cw, index)

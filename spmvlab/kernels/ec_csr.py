@@ -487,19 +487,33 @@ def _matrix_args(D: DeviceECCSR) -> tuple:
             D.values)
 
 
-def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
-    """y (device, n_rows) = D @ x (device)."""
-    n_rows = D.shape[0]
-    if not n_rows:
-        return
-    threads = config.threads_per_block
+def _accumulate(D: DeviceECCSR, out, threads: int, main):
+    """The launches around a product's main kernel into ``out`` (device, flat): float32 a
+    zero pass, then ``main(out, after)``; float16 ``main(scratch, False)`` into the kept
+    accumulator, then the finish pass into ``out``. ``after``: the second launch of the two
+    is the dependent one (``_spmm.launch_smem``) where :func:`pdl_capable`. ``main`` is not
+    called for a matrix without blocks (the zero or finish pass writes the zeros)."""
+    n = out.shape[0]
     f16 = D.dtype == np.float16
     pdl = pdl_capable()
-    yacc = D.scratch.take(n_rows, threads) if f16 else y
-    if not f16:
-        _flat(_zero_kernel(pdl), n_rows, threads, y)
-    after = pdl and not f16     # after a zero pass: may start early, waits before its adds
+    if f16:
+        acc = D.scratch.take(n, threads)
+    else:
+        acc = out
+        _flat(_zero_kernel(pdl), n, threads, out)
     if D.n_blocks:
+        main(acc, pdl and not f16)  # after a zero pass: may start early, waits before its adds
+    if f16:
+        _flat(_finish_kernel(pdl), n, threads, acc, out, after=pdl)
+
+
+def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
+    """y (device, n_rows) = D @ x (device)."""
+    if not D.shape[0]:
+        return
+    threads = config.threads_per_block
+
+    def main(yacc, after):
         blocks = blocks_for(D.n_blocks, threads // D.warp_size)
         nbytes = D.shape[1] * D.dtype.itemsize
         args = (*_matrix_args(D), x, yacc)
@@ -513,8 +527,8 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
         else:
             kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0))
             launch_smem(kernel, blocks, threads, 0, args, after)
-    if f16:
-        _flat(_finish_kernel(pdl), n_rows, threads, yacc, y, after=pdl)
+
+    _accumulate(D, y, threads, main)
 
 
 def spmv(D, x, out=None, config: ECCSRConfig = ECCSRConfig()):
@@ -537,25 +551,16 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
         _spmv_into(D, ops.x.reshape(n_cols), ops.out.reshape(n_rows), config)
     elif n_rows and k:
         threads = config.threads_per_block
-        size = n_rows * k
-        flat_out = ops.out.reshape(size)
-        f16 = D.dtype == np.float16
-        pdl = pdl_capable()
-        if f16:
-            Yacc = D.scratch.take(size, threads)
-        else:
-            Yacc = flat_out
-            _flat(_zero_kernel(pdl), size, threads, Yacc)
-        if D.n_blocks:
+
+        def main(Yacc, after):
             ct = tile_for(k, config.spmm_tile)
             gx = group_for(D.dtype, k, ct)
             kernel = _spmm_kernel_for(D, config, k, ct, gx)
             grid = (blocks_for(D.n_blocks, threads // D.warp_size), blocks_for(k, ct))
             launch_smem(kernel, grid, threads, 0,
-                        (*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc, np.int64(k)),
-                        pdl and not f16)
-        if f16:
-            _flat(_finish_kernel(pdl), size, threads, Yacc, flat_out, after=pdl)
+                        (*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc, np.int64(k)), after)
+
+        _accumulate(D, ops.out.reshape(n_rows * k), threads, main)
     return finish(ops, out)
 
 
