@@ -368,14 +368,18 @@ def test_the_decoder_computes_what_hugging_face_computes(model):
     """experiments/_decoder's tiny Llama and tiny OPT with their weights (and biases) copied
     into transformers' own model of the same config: fed a prompt a token at a time through
     the static cache, each gives the logits Hugging Face's model gives at the prompt's last
-    position (within fp16 rounding), so its norms, residual adds, positions, attention and
-    MLP are the architecture's."""
+    position (within float32 rounding), so its norms, residual adds, positions, attention and
+    MLP are the architecture's. Both run in float32: in float16 the two round at different
+    places (norm weights, rotation, attention kernels) and on a GPU part by a few percent of
+    the largest logit with these scaled scores, too loose a bound to catch a wrong step; the
+    float16 glue is checked against its eager form by
+    :func:`test_the_decoder_glue_is_compiled_on_a_gpu_and_computes_its_eager_form`."""
     pytest.importorskip("transformers", reason="the model comes from transformers")
     from experiments import _decoder as DM
     cfg = DM.hf_config(model)
     cfg.tie_word_embeddings = False       # OPT's default ties the LM head to the embedding
-    ours = DM.Decoder(cfg, device=DEV, seed=3)
-    hf = DM.hf_model_class(model)(cfg).to(DEV, torch.float16).eval()
+    ours = DM.Decoder(cfg, dtype=torch.float32, device=DEV, seed=3)
+    hf = DM.hf_model_class(model)(cfg).to(DEV, torch.float32).eval()
     theirs = dict(hf.named_parameters())
     with torch.no_grad():
         for layer in ours.layers:     # scores of order one: the positions' rotation matters
@@ -399,7 +403,7 @@ def test_the_decoder_computes_what_hugging_face_computes(model):
     got = DM.Runner(ours, 2, 8).prefill(prompt).float()
     with torch.no_grad():
         want = hf(prompt).logits[:, -1].float()
-    assert float((got - want).abs().max()) <= 1e-2 * float(want.abs().max())
+    assert float((got - want).abs().max()) <= 1e-4 * float(want.abs().max())
 
 
 def test_a_hugging_face_llama_generates_as_its_pruned_dense_twin():
