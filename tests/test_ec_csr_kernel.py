@@ -149,18 +149,24 @@ def test_float16_accumulator_is_kept_zero_between_products(monkeypatch):
 
 @pytest.mark.parametrize("dtype", [np.float16, np.float32])
 def test_kernels_built_for_dependent_launches_give_the_product(monkeypatch, dtype):
-    """On an sm_90 GPU the kernels are built with the programmatic-dependent-launch calls
-    (``pdl``) and the kernel after a zero pass or before a finish pass is launched with
-    ``after``: float32 zero pass -> main kernel (after), float16 main kernel -> finish
-    (after). Forced here (the simulator runs the calls as no-ops and ``after`` as a plain
-    launch): SpMV with x staged and from global memory, SpMM, into garbage outputs,
-    give the product, and the launches go that way."""
+    """On an sm_90 GPU the kernel after a zero pass or before a finish pass is launched with
+    ``after`` (a programmatic dependent launch): float32 zero pass -> main kernel (after,
+    built with the wait), float16 main kernel (built without it) -> finish (after).
+    Forced here (the simulator runs the calls as no-ops and ``after`` as a plain launch):
+    SpMV with x staged and from global memory, SpMM, into garbage outputs, give the
+    product, and the launches go that way."""
     monkeypatch.setattr(K, "pdl_capable", lambda: True)
-    after = []
+    after, mains = [], []
     real = K.launch_smem
-    monkeypatch.setattr(K, "launch_smem", lambda kernel, grid, threads, nbytes, args, later=False:
-                        (later and after.append(kernel.py_func.__name__))
-                        or real(kernel, grid, threads, nbytes, args, later))
+
+    def launch(kernel, grid, threads, nbytes, args, later=False):
+        if later:
+            after.append(kernel.py_func.__name__)
+        if kernel.py_func.__name__ != "ec_csr_finish":
+            mains.append((kernel, later))
+        return real(kernel, grid, threads, nbytes, args, later)
+
+    monkeypatch.setattr(K, "launch_smem", launch)
     rng = np.random.default_rng(9)
     A = np.where(rng.random((70, 48)) < 0.3, rng.standard_normal((70, 48)), 0)
     M = R.encode(A.astype(dtype), warp_size=2, vector_size=4)
@@ -173,11 +179,18 @@ def test_kernels_built_for_dependent_launches_give_the_product(monkeypatch, dtyp
         y = K.spmv(D, x, out=garbage_like((70,), dtype), config=cfg)
         assert_close(y, M.to_csr(), x, dtype, f"pdl spmv, x_in_shared {xs}")
         assert after == ["ec_csr_finish" if f16 else "ec_csr_spmv_xs" if xs else "ec_csr_spmv"]
+        staged = mains[-1][0].py_func.__name__ == "ec_csr_spmv_xs"
+        want = K._spmv_kernel_for(D, cfg if staged else dataclasses.replace(cfg, x_in_shared=0),
+                                  not f16)
+        assert mains[-1] == (want, not f16)
     X = rng.standard_normal((48, 6)).astype(dtype)
     after.clear()
     Y = K.spmm(D, X, out=garbage_like((70, 6), dtype), config=cfg)
     assert_close(Y, M.to_csr(), X, dtype, "pdl spmm")
     assert after == ["ec_csr_finish" if f16 else "ec_csr_spmm"]
+    ct = K.tile_for(6, cfg.spmm_tile)
+    assert mains[-1] == (K._spmm_kernel_for(D, cfg, 6, ct, K.group_for(D.dtype, 6, ct), not f16),
+                         not f16)
 
 
 def test_inf_in_x_at_padding_columns_is_skipped():
@@ -340,15 +353,17 @@ def test_index32_falls_back_and_options_are_checked():
     D64 = K.DeviceECCSR(**{**{f.name: getattr(D, f.name) for f in
                               __import__("dataclasses").fields(D)}, "fits32": False})
     cfg = K.ECCSRConfig(x_in_shared=0)
-    pdl = K.pdl_capable()
-    assert K._spmv_kernel_for(D, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "uint32", 1, pdl)
-    assert K._spmv_kernel_for(D64, cfg) is K._spmv_kernel(*K._kernel_key(D), cfg, "int64", 1, pdl)
+    for pdl in (False, True):
+        assert K._spmv_kernel_for(D, cfg, pdl) is K._spmv_kernel(*K._kernel_key(D), cfg, "uint32",
+                                                                 1, pdl)
+        assert K._spmv_kernel_for(D64, cfg, pdl) is K._spmv_kernel(*K._kernel_key(D), cfg,
+                                                                   "int64", 1, pdl)
     np.testing.assert_allclose(K.spmv(D64, np.ones(4, np.float32), config=cfg), [5.0] * 4)
     # SpMM: also int64 where X or Y has 2**31 elements or more
     key = (*K._kernel_key(D), cfg, 8, 8)
-    assert K._spmm_kernel_for(D, cfg, 8, 8, 8) is K._spmm_kernel(*key, "uint32", pdl)
-    assert K._spmm_kernel_for(D64, cfg, 8, 8, 8) is K._spmm_kernel(*key, "int64", pdl)
-    assert K._spmm_kernel_for(D, cfg, 2**29, 8, 8) is K._spmm_kernel(*key, "int64", pdl)
+    assert K._spmm_kernel_for(D, cfg, 8, 8, 8) is K._spmm_kernel(*key, "uint32", False)
+    assert K._spmm_kernel_for(D64, cfg, 8, 8, 8, True) is K._spmm_kernel(*key, "int64", True)
+    assert K._spmm_kernel_for(D, cfg, 2**29, 8, 8) is K._spmm_kernel(*key, "int64", False)
     np.testing.assert_allclose(K.spmm(D64, np.ones((4, 3), np.float32), config=cfg), [[5.0] * 3] * 4)
     with pytest.raises(OptionError, match="index32"):
         K.ECCSRConfig(index32=1)

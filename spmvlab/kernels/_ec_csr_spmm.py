@@ -15,7 +15,7 @@ import numpy as np
 from .._cuda import cuda, inline_device
 from ._common import WARP, acc_type, reduce_scatter, scatter_layout
 from ._ec_csr_device import _VLOAD, _chains, _code_parts, _tuple_loader
-from ._intrinsics import grid_dependency_wait, launch_dependents
+from ._intrinsics import grid_dependency_wait
 
 if TYPE_CHECKING:
     from .ec_csr import ECCSRConfig
@@ -221,7 +221,5 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         else:
             short_block(words, bytes_, values, Xf, nn, j0, nvalid, rows, Yacc, c0, nc, v0, g, row0,
                         col0, t, mask, accs)
-        if pdl:
-            launch_dependents()
 
     return ec_csr_spmm

@@ -15,7 +15,7 @@ import numpy as np
 from .._cuda import cuda, inline_device
 from ._common import WARP, acc_type, jit_options, reduce_scatter, scatter_layout
 from ._ec_csr_device import _chains, _code_parts, _tuple_loader
-from ._intrinsics import grid_dependency_wait, launch_dependents
+from ._intrinsics import grid_dependency_wait
 from ._spmm import fill_parts
 
 if TYPE_CHECKING:
@@ -167,10 +167,12 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
     checked ``DeviceECCSR.fits32``) and ``cfg.rows_per_pass``; with ``cfg.x_in_shared`` the
     variant that stages x in shared memory (launched with ``x.size`` elements of dynamic
     shared memory on a persistent grid, ``ec_csr.py``), copying x ``fill_group`` elements
-    per load (a power of two dividing ``x.size``, at most 16 bytes). ``pdl`` (sm_90+): the
-    kernel waits for the grid before it (``grid_dependency_wait``: the zero pass, launched
-    with ``_spmm.launch_smem``'s ``after``) before its first add, and lets the one after it
-    (the finish pass) start as it ends (``launch_dependents``)."""
+    per load (a power of two dividing ``x.size``, at most 16 bytes). ``pdl`` (sm_90+, the
+    kernel launched with ``_spmm.launch_smem``'s ``after``): it waits for the grid before it
+    (``grid_dependency_wait``: the float32 zero pass) before its first add. It never calls
+    ``launch_dependents``: a float16 finish pass launched after it starts as its blocks
+    end, and the instructions cost the main loop more than the early start saves
+    (docs/performance.md)."""
     gmax = cfg.rows_per_pass
     short_block, long_block = _spmv_parts(dtype_name, delta_bits, ws, vs, cw, lw, gmax, index)
     C = _code_parts(delta_bits, ws, vs, cw, index)
@@ -210,8 +212,6 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
                 one_block(set_desc, ptr, rows, base, words, bytes_, values, sx, yacc, blk, t, mask,
                           accs)
                 blk = U32(blk + step)
-            if pdl:
-                launch_dependents()
 
         return ec_csr_spmv_xs
 
@@ -231,7 +231,5 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, ws: int, vs: int, cw: int, lw
         mask = group_mask(U32(cuda.threadIdx.x % WARP) - t)
         accs = cuda.local.array(gmax, np.float32)
         one_block(set_desc, ptr, rows, base, words, bytes_, values, x, yacc, blk, t, mask, accs)
-        if pdl:
-            launch_dependents()
 
     return ec_csr_spmv

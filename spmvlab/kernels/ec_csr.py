@@ -465,21 +465,22 @@ def _position_type(D: DeviceECCSR, config: ECCSRConfig, k: int = 1) -> str:
     return "uint32" if config.index32 and fits else "int64"
 
 
-def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig):
+def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig, after: bool = False):
     """The SpMV kernel ``config`` asks for, on :func:`_position_type`'s positions; with
     ``x_in_shared``, x copied into shared memory in loads of the widest power of two of
-    elements (at most 16 bytes) that divides its length."""
+    elements (at most 16 bytes) that divides its length. ``after``: the kernel is launched
+    as the dependent of the zero pass (it waits for it)."""
     fg = 1
     while config.x_in_shared and fg * 2 * D.dtype.itemsize <= 16 and D.shape[1] % (fg * 2) == 0:
         fg *= 2
-    return _spmv_kernel(*_kernel_key(D), config, _position_type(D, config), fg, pdl_capable())
+    return _spmv_kernel(*_kernel_key(D), config, _position_type(D, config), fg, after)
 
 
-def _spmm_kernel_for(D: DeviceECCSR, config: ECCSRConfig, k: int, ct: int, gx: int):
+def _spmm_kernel_for(D: DeviceECCSR, config: ECCSRConfig, k: int, ct: int, gx: int,
+                     after: bool = False):
     """The SpMM kernel for X of ``k`` columns in tiles of ``ct``, on
-    :func:`_position_type`'s positions."""
-    return _spmm_kernel(*_kernel_key(D), config, ct, gx, _position_type(D, config, k),
-                        pdl_capable())
+    :func:`_position_type`'s positions; ``after`` as :func:`_spmv_kernel_for`'s."""
+    return _spmm_kernel(*_kernel_key(D), config, ct, gx, _position_type(D, config, k), after)
 
 
 def _matrix_args(D: DeviceECCSR) -> tuple:
@@ -490,9 +491,10 @@ def _matrix_args(D: DeviceECCSR) -> tuple:
 def _accumulate(D: DeviceECCSR, out, threads: int, main):
     """The launches around a product's main kernel into ``out`` (device, flat): float32 a
     zero pass, then ``main(out, after)``; float16 ``main(scratch, False)`` into the kept
-    accumulator, then the finish pass into ``out``. ``after``: the second launch of the two
-    is the dependent one (``_spmm.launch_smem``) where :func:`pdl_capable`. ``main`` is not
-    called for a matrix without blocks (the zero or finish pass writes the zeros)."""
+    accumulator, then the finish pass into ``out``. The second launch of the two is the
+    dependent one (``_spmm.launch_smem``'s ``after``) where :func:`pdl_capable`; ``main``
+    builds its kernel with the wait exactly when it is (``after``). ``main`` is not called
+    for a matrix without blocks (the zero or finish pass writes the zeros)."""
     n = out.shape[0]
     f16 = D.dtype == np.float16
     pdl = pdl_capable()
@@ -519,13 +521,13 @@ def _spmv_into(D: DeviceECCSR, x, y, config: ECCSRConfig):
         args = (*_matrix_args(D), x, yacc)
         grid = 0
         if config.x_in_shared:
-            kernel = _spmv_kernel_for(D, config)
+            kernel = _spmv_kernel_for(D, config, after)
             grid = persistent_grid(kernel, args, blocks, threads, nbytes, config.x_in_shared,
                                    config.x_in_shared_min)
         if grid:
             launch_smem(kernel, grid, threads, nbytes, args, after)
         else:
-            kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0))
+            kernel = _spmv_kernel_for(D, dataclasses.replace(config, x_in_shared=0), after)
             launch_smem(kernel, blocks, threads, 0, args, after)
 
     _accumulate(D, y, threads, main)
@@ -555,7 +557,7 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
         def main(Yacc, after):
             ct = tile_for(k, config.spmm_tile)
             gx = group_for(D.dtype, k, ct)
-            kernel = _spmm_kernel_for(D, config, k, ct, gx)
+            kernel = _spmm_kernel_for(D, config, k, ct, gx, after)
             grid = (blocks_for(D.n_blocks, threads // D.warp_size), blocks_for(k, ct))
             launch_smem(kernel, grid, threads, 0,
                         (*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc, np.int64(k)), after)
@@ -570,10 +572,11 @@ def ptx_targets():
     float16 8-bit codes) and
     SpMM for one delta width per dtype (uint32; int64 for float16 8-bit codes); sub-warp
     groups (warp_size 2, vector_size 2) for SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the
-    zero/finish passes and the check kernel. Every kernel as an sm_90 GPU runs it, with the
-    programmatic-dependent-launch instructions (``pdl``), and the default SpMV once without
-    them (older GPUs). (The delta width changes only the code loads, which SpMV and SpMM
-    share, so not every pairing is compiled: each main kernel is slow to compile.)"""
+    zero/finish passes and the check kernel. Every kernel as an sm_90 GPU runs it: the
+    float32 main kernels with the dependent launch's wait (``pdl``), the float16 ones
+    without it; and the default float32 SpMV once without it (older GPUs). (The delta width
+    changes only the code loads, which SpMV and SpMM share, so not every pairing is
+    compiled: each main kernel is slow to compile.)"""
     out = []
     idx = array_sig("int32")
     head = f"void({idx}, {idx}, {idx}, {idx}, "
@@ -587,16 +590,17 @@ def ptx_targets():
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False)),
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(x_in_shared=0)),
               ("spmm", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False))]
-    cases = [c + (True,) for c in cases] + [("spmv", "float16", 4, 32, 4, 4, ECCSRConfig(), False)]
+    cases = [c + (c[1] == "float32",) for c in cases] + [("spmv", "float32", 8, 32, 4, 4,
+                                                           ECCSRConfig(), False)]
     griddep = (r"griddepcontrol\.wait", r"griddepcontrol\.launch_dependents")
     for kind, dt, b, ws, vs, cw, cfg, pdl in cases:
         P = 16 // np.dtype(dt).itemsize
         bits = cw * b
         word = np.dtype(_WORD[bits]).name if bits >= 8 else "uint8"
         args = head + f"{array_sig(word)}, {array_sig('uint8')}, {array_sig(dt)}, "
-        wide = ((r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()) + (griddep if pdl else ())
+        wide = ((r"ld\.global(\.nc)?\.v4",) if ws == 32 else ()) + (griddep[:1] if pdl else ())
         variant = (("" if cfg.index32 else ",int64") + (",xs" if cfg.x_in_shared else "")
-                   + ("" if pdl else ",nopdl"))
+                   + (",wait" if pdl else ""))
         index = "uint32" if cfg.index32 else "int64"
         if kind == "spmv":
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
