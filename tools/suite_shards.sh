@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The whole test suite on a GPU machine in 11 shards run in parallel, spread over the GPUs
-# the machine shows (or those CUDA_VISIBLE_DEVICES names), one log per shard:
+# the machine shows (or those CUDA_VISIBLE_DEVICES names), in one log:
 #
 #     SPMVLAB_GIT_HASH=<commit> tools/suite_shards.sh OUTDIR
 #
-# writes OUTDIR/pytest_<gpu>_<commit>_shard<i>.log (a header naming the command, GPU, commit and
-# date; pytest's output; "# exit <rc>") and prints each shard's summary line. Test files not named
-# below go to the last shard, so a new file is never left out. Run from the repository root with the
-# project importable (PYTHONPATH=. on a machine where it is not installed).
+# writes OUTDIR/pytest_<gpu>_<commit>_suite.log: the totals and each shard's summary line, then
+# every shard's log (a header naming the command, GPU, commit and date; pytest's output;
+# "# exit <rc>"), and prints the head. One file, because a device call returns only a few.
+# Test files not named below go to the last shard, so a new file is never left out. Run from
+# the repository root with the project importable (PYTHONPATH=. on a machine where it is not
+# installed).
 set -u
 out=${1:?usage: tools/suite_shards.sh OUTDIR}
 mkdir -p "$out"
@@ -45,10 +47,15 @@ PY
 keys=("macko" "ec_csr or coo" "csr_dtans" "not macko and not ec_csr and not coo and not csr_dtans")
 i=0
 shards=("${keys[@]}" "$s5" "$s6" "$s7" "$s8" "$s9" "$s10" "$s11")
+# each shard's log in a folder of OUTDIR while it runs (a run stopped by a time limit leaves
+# them there), joined into the one log at the end
+logs="$out/shards_${H}"
+mkdir -p "$logs"
+started=$(date +%s)
 for k in "${shards[@]}"; do
   [ -n "${k// /}" ] || continue        # no unnamed test files: an empty list would run them all
   i=$((i + 1))
-  log="$out/pytest_${tag}_${H}_shard$i.log"
+  log="$logs/shard$(printf %02d $i).log"
   (
     if (( i <= 4 )); then args=("$F" -k "$k"); shown="$F -k $k"; else read -ra args <<< "$k"; shown="$k"; fi
     if (( ${#gpus[@]} )); then export CUDA_VISIBLE_DEVICES=${gpus[$(( (i - 1) % ${#gpus[@]} ))]}; fi
@@ -60,6 +67,25 @@ for k in "${shards[@]}"; do
   ) > "$log" 2>&1 &
 done
 wait
-for f in "$out"/pytest_${tag}_${H}_shard*.log; do
-  echo "$(basename "$f"): $(grep -E 'passed|failed|error' "$f" | tail -1) $(tail -1 "$f")"
-done
+suite="$out/pytest_${tag}_${H}_suite.log"
+python - "$logs" "$suite" "${gpu:-no GPU}" "$H" "$(( $(date +%s) - started ))" <<'PY'
+import glob, os, re, sys
+logs, suite, gpu, commit, wall = sys.argv[1:]
+files = sorted(glob.glob(os.path.join(logs, "shard*.log")))
+texts = [open(f, errors="replace").read() for f in files]
+lines, totals = [], {"passed": 0, "skipped": 0, "failed": 0, "errors": 0}
+for f, t in zip(files, texts):
+    summary = ([l for l in t.splitlines() if re.search(r"passed|failed|error", l)] or ["(none)"])[-1]
+    lines.append(f"#   {os.path.basename(f)}: {summary.strip()} {t.rstrip().splitlines()[-1]}")
+    for key in totals:
+        m = re.search(rf"(\d+) {key.rstrip('s') if key == 'errors' else key}", summary)
+        totals[key] += int(m.group(1)) if m else 0
+head = [f"# tools/suite_shards.sh on {gpu} at {commit}, {len(files)} shards, {wall} s wall",
+        "# totals: " + ", ".join(f"{v} {k}" for k, v in totals.items())] + lines
+with open(suite, "w") as out:
+    out.write("\n".join(head) + "\n")
+    for t in texts:
+        out.write(t if t.endswith("\n") else t + "\n")
+print("\n".join(head))
+PY
+[ -s "$suite" ] && rm -rf "$logs"
