@@ -24,7 +24,10 @@ allocator), on a GPU ``peak_gpu_bytes`` (that plus the most torch allocated beyo
 the batch ran: KV cache, activations, the graph's pool; the other models the experiment
 keeps are not counted) and ``nonlinear_ms``, the step's time with the block projections swapped for zero outputs (the
 attention, norms, rotary, LM head and small kernels every model runs alike): the rest of a
-row's ``ms_per_step`` is its linear layers. Layers are encoded with
+row's ``ms_per_step`` is its linear layers. On a GPU each graph-captured row also keeps
+``breakdown`` (:func:`breakdown`): where the captured step's time goes by kind of kernel
+(ours, cuBLAS, attention, the compiled glue, other) and the gaps between kernels, from
+torch's profiler over a few replays. Layers are encoded with
 ``spmvlab.torch.LAYER_ENCODE_OPTIONS`` (CSR-dtANS: the long-row layout), kept in
 ``encode_options``.
 
@@ -195,6 +198,70 @@ def _nonlinear_ms(model, cfg: dict, prompts: dict) -> dict:
             setattr(layer, name, lin)
 
 
+#: kinds of kernel in a decode step, by what their names contain (case-insensitive), the
+#: first match winning: our numba kernels (names carry the module path), the attention
+#: (torch's SDPA kernels, before the GEMMs: the memory-efficient one is a CUTLASS kernel),
+#: the compiled glue (inductor's Triton kernels), cuBLAS's GEMV/GEMM (the dense projections
+#: and the LM head); anything else (cache writes, embedding, argmax, fills) is ``other``
+KERNEL_KINDS = (("ours", ("spmvlab",)),
+                ("attention", ("fmha", "flash", "attention", "attn", "softmax")),
+                ("glue", ("triton",)),
+                ("gemm", ("gemv", "gemm", "cublas", "cutlass", "xmma", "nvjet", "splitk")))
+
+
+def kernel_kind(name: str) -> str:
+    """The :data:`KERNEL_KINDS` kind of a kernel named ``name``, else ``"other"``."""
+    low = name.lower()
+    for kind, marks in KERNEL_KINDS:
+        if any(m in low for m in marks):
+            return kind
+    return "other"
+
+
+def breakdown(kernels: list, steps: int, top: int = 8) -> dict:
+    """Where ``steps`` decode steps' GPU time goes, from their kernels' ``(start, end, name)``
+    (any time unit, microseconds from torch's profiler): milliseconds per step by
+    :func:`kernel_kind` (``ms``), ``idle_ms``, the time between the first kernel's start and
+    the last one's end that no kernel covers (launch gaps), ``span_ms``, ``kernels`` per
+    step, and the ``top`` kernels by time (name, kind, launches and milliseconds per step)."""
+    if not kernels:
+        return {}
+    ks = sorted(kernels)
+    per = {kind: 0.0 for kind, _ in KERNEL_KINDS + (("other", ()),)}
+    by_name: dict = {}
+    busy, reach = 0.0, ks[0][0]
+    for a, b, name in ks:
+        per[kernel_kind(name)] += b - a
+        n, t = by_name.get(name, (0, 0.0))
+        by_name[name] = (n + 1, t + b - a)
+        if b > reach:                     # the union of the kernels' intervals
+            busy += b - max(a, reach)
+            reach = b
+    span = max(b for _, b, _ in ks) - ks[0][0]
+    ms = 1e-3 / steps
+    heavy = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]
+    return dict(ms={k: v * ms for k, v in per.items()}, idle_ms=(span - busy) * ms,
+                span_ms=span * ms, kernels=len(ks) / steps,
+                top=[dict(name=n[:120], kind=kernel_kind(n), launches=c / steps, ms=t * ms)
+                     for n, (c, t) in heavy])
+
+
+def _profiled(runner, steps: int = 4) -> dict:
+    """:func:`breakdown` of ``steps`` replays of ``runner``'s captured step, traced by torch's
+    profiler (CUPTI: every kernel of the process, numba's too). The tracing may widen the
+    gaps a little; the kernels' own times are the GPU's."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            runner.graph.replay()
+        torch.cuda.synchronize()
+    cuda = torch.autograd.DeviceType.CUDA
+    return breakdown([(e.time_range.start, e.time_range.end, e.name) for e in prof.events()
+                      if e.device_type == cuda], steps)
+
+
 def _hf_eager(name: str, cfg: dict, prompts: dict, device: str) -> list[dict]:
     """Hugging Face ``transformers``' own eager greedy decoding (``generate``, its dynamic
     KV cache) of model ``name``'s shape with random dense fp16 weights, the reference users
@@ -288,8 +355,14 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
         if gpu:
             torch.cuda.synchronize()
             peak = mbytes + int(torch.cuda.max_memory_allocated()) - held
+            split = None
+            if any(row["graph"] for row in rows[first:]):
+                r.prefill(prompts[B], graph=True)       # positions well inside the cache
+                split = _profiled(r)
             for row in rows[first:]:
                 row["peak_gpu_bytes"] = peak
+                if row["graph"]:
+                    row["breakdown"] = split
         del r
         saved(rows)
     return rows
@@ -497,6 +570,22 @@ def predicted(results: dict) -> list[dict]:
     return out
 
 
+def breakdown_table(results: dict) -> list[dict]:
+    """Per graph-captured (model, sparsity, method, batch) with a ``breakdown``: the step's
+    milliseconds by kernel kind, the gaps between kernels, and the kernels per step."""
+    out, seen = [], set()
+    for r in results["rows"]:
+        b = r.get("breakdown")
+        key = (r["model"], str(r["sparsity"]), r["method"], r["batch"])
+        if not r.get("graph", True) or not b or key in seen:
+            continue
+        seen.add(key)
+        out.append(dict(model=r["model"], sparsity=str(r["sparsity"]), method=r["method"],
+                        batch=r["batch"], **{f"{k}_ms": v for k, v in b["ms"].items()},
+                        idle_ms=b["idle_ms"], span_ms=b["span_ms"], kernels=b["kernels"]))
+    return out
+
+
 def eager_table(results: dict) -> list[dict]:
     """The eager rows (each step launched from Python): every format's tokens/s against the
     dense model's in the same run, and Hugging Face's own ``generate`` (``hf_eager``)."""
@@ -528,6 +617,14 @@ def report(results: dict):
                              ("nonlinear_ms", "non-linear ms", ".2f"),
                              ("predicted", "predicted x", ".2f"), ("speedup", "measured x", ".2f"),
                              ("share", "measured / predicted", ".2f")])
+    split = breakdown_table(results)
+    if split:
+        print("\nwhere a captured step's GPU time goes (ms per step, torch's profiler over "
+              "replays; idle: between kernels):")
+        kinds = [k for k, _ in KERNEL_KINDS] + ["other"]
+        P.print_table(split, cols[:4] + [(f"{k}_ms", k, ".3f") for k in kinds]
+                      + [("idle_ms", "idle", ".3f"), ("span_ms", "span", ".2f"),
+                         ("kernels", "kernels", ".0f")])
     eager = eager_table(results)
     if eager:
         print("\neager steps (launched from Python; hf_eager: transformers' generate):")

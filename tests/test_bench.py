@@ -809,3 +809,34 @@ def test_e2e_plot_has_a_row_of_panels_per_model(monkeypatch, tmp_path):
     assert list(panels) == ["llama2-7b, batch 1", "llama2-7b, batch 8",
                             "llama2-13b, batch 1", "llama2-13b, batch 8"]
     assert panels["llama2-7b, batch 8"] == [(1.5,)] and panels["llama2-13b, batch 1"] == [(0.9,)]
+
+
+def test_e2e_breakdown_splits_a_step_by_kernel_kind(capsys):
+    """e2e_decode.breakdown: kernels of two steps (microseconds) summed by kind and per step,
+    overlapping kernels counted once in the busy time, the rest of the span idle; the
+    names name the kind (the memory-efficient attention is a CUTLASS kernel: attention, not
+    a GEMM); the report prints it once per (model, sparsity, method, batch)."""
+    from experiments import e2e_decode as E
+    step = [(0, 10, "_ZN6cudapy7spmvlab7kernels5macko4spmv"),
+            (12, 20, "fmha_cutlassF_f16_aligned_64x64_rf_sm80(PyTorchMemEffAttention::Params)"),
+            (15, 25, "triton_per_fused__to_copy_add_mean_mul_rsqrt_0"),
+            (30, 40, "void gemv2T_kernel_val<int, int, __half, __half, float, 128>"),
+            (41, 42, "void at::native::index_elementwise_kernel<128, 4>")]
+    ks = step + [(a + 100, b + 100, n) for a, b, n in step]
+    b = E.breakdown(ks, steps=2)
+    assert b["ms"] == {"ours": 0.010, "attention": 0.008, "glue": 0.010, "gemm": 0.010,
+                       "other": 0.001}
+    # busy: 10 + 13 (12-25, two overlapping kernels) + 10 + 1 = 34 of each step's 42, and
+    # the 58 between the two steps: (8 + 8 + 58) / 2 per step
+    assert b["idle_ms"] == pytest.approx(0.037) and b["span_ms"] == pytest.approx(0.071)
+    assert b["kernels"] == 5 and b["top"][0]["launches"] == 1.0
+    assert [t["kind"] for t in b["top"]] == ["ours", "glue", "gemm", "attention", "other"]
+    assert E.breakdown([], 1) == {}
+    row = dict(model="m", sparsity=0.7, method="macko", batch=1, new_tokens=4, graph=True,
+               tokens_per_s=1.0, ms_per_step=1.0, weights_bytes=1, breakdown=b)
+    results = dict(rows=[row, dict(row, new_tokens=8)],
+                   config=dict(models=["m"], sparsities=[0.7], formats=["macko"]), meta={})
+    assert len(E.breakdown_table(results)) == 1
+    E.report(results)
+    out = capsys.readouterr().out
+    assert "where a captured step's GPU time goes" in out and "attention" in out

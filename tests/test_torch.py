@@ -435,7 +435,8 @@ def test_e2e_decode_measures_a_tiny_model():
     the reference, then a dense row and a CSR row per batch,
     both checked against the dense reference, with the step's time outside the projections
     and (the CSR row) the dense tokens/s of the same run; the projections come back after
-    the step was timed without them."""
+    the step was timed without them. On a GPU each row says where its captured step's
+    time went: our kernels in the CSR model's, none in the dense model's."""
     pytest.importorskip("transformers", reason="the decoder's shapes come from transformers")
     from experiments import _decoder as DM
     from experiments import e2e_decode as E
@@ -450,6 +451,12 @@ def test_e2e_decode_measures_a_tiny_model():
     assert dense["tokens_match"] and csr["tokens_match"] and csr["max_rel_err"] < 1e-2
     assert dense["nonlinear_ms"] == csr["nonlinear_ms"] > 0
     assert csr["dense_tokens_per_s"] == dense["tokens_per_s"]
+    if SIMULATOR:                         # no captured step to profile
+        assert "breakdown" not in dense and "breakdown" not in csr
+    else:                                 # our kernels in the CSR step only, cuBLAS in both
+        assert dense["breakdown"]["ms"]["ours"] == 0 < csr["breakdown"]["ms"]["ours"]
+        assert dense["breakdown"]["ms"]["gemm"] > 0 and csr["breakdown"]["ms"]["gemm"] > 0
+        assert 0 < csr["breakdown"]["kernels"] and csr["breakdown"]["span_ms"] > 0
     # the model's bytes on the device: the dense model's tensors; the CSR model's, its
     # projections counted as encoded instead
     m = DM.Decoder(DM.hf_config("tiny"), device="cpu", seed=0)
