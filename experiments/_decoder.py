@@ -12,6 +12,13 @@ OPT blocks (``do_layer_norm_before``, as OPT-30B): LayerNorm, q/k/v/out projecti
 biases and multi-head attention over the cache, LayerNorm, the ReLU MLP (fc1, fc2, with
 biases); learned position embeddings (OPT's offset of 2) added to the token embeddings, a
 final LayerNorm and a dense LM head.
+
+Projections that read the same input are one linear layer, their weights stacked by rows
+(as serving stacks do): ``qkv_proj`` (q, k and v) and, for Llama, ``gate_up_proj`` (gate
+and up). A decode step then launches two GEMVs fewer per block for attention and one fewer
+for the MLP, and each is larger (dense and sparse models alike). Pruning per row is the
+same as for the separate layers (a stacked row is one layer's row); ``STACKED`` names the
+parts. Each block's keys and values share one cache tensor, written by one copy a step.
 """
 from __future__ import annotations
 
@@ -44,9 +51,10 @@ MODELS = {
                      activation_function="relu"),
 }
 #: the linear layers of a block (the ones a sparse model swaps), per architecture
-PROJS = {"llama": ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"),
-         "opt": ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")}
-PROJ = PROJS["llama"]
+PROJS = {"llama": ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"),
+         "opt": ("qkv_proj", "out_proj", "fc1", "fc2")}
+#: a stacked layer's parts in Hugging Face's model, in the order of their rows
+STACKED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
 #: OPT's learned position embeddings start at this row
 OPT_POSITION_OFFSET = 2
 
@@ -127,32 +135,28 @@ class Block(torch.nn.Module):
         self.head_dim = h // self.heads
         lin = lambda i, o: torch.nn.Linear(i, o, bias=False)       # noqa: E731
         self.attn_norm, self.mlp_norm = RMSNorm(h, c.rms_norm_eps), RMSNorm(h, c.rms_norm_eps)
-        self.q_proj, self.o_proj = lin(h, h), lin(h, h)
-        self.k_proj = lin(h, self.kv_heads * self.head_dim)
-        self.v_proj = lin(h, self.kv_heads * self.head_dim)
-        self.gate_proj, self.up_proj, self.down_proj = lin(h, f), lin(h, f), lin(f, h)
+        self.qkv_proj = lin(h, h + 2 * self.kv_heads * self.head_dim)
+        self.o_proj = lin(h, h)
+        self.gate_up_proj, self.down_proj = lin(h, 2 * f), lin(f, h)
 
-    def forward(self, x, d, pos, cos, sin, k_cache, v_cache, mask):
+    def forward(self, x, d, pos, cos, sin, kv_cache, mask):
         """The block for the token at position ``pos`` (a 1-element long tensor) whose
         residual stream is ``x + d`` (B, hidden; ``d`` the previous block's MLP output, None
-        for the first block): returns (the stream after the attention, this block's MLP
-        output). Each block's last residual add is left to the next norm (the next block's
-        or the final one), which does it in the same fused kernel."""
+        for the first block), its keys and values written into ``kv_cache`` (2, B,
+        kv_heads, max_len, head_dim) at ``pos``: returns (the stream after the attention,
+        this block's MLP output). Each block's last residual add is left to the next norm
+        (the next block's or the final one), which does it in the same fused kernel."""
         B = x.shape[0]
         x, a = self.attn_norm.add(x, d)
-        q = self.q_proj(a).view(B, self.heads, 1, self.head_dim)
-        k = self.k_proj(a).view(B, self.kv_heads, 1, self.head_dim)
-        v = self.v_proj(a).view(B, self.kv_heads, 1, self.head_dim)
-        q, k = _rope_qk(q, k, cos, sin)
-        k_cache.index_copy_(2, pos, k)
-        v_cache.index_copy_(2, pos, v)
+        q, kv = _rope_qkv(self.qkv_proj(a), cos, sin, self.heads, self.kv_heads)
+        kv_cache.index_copy_(3, pos, kv)
         # grouped-query attention reads each cached head for its group of query heads
         # (repeating the cache for them would copy it whole, every block, every step)
         o = torch.nn.functional.scaled_dot_product_attention(
-            q, k_cache, v_cache, attn_mask=mask, enable_gqa=self.heads != self.kv_heads)
+            q, kv_cache[0], kv_cache[1], attn_mask=mask, enable_gqa=self.heads != self.kv_heads)
         x, m = _add_rms_norm(x, self.o_proj(o.reshape(B, self.heads * self.head_dim)),
                              self.mlp_norm.weight, self.mlp_norm.eps)
-        return x, self.down_proj(_gated_silu(self.gate_proj(m), self.up_proj(m)))
+        return x, self.down_proj(_gated_silu(self.gate_up_proj(m)))
 
 
 class OPTBlock(torch.nn.Module):
@@ -163,18 +167,18 @@ class OPTBlock(torch.nn.Module):
         self.head_dim = h // self.heads
         lin = lambda i, o: torch.nn.Linear(i, o, bias=c.enable_bias)       # noqa: E731
         self.attn_norm, self.mlp_norm = LayerNorm(h), LayerNorm(h)
-        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (lin(h, h) for _ in range(4))
+        self.qkv_proj, self.out_proj = lin(h, 3 * h), lin(h, h)
         self.fc1, self.fc2 = lin(h, f), lin(f, h)
 
-    def forward(self, x, d, pos, cos, sin, k_cache, v_cache, mask):
+    def forward(self, x, d, pos, cos, sin, kv_cache, mask):
         """As :meth:`Block.forward` (``cos``, ``sin`` unused: OPT adds its positions to the
         embeddings)."""
         B = x.shape[0]
         x, a = self.attn_norm.add(x, d)
-        q = self.q_proj(a).view(B, self.heads, 1, self.head_dim)
-        k_cache.index_copy_(2, pos, self.k_proj(a).view(B, self.heads, 1, self.head_dim))
-        v_cache.index_copy_(2, pos, self.v_proj(a).view(B, self.heads, 1, self.head_dim))
-        o = torch.nn.functional.scaled_dot_product_attention(q, k_cache, v_cache, attn_mask=mask)
+        qkv = self.qkv_proj(a).view(B, 3, self.heads, 1, self.head_dim)
+        kv_cache.index_copy_(3, pos, qkv[:, 1:].transpose(0, 1))
+        o = torch.nn.functional.scaled_dot_product_attention(qkv[:, 0], kv_cache[0], kv_cache[1],
+                                                             attn_mask=mask)
         x, m = _add_layer_norm(x, self.out_proj(o.reshape(B, self.heads * self.head_dim)),
                                self.mlp_norm.weight, self.mlp_norm.bias, self.mlp_norm.eps)
         return x, self.fc2(torch.relu(self.fc1(m)))
@@ -240,16 +244,19 @@ def _add_layer_norm(x, o, w, b, eps: float):
 
 
 @_glue
-def _rope_qk(q, k, cos, sin):
-    """q (B, heads, 1, d) and k (B, kv_heads, 1, d) rotated by position (cos, sin: (1, d)
-    float32), together."""
-    t = _rotate(torch.cat((q, k), dim=1), cos, sin)
-    return t[:, :q.shape[1]], t[:, q.shape[1]:]
+def _rope_qkv(qkv, cos, sin, heads: int, kv_heads: int):
+    """(q (B, heads, 1, d), kv (2, B, kv_heads, 1, d)) from the stacked projection's output
+    ``qkv`` (B, (heads + 2 kv_heads) d): q and k rotated by position (cos, sin: (1, d)
+    float32), k and v stacked as the cache holds them."""
+    t = qkv.view(qkv.shape[0], heads + 2 * kv_heads, 1, cos.shape[-1])
+    qk = _rotate(t[:, :heads + kv_heads], cos, sin)
+    return qk[:, :heads], torch.stack((qk[:, heads:], t[:, heads + kv_heads:]))
 
 
 @_glue
-def _gated_silu(g, u):
-    """The Llama MLP's SiLU(gate) * up."""
+def _gated_silu(gu):
+    """The Llama MLP's SiLU(gate) * up, from the stacked projection's output (gate, up)."""
+    g, u = gu.chunk(2, dim=-1)
     return torch.nn.functional.silu(g) * u
 
 
@@ -294,14 +301,12 @@ class Decoder(torch.nn.Module):
                 for p in m.parameters():
                     p.data = p.data.float()
 
-    def caches(self, batch: int, max_len: int):
-        """(k caches, v caches): one (batch, kv_heads, max_len, head_dim) pair per block."""
+    def caches(self, batch: int, max_len: int) -> list:
+        """One cache per block: keys and values, (2, batch, kv_heads, max_len, head_dim)."""
         c, p = self.config, next(self.parameters())
         hd = c.hidden_size // c.num_attention_heads
-        shape = (batch, getattr(c, "num_key_value_heads", c.num_attention_heads), max_len, hd)
-        ks = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
-        vs = [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
-        return ks, vs
+        shape = (2, batch, getattr(c, "num_key_value_heads", c.num_attention_heads), max_len, hd)
+        return [torch.zeros(shape, dtype=p.dtype, device=p.device) for _ in self.layers]
 
     def rope(self, max_len: int):
         """cos and sin tables, (max_len, head_dim) (OPT: no rotation, (max_len, 0))."""
@@ -326,8 +331,8 @@ class Decoder(torch.nn.Module):
         if self.arch == "opt":
             x = x + self.positions(pos + OPT_POSITION_OFFSET)
         d = None
-        for layer, kc, vc in zip(self.layers, *kv):
-            x, d = layer(x, d, pos, cos, sin, kc, vc, mask)
+        for layer, cache in zip(self.layers, kv):
+            x, d = layer(x, d, pos, cos, sin, cache, mask)
         return self.lm_head(self.norm.add(x, d)[1]).float()
 
 
@@ -369,7 +374,7 @@ class Runner:
         self.graph = None
 
     def reset(self, prompt: torch.Tensor):
-        for c in self.kv[0] + self.kv[1]:
+        for c in self.kv:
             c.zero_()
         self.pos.zero_()
         self.out.zero_()
@@ -410,7 +415,7 @@ class Runner:
         """Capture one decode step (the model's kernels compiled by a warm-up step on a side
         stream first, the state restored after it)."""
         saved = (self.tok.clone(), self.pos.clone(), self.out.clone(),
-                 [c.clone() for c in self.kv[0] + self.kv[1]])
+                 [c.clone() for c in self.kv])
         s = torch.cuda.Stream()
         s.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(s):
@@ -427,7 +432,7 @@ class Runner:
         self.tok.copy_(tok)
         self.pos.copy_(pos)
         self.out.copy_(out)
-        for c, v in zip(self.kv[0] + self.kv[1], caches):
+        for c, v in zip(self.kv, caches):
             c.copy_(v)
 
     @torch.no_grad()

@@ -69,7 +69,8 @@ QUICK = dict(sparsities=[0.7], formats=["macko"], batches=[1, 8], new_tokens=[64
 # every format with SpMV and SpMM kernels (spmvlab.torch.sparse_formats). generalsparse
 # layers (``--formats generalsparse``) are not in the default run: each layer ranks, plans
 # and validates its kernel per batch size (in sparsify's workers), minutes for a 7B
-# model's 224 projections (docs/performance.md)
+# model's 128 projections (q/k/v and gate/up stacked: experiments/_decoder.py;
+# docs/performance.md)
 
 
 def config(quick: bool = False, **overrides) -> dict:
@@ -548,7 +549,9 @@ def predicted(results: dict) -> list[dict]:
     times on the same GPU (a Llama-2-7B block's seven projections, 32 blocks) predict for
     MACKO over dense once the step's measured time outside the projections
     (``nonlinear_ms``) is added to both, against the speedup measured here (``share``: the
-    measured speedup over the predicted one). Empty without those results."""
+    measured speedup over the predicted one). The decoder runs q/k/v and gate/up as stacked
+    layers, the isolated times are the separate layers': the share also holds what stacking
+    gains. Empty without those results."""
     from spmvlab.results import load_results, results_path
     from spmvlab.runinfo import device_slug
     path = results_path("table1_macko", device_slug((results.get("meta") or {}).get("device")))

@@ -331,9 +331,8 @@ def test_the_decoder_glue_is_compiled_on_a_gpu_and_computes_its_eager_form():
     x, o, w, b = t(3, 64), t(3, 64), t(64, half=False), t(64, half=False)
     cases = [(DM._rms_norm, (x, w, 1e-5)), (DM._layer_norm, (x, w, b, 1e-5)),
              (DM._add_rms_norm, (x, o, w, 1e-5)), (DM._add_layer_norm, (x, o, w, b, 1e-5)),
-             (DM._rope_qk, (t(3, 4, 1, 16), t(3, 2, 1, 16), t(1, 16, half=False),
-                            t(1, 16, half=False))),
-             (DM._gated_silu, (t(3, 96), t(3, 96)))]
+             (DM._rope_qkv, (t(3, 8 * 16), t(1, 16, half=False), t(1, 16, half=False), 4, 2)),
+             (DM._gated_silu, (t(3, 192),))]
     for fn, args in cases:
         got, want = fn(*args), fn.eager(*args)
         got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
@@ -344,22 +343,27 @@ def test_the_decoder_glue_is_compiled_on_a_gpu_and_computes_its_eager_form():
         assert (fn.eager in DM._COMPILED) == (DEV == "cuda"), fn.__name__
 
 
-#: experiments/_decoder's parameter names -> transformers', per architecture ({i}: the block)
+#: experiments/_decoder's parameter names -> transformers', per architecture ({i}: the
+#: block; a tuple: the layers a stacked one holds, in the order of its rows)
 _HF_NAMES = {
     "tiny": dict({"embed": "model.embed_tokens", "norm": "model.norm", "lm_head": "lm_head"},
-                 **{f"layers.{{i}}.{k}": f"model.layers.{{i}}.{v}" for k, v in dict(
-                     q_proj="self_attn.q_proj", k_proj="self_attn.k_proj",
-                     v_proj="self_attn.v_proj", o_proj="self_attn.o_proj",
-                     gate_proj="mlp.gate_proj", up_proj="mlp.up_proj", down_proj="mlp.down_proj",
-                     attn_norm="input_layernorm", mlp_norm="post_attention_layernorm").items()}),
+                 **{f"layers.{{i}}.{k}": (tuple(f"model.layers.{{i}}.{n}" for n in v)
+                                          if isinstance(v, tuple) else f"model.layers.{{i}}.{v}")
+                    for k, v in dict(
+                     qkv_proj=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+                     o_proj="self_attn.o_proj", gate_up_proj=("mlp.gate_proj", "mlp.up_proj"),
+                     down_proj="mlp.down_proj", attn_norm="input_layernorm",
+                     mlp_norm="post_attention_layernorm").items()}),
     "tiny-opt": dict({"embed": "model.decoder.embed_tokens",
                       "positions": "model.decoder.embed_positions",
                       "norm": "model.decoder.final_layer_norm", "lm_head": "lm_head"},
-                     **{f"layers.{{i}}.{k}": f"model.decoder.layers.{{i}}.{v}" for k, v in dict(
-                         q_proj="self_attn.q_proj", k_proj="self_attn.k_proj",
-                         v_proj="self_attn.v_proj", out_proj="self_attn.out_proj",
-                         fc1="fc1", fc2="fc2", attn_norm="self_attn_layer_norm",
-                         mlp_norm="final_layer_norm").items()}),
+                     **{f"layers.{{i}}.{k}": (tuple(f"model.decoder.layers.{{i}}.{n}" for n in v)
+                                              if isinstance(v, tuple)
+                                              else f"model.decoder.layers.{{i}}.{v}")
+                        for k, v in dict(
+                         qkv_proj=("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"),
+                         out_proj="self_attn.out_proj", fc1="fc1", fc2="fc2",
+                         attn_norm="self_attn_layer_norm", mlp_norm="final_layer_norm").items()}),
 }
 
 
@@ -383,8 +387,8 @@ def test_the_decoder_computes_what_hugging_face_computes(model):
     theirs = dict(hf.named_parameters())
     with torch.no_grad():
         for layer in ours.layers:     # scores of order one: the positions' rotation matters
-            layer.q_proj.weight.mul_(30)
-            layer.k_proj.weight.mul_(30)
+            w = layer.qkv_proj.weight  # rows: q (hidden), then k and v (equal halves)
+            w[:(w.shape[0] + cfg.hidden_size) // 2].mul_(30)
         g = torch.Generator().manual_seed(2)
         for m in ours.modules():      # norms that are not the identity at init
             if isinstance(m, (DM.RMSNorm, DM.LayerNorm)):
@@ -395,9 +399,12 @@ def test_the_decoder_computes_what_hugging_face_computes(model):
             parts = name.split(".")
             key = (f"layers.{{i}}.{parts[2]}" if parts[0] == "layers" else parts[0])
             i = parts[1] if parts[0] == "layers" else None
-            hname = f"{_HF_NAMES[model][key].format(i=i)}.{parts[-1]}"
-            theirs[hname].copy_(p)
-            copied.add(hname)
+            to = _HF_NAMES[model][key]
+            hnames = [f"{h.format(i=i)}.{parts[-1]}" for h in (to if isinstance(to, tuple) else (to,))]
+            assert sum(theirs[h].shape[0] for h in hnames) == p.shape[0], name
+            for h, rows in zip(hnames, p.split([theirs[h].shape[0] for h in hnames])):
+                theirs[h].copy_(rows)
+                copied.add(h)
         assert copied == set(theirs)
     prompt = torch.randint(0, 80, (2, 6), generator=torch.Generator().manual_seed(1)).to(DEV)
     got = DM.Runner(ours, 2, 8).prefill(prompt).float()
