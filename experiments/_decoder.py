@@ -326,8 +326,12 @@ class Decoder(torch.nn.Module):
         cos_t, sin_t = rope
         max_len = cos_t.shape[0]
         cos, sin = cos_t.index_select(0, pos), sin_t.index_select(0, pos)
-        mask = torch.arange(max_len, device=pos.device).view(1, 1, 1, max_len) <= pos
         x = self.embed(tokens)
+        # the cached positions up to ``pos`` attend, as an additive mask in the activations'
+        # dtype made once a step: given a boolean mask, SDPA makes this at every call
+        later = torch.arange(max_len, device=pos.device).view(1, 1, 1, max_len) > pos
+        mask = torch.zeros(later.shape, dtype=x.dtype, device=pos.device)
+        mask.masked_fill_(later, float("-inf"))
         if self.arch == "opt":
             x = x + self.positions(pos + OPT_POSITION_OFFSET)
         d = None
