@@ -17,8 +17,8 @@ Projections that read the same input are one linear layer, their weights stacked
 (as serving stacks do): ``qkv_proj`` (q, k and v) and, for Llama, ``gate_up_proj`` (gate
 and up). A decode step then launches two GEMVs fewer per block for attention and one fewer
 for the MLP, and each is larger (dense and sparse models alike). Pruning per row is the
-same as for the separate layers (a stacked row is one layer's row); ``STACKED`` names the
-parts. Each block's keys and values share one cache tensor, written by one copy a step.
+same as for the separate layers (a stacked row is one layer's row). Each block's keys and
+values share one cache tensor, written by one copy a step.
 """
 from __future__ import annotations
 
@@ -53,8 +53,6 @@ MODELS = {
 #: the linear layers of a block (the ones a sparse model swaps), per architecture
 PROJS = {"llama": ("qkv_proj", "o_proj", "gate_up_proj", "down_proj"),
          "opt": ("qkv_proj", "out_proj", "fc1", "fc2")}
-#: a stacked layer's parts in Hugging Face's model, in the order of their rows
-STACKED = {"qkv_proj": ("q_proj", "k_proj", "v_proj"), "gate_up_proj": ("gate_proj", "up_proj")}
 #: OPT's learned position embeddings start at this row
 OPT_POSITION_OFFSET = 2
 
