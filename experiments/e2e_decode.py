@@ -238,7 +238,7 @@ def breakdown(kernels: list, steps: int, top: int = 8) -> dict:
         if b > reach:                     # the union of the kernels' intervals
             busy += b - max(a, reach)
             reach = b
-    span = max(b for _, b, _ in ks) - ks[0][0]
+    span = reach - ks[0][0]               # reach: the last kernel's end
     ms = 1e-3 / steps
     heavy = sorted(by_name.items(), key=lambda kv: -kv[1][1])[:top]
     return dict(ms={k: v * ms for k, v in per.items()}, idle_ms=(span - busy) * ms,

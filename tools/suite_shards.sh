@@ -73,12 +73,14 @@ import glob, os, re, sys
 logs, suite, gpu, commit, wall = sys.argv[1:]
 files = sorted(glob.glob(os.path.join(logs, "shard*.log")))
 texts = [open(f, errors="replace").read() for f in files]
-lines, totals = [], {"passed": 0, "skipped": 0, "failed": 0, "errors": 0}
+# the totals' names -> the word pytest's summary line counts them by
+words = {"passed": "passed", "skipped": "skipped", "failed": "failed", "errors": "error"}
+lines, totals = [], dict.fromkeys(words, 0)
 for f, t in zip(files, texts):
     summary = ([l for l in t.splitlines() if re.search(r"passed|failed|error", l)] or ["(none)"])[-1]
     lines.append(f"#   {os.path.basename(f)}: {summary.strip()} {t.rstrip().splitlines()[-1]}")
-    for key in totals:
-        m = re.search(rf"(\d+) {key.rstrip('s') if key == 'errors' else key}", summary)
+    for key, word in words.items():
+        m = re.search(rf"(\d+) {word}", summary)
         totals[key] += int(m.group(1)) if m else 0
 head = [f"# tools/suite_shards.sh on {gpu} at {commit}, {len(files)} shards, {wall} s wall",
         "# totals: " + ", ".join(f"{v} {k}" for k, v in totals.items())] + lines
