@@ -249,10 +249,15 @@ def breakdown(kernels: list, steps: int, top: int = 8) -> dict:
 
 def _profiled(runner, steps: int = 4) -> dict:
     """:func:`breakdown` of ``steps`` replays of ``runner``'s captured step, traced by torch's
-    profiler (CUPTI: every kernel of the process, numba's too). The tracing may widen the
-    gaps a little; the kernels' own times are the GPU's."""
+    profiler (CUPTI: every kernel of the process, numba's too), after :meth:`Runner.prefill`;
+    fewer where the cache has no room for ``steps`` more tokens (each replay writes the next
+    position). The tracing may widen the gaps a little; the kernels' own times are the GPU's."""
     import torch
     from torch.profiler import ProfilerActivity, profile
+    steps = min(steps, runner.max_len - runner.prompt_len - 1)
+    if steps < 1:
+        raise ValueError(f"_profiled: the runner's cache (max_len {runner.max_len}) has no "
+                         f"room after a {runner.prompt_len}-token prompt; make it longer")
     torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(steps):

@@ -77,7 +77,11 @@ texts = [open(f, errors="replace").read() for f in files]
 words = {"passed": "passed", "skipped": "skipped", "failed": "failed", "errors": "error"}
 lines, totals = [], dict.fromkeys(words, 0)
 for f, t in zip(files, texts):
-    summary = ([l for l in t.splitlines() if re.search(r"passed|failed|error", l)] or ["(none)"])[-1]
+    # pytest's own summary line ("2 failed, 175 passed, ... in 239.84s"), not a traceback's
+    # line naming an error that a dead CUDA context prints after it at exit
+    summary = ([l for l in t.splitlines()
+                if re.search(r"\d+ (passed|failed|errors?|skipped|deselected)\b.* in [\d.]+s", l)]
+               or ["(no summary)"])[-1]
     lines.append(f"#   {os.path.basename(f)}: {summary.strip()} {t.rstrip().splitlines()[-1]}")
     for key, word in words.items():
         m = re.search(rf"(\d+) {word}", summary)
