@@ -508,21 +508,23 @@ def table(results: dict) -> list[dict]:
                         if r.get("nonlinear_ms") is not None else None,
                         gb=r["weights_bytes"] / 1e9,
                         peak_gb=r["peak_gpu_bytes"] / 1e9 if r.get("peak_gpu_bytes") else None,
-                        ok=r.get("tokens_match")))
+                        ok=r.get("tokens_match"), part=r.get("part") or 0))
     return out
 
 
 def plot(results: dict, fig_path: str) -> list[str]:
     """Tokens/s over dense by sparsity, one panel per batch and a row of panels per model
-    (graph-captured steps, each point the longest generation measured for it), one line per
+    (graph-captured steps, each point from the newest part of the file that measured it, the
+    longest generation there: an older part's longer run timed older code), one line per
     format."""
     plt = P.pyplot()
-    longest = {}
+    latest = {}
     for r in table(results):
         k = (r["model"], r["method"], r["batch"], r["sparsity"])
-        if r["speedup"] and (k not in longest or r["new_tokens"] > longest[k]["new_tokens"]):
-            longest[k] = r
-    rows = list(longest.values())
+        if r["speedup"] and (k not in latest or (r["part"], r["new_tokens"]) >
+                             (latest[k]["part"], latest[k]["new_tokens"])):
+            latest[k] = r
+    rows = list(latest.values())
     lengths = sorted({r["new_tokens"] for r in rows})
     batches = sorted({r["batch"] for r in rows})
     order = list(results["config"].get("models") or [])
