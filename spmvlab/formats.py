@@ -64,6 +64,9 @@ class FormatInfo:
     options        encode option name -> :class:`Option`
     kernel_dtypes  value dtypes the kernels take (the one list every check reads)
     spmm           whether the kernel module has an SpMM kernel
+    spmm_out_t     whether its ``spmm`` takes ``out_t=True``: the kernel writes Y's transpose
+                   (k, rows), the layout of torch's linear layers (``spmvlab.torch`` then
+                   copies nothing after the product)
     methods        method name -> config keyword arguments: the named kernel settings
                    experiments time (``spmvlab.methods.resolve`` knows these names)
     test_configs   config keyword arguments the shared test suite runs the kernels with
@@ -79,6 +82,7 @@ class FormatInfo:
     options: Mapping[str, Option] = dataclasses.field(default_factory=dict)
     kernel_dtypes: tuple = ALL_DTYPES
     spmm: bool = True
+    spmm_out_t: bool = False
     methods: Mapping[str, Mapping] = dataclasses.field(default_factory=dict)
     test_configs: tuple = ({},)
     opt_out: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -96,12 +100,14 @@ class FormatInfo:
     # capabilities ------------------------------------------------------------------------------
     @property
     def capabilities(self) -> frozenset:
-        """Subset of {"spmv", "spmm", "fast_encoder"}."""
+        """Subset of {"spmv", "spmm", "spmm_out_t", "fast_encoder"}."""
         caps = set()
         if self.kernels:
             caps.add("spmv")
             if self.spmm:
                 caps.add("spmm")
+                if self.spmm_out_t:
+                    caps.add("spmm_out_t")
         if self.encoder:
             caps.add("fast_encoder")
         return frozenset(caps)
@@ -223,6 +229,7 @@ def kernel_formats() -> list[FormatInfo]:
 
 register(FormatInfo(
     name="csr", reference="reference.csr", kernels="spmvlab.kernels.csr", config="CSRConfig",
+    spmm_out_t=True,
     methods={"csr_vector": {}, "csr_vector1": {"vec": 1}, "csr_vector2": {"vec": 2},
              "csr_scalar": {"variant": "scalar"}},
     test_configs=({"threads_per_block": 64, "variant": "scalar"}, {"threads_per_block": 64},
@@ -235,7 +242,7 @@ register(FormatInfo(
     encoder="spmvlab.encoders.macko", config="MackoConfig",
     options={"delta_bits": Option(4, _macko.DELTA_BITS, "bits per column step; 'auto': the width "
                                   "that stores the fewest bytes", auto=True)},
-    kernel_dtypes=("float16", "float32"),
+    kernel_dtypes=("float16", "float32"), spmm_out_t=True,
     test_configs=({"threads_per_block": 64, "spmm_smem_threads": 64},
                   {"threads_per_block": 64, "prefetch": 0, "spmm_tile": 2, "spmm_smem": False},
                   {"threads_per_block": 32, "prefetch": 2, "spmm_tile": 4, "spmm_smem": False},

@@ -165,11 +165,14 @@ class SparseLinear(torch.nn.Module):
         self.dtype = dtype
         self._nbytes = int(nbytes)
         self.nnz = int(nnz)
+        self._out_t = False
         if format == GENERALSPARSE:
             self._kernels = self._config = None
         else:
             info = formats.get(format)
             self._kernels = info.kernel_module()
+            # the kernel writes the (tokens, out_features) result itself: no copy after it
+            self._out_t = "spmm_out_t" in info.capabilities
             # the simulator runs one Python thread per CUDA thread: there, the registry's small
             # test settings
             self._config = config if config is not None else info.make_config(
@@ -270,7 +273,9 @@ class SparseLinear(torch.nn.Module):
 
     def _multiply(self, x: torch.Tensor) -> torch.Tensor:
         """The product without the bias: SpMV for one token, else SpMM on the tokens as
-        X's columns (the kernels' Y = W @ X), on torch's stream and allocator."""
+        X's columns (the kernels' Y = W @ X; written as Y's transpose straight into the
+        result where the format's kernels can, else copied), on torch's stream and
+        allocator."""
         lead = tuple(x.shape[:-1])
         n = int(np.prod(lead, dtype=np.int64)) if lead else 1
         out = torch.empty(lead + (self.out_features,), dtype=x.dtype, device=x.device)
@@ -283,6 +288,10 @@ class SparseLinear(torch.nn.Module):
                                    out=_view(out.view(self.out_features)), config=self._config)
                 return out
             X = _aligned(x2.t())                                       # (in, n)
+            if self._out_t:
+                Yt = _view(out.view(n, self.out_features))
+                self._kernels.spmm(self._matrix, _view(X), out=Yt, config=self._config, out_t=True)
+                return out
             Y = torch.empty((self.out_features, n), dtype=x.dtype, device=x.device)
             if self.format == GENERALSPARSE:
                 self._matrix.multiply(_view(X), _view(Y))

@@ -808,6 +808,31 @@ def test_device_arrays_in_device_out(info, _):
         assert_close(out.copy_to_host(), M.to_csr(), case.X, dt, "device spmm")
 
 
+@pytest.mark.parametrize("info, cfg", params("spmm_out_t", need="spmm_out_t", per=by_config))
+def test_spmm_out_t_writes_the_transpose(info, cfg):
+    """``spmm(..., out_t=True)`` writes Y's transpose, (k, rows), into a garbage-filled
+    ``out`` (and returns it), or returns a new one: k = 1 (the SpMV), 5 (one value per
+    gather) and 16 (several column tiles, or one shared tile filled 16 bytes at a time);
+    the value types taken in turn over the configs (the simulator is slow)."""
+    K = info.kernel_module()
+    config = info.make_config(**cfg)
+    i = list(info.test_configs).index(cfg)
+    dt = np.dtype(info.kernel_dtypes[i % len(info.kernel_dtypes)])
+    case = build_case(seed=30 + i, n_rows=7, n_cols=60, density=0.4, dtype=dt, k=16)
+    M = info.encode(case.A, dtype=dt)
+    csr = M.to_csr()
+    for k in (1, 5, 16):
+        X = np.ascontiguousarray(case.X[:, :k])
+        out = garbage_like((k, 7), dt)
+        assert K.spmm(M, X, out=out, config=config, out_t=True) is out
+        assert_close(out.T, csr, X, dt, f"spmm out_t, k={k}")
+    Yt = K.spmm(M, X, config=config, out_t=True)
+    assert Yt.shape == (16, 7)
+    assert_close(Yt.T, csr, X, dt, "spmm out_t, no out")
+    with pytest.raises(ShapeError):
+        K.spmm(M, X, out=garbage_like((7, 16), dt), config=config, out_t=True)
+
+
 # ---------------------------------------------------------------------------------------------
 # the same formats through the timed-method interface (checks only; timing needs a GPU)
 # ---------------------------------------------------------------------------------------------

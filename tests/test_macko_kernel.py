@@ -197,7 +197,7 @@ def test_tensor_core_spmm_config_and_tiles():
     assert K.mma_smem_bytes(1024, 8, 2) == 2 * (16 * 1032 * 2 + 1024 * 8 * 2) + 16
 
 
-def _mma_agrees(lengths, n_cols, ks, window, seed, double=False):
+def _mma_agrees(lengths, n_cols, ks, window, seed, double=False, out_t=False):
     from parity import assert_close, garbage_like
     M, rng = _rows_of(lengths, n_cols, seed, np.float16)
     csr = M.to_csr()
@@ -210,6 +210,10 @@ def _mma_agrees(lengths, n_cols, ks, window, seed, double=False):
         assert Y is out
         assert_close(Y, csr, X, np.float16, f"mma spmm, N={k}")
         assert (Y[[i for i, n in enumerate(lengths) if n == 0]] == 0).all()
+        if out_t:                  # the transpose written by the kernel (torch's layout)
+            out = garbage_like((k, len(lengths)), np.float16)
+            assert K.spmm(M, X, out=out, config=cfg, out_t=True) is out
+            assert np.array_equal(out, Y.T)
     return M
 
 
@@ -229,8 +233,9 @@ def test_tensor_core_spmm_agrees_on_column_tiles(double):
     """8 rows, 200 columns in four 64-column windows (the last partial): N = 3 (one 8-column
     tile, 5 columns zero) and N = 40 (two 32-column tiles, 16-byte X copies, the second
     tile 8 columns wide); with one stage and with two (alternate windows in two copies of
-    the tile, one barrier per window)."""
-    _mma_agrees([150, 0, 70, 9, 1, 0, 200, 33], 200, (3, 40), 64, 6, double)
+    the tile, one barrier per window); with one stage also Y's transpose (``out_t``), the
+    same values."""
+    _mma_agrees([150, 0, 70, 9, 1, 0, 200, 33], 200, (3, 40), 64, 6, double, out_t=not double)
 
 
 def test_tensor_core_spmm_inf_nan_fall_back_to_csr_semantics():

@@ -196,11 +196,13 @@ def prepare(x, out, n: int, out_shape, dtype, name="x", ndim=1) -> Operands:
     return Operands(x=to_dev(x), out=d_out, host=host)
 
 
-def prepare_spmm(D, X, out) -> tuple[Operands, int]:
-    """``prepare`` for Y = D @ X (X of shape (n_cols, k)); also returns k."""
+def prepare_spmm(D, X, out, out_t: bool = False) -> tuple[Operands, int]:
+    """``prepare`` for Y = D @ X (X of shape (n_cols, k)); also returns k. ``out_t``: the
+    result is Y's transpose, of shape (k, n_rows)."""
     n_rows, n_cols = D.shape
     k_cols = int(X.shape[1]) if getattr(X, "ndim", 0) == 2 else 0
-    return prepare(X, out, n_cols, (n_rows, k_cols), D.dtype, name="X", ndim=2), k_cols
+    shape = (k_cols, n_rows) if out_t else (n_rows, k_cols)
+    return prepare(X, out, n_cols, shape, D.dtype, name="X", ndim=2), k_cols
 
 
 def finish(ops: Operands, out):

@@ -87,7 +87,8 @@ def mma_smem_bytes(window: int, ct: int, stages: int = 1) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int):
+def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int,
+                     out_t: bool = False):
     """The tensor-core SpMM for float16 values, ``ct`` columns of X per block (8, 16, 32), X
     rows copied ``g`` values at a time (8 when N is a multiple of 8, else 1)."""
     if dtype_name != "float16" or ct not in MMA_TILES:
@@ -106,7 +107,7 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
     P = _parts(dtype_name, delta_bits)
     load_values, load_word, chunk_columns, word_code = (
         P["load_values"], P["load_word"], P["chunk_columns"], P["word_code"])
-    T = tile_parts(dtype_name, ct, g)            # the careful pass gathers X from global memory
+    T = tile_parts(dtype_name, ct, g, out_t=out_t)   # the careful pass gathers X from global memory
     store = T["store"]
     row_tile = _row_tile(dtype_name, delta_bits, T)
     accnp = accumulator_np(dtype_name)
@@ -221,7 +222,8 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
         uses the other stage, whose last readers passed the barrier of window i). At the end the 16 warps' D fragments are
         summed in warp order (thread i < 16 ct: row i // ct, column i % ct) and written; a
         tile with a result that is not finite is redone by its warps on the careful path
-        (gather from global X, stored zeros skipped: CSR semantics)."""
+        (gather from global X, stored zeros skipped: CSR semantics). ``out_t``: Y is the
+        product's transpose."""
         sm = cuda.shared.array(0, HALF)
         red = cuda.shared.array(0, SINGLE)
         flag = cuda.shared.array(0, INT)
@@ -230,7 +232,7 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
         lane = int32(tid % WARP)
         gq = lane >> 2
         tq = lane & 3
-        n_rows = Y.shape[0]
+        n_rows = row_ptr.shape[0] - 1
         r = cuda.blockIdx.x * MMA_ROWS + warp
         j0 = cuda.blockIdx.y * ct
         nvalid = min(ct, n - j0)
@@ -334,7 +336,10 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
             if rr < n_rows and c < nvalid:
                 if math.isinf(s) or math.isnan(s):
                     flag[FLAG] = 1
-                Y[rr, j0 + c] = s
+                if out_t:
+                    Y[j0 + c, rr] = s
+                else:
+                    Y[rr, j0 + c] = s
         cuda.syncthreads()
         if flag[FLAG] != 0 and r < n_rows:         # block-uniform: redo the rows carefully
             accs = cuda.local.array(ct, accnp)
@@ -344,11 +349,12 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
     return macko_spmm_mma
 
 
-def launch_mma(D: DeviceMacko, X, out, config: MackoConfig, spmv_kernel):
-    """Y = D @ X with the tensor-core SpMM (float16 values): N = 1 runs ``spmv_kernel()``
-    (kernels/macko.py's SpMV for ``config``); otherwise a grid of (ceil(rows / 16),
-    ceil(N / ct)) blocks of 512 threads (:func:`mma_tile`, :func:`mma_smem_bytes`)."""
-    ops, k_cols = prepare_spmm(D, X, out)
+def launch_mma(D: DeviceMacko, X, out, config: MackoConfig, spmv_kernel, out_t: bool = False):
+    """Y = D @ X (``out_t``: its transpose) with the tensor-core SpMM (float16 values): N = 1
+    runs ``spmv_kernel()`` (kernels/macko.py's SpMV for ``config``); otherwise a grid of
+    (ceil(rows / 16), ceil(N / ct)) blocks of 512 threads (:func:`mma_tile`,
+    :func:`mma_smem_bytes`)."""
+    ops, k_cols = prepare_spmm(D, X, out, out_t)
     n_rows = D.shape[0]
     arrays = (D.row_ptr, D.words, D.values)
     if n_rows and k_cols == 1:
@@ -359,7 +365,7 @@ def launch_mma(D: DeviceMacko, X, out, config: MackoConfig, spmv_kernel):
     elif n_rows and k_cols:
         ct = mma_tile(k_cols)
         g = group_for(D.dtype, k_cols, ct)
-        kernel = _spmm_mma_kernel(D.dtype.name, D.delta_bits, config, ct, g)
+        kernel = _spmm_mma_kernel(D.dtype.name, D.delta_bits, config, ct, g, out_t)
         grid = (blocks_for(n_rows, MMA_ROWS), blocks_for(k_cols, ct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
         launch_smem(kernel, grid, MMA_THREADS,

@@ -11,7 +11,8 @@ Row c of the tile is gathered with vector loads of ``g`` values (16 bytes: 8 flo
 4 float32) when N is a multiple of ``g`` (every group is then aligned and either wholly
 inside the tile's valid columns or wholly outside), else one value at a time. X is passed
 flat (row-major, N values per row). At the end each accumulator is summed over the warp and
-lane j writes column j0 + j.
+lane j writes column j0 + j, of Y or (``out_t``) row j0 + j of Y's transpose: the (N, rows)
+layout of torch's linear layers, written without a copy after the product.
 """
 from __future__ import annotations
 
@@ -25,7 +26,9 @@ from ._common import (
     FULL_MASK, WARP, acc_type, blocks_for, finish, launch_stream, numba_type, prepare_spmm,
     reduce_scatter, scatter_layout,
 )
-from ._intrinsics import sload1, sload2, sload4, sload8, vload1, vload2, vload4, vload8
+from ._intrinsics import (
+    sload1, sload2, sload4, sload8, sstore4, vload1, vload2, vload4, vload8, vwords4,
+)
 
 #: the column-tile widths the SpMM kernels are built for
 TILE_COLS = (1, 2, 4, 8, 16, 32)
@@ -46,9 +49,10 @@ def group_for(dtype, n_cols: int, ct: int) -> int:
 
 
 @functools.lru_cache(maxsize=None)
-def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False):
+def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False, out_t: bool = False):
     """Device functions for a tile of ``ct`` columns gathered ``g`` at a time (from shared
-    memory with ``shared``, see :func:`launch_tiles`):
+    memory with ``shared``, see :func:`launch_tiles`; ``out_t``: ``put`` writes Y's
+    transpose, Y[j0 + column, r]):
 
     ``zero(accs)``                          clear the accumulators (a local array of ct)
     ``fma_row(Xf, off, nvalid, v, accs)``   accs[j] += v * Xf[off + j] (j < nvalid matter)
@@ -106,7 +110,10 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False):
             for i in range(R):
                 j = (lane // D) * R + i
                 if j < nvalid:
-                    Y[r, j0 + j] = accs[i]
+                    if out_t:
+                        Y[j0 + j, r] = accs[i]
+                    else:
+                        Y[r, j0 + j] = accs[i]
 
     @inline_device
     def store(Y, r, j0, nvalid, accs, lane):
@@ -121,20 +128,34 @@ FILL_UNROLL = 4
 
 
 @functools.lru_cache(maxsize=None)
-def fill_parts(dtype_name: str, ct: int, fg: int):
+def fill_parts(dtype_name: str, ct: int, fg: int, tile_name: str | None = None):
     """``fill(Xf, n, j0, sX)``: the block's threads copy X[:, j0:j0 + ct] (X flat, row-major
-    with n columns) into the shared array sX (row c at c * ct), zero past column n, ``fg``
-    values per load (``fg`` from :func:`group_for`: n is then a multiple of it), then meet at
-    a barrier. Each thread has FILL_UNROLL loads in flight before it stores."""
+    with n columns) into the shared array sX (row c at c * ct; its dtype ``tile_name``,
+    default X's), zero past column n, ``fg`` values per load (``fg`` from :func:`group_for`:
+    n is then a multiple of it), then meet at a barrier. Each thread has FILL_UNROLL loads
+    in flight before it stores. Eight float16 values into a float16 tile go as four 32-bit
+    words, one 16-byte load and one 16-byte store (``vwords4``, ``sstore4``): stored value
+    by value, a warp's 32 consecutive 16-byte groups would take eight 2-byte stores, each
+    hitting every bank four times."""
     xt = numba_type(dtype_name)
-    load = {1: vload1, 2: vload2, 4: vload4, 8: vload8}[fg]
+    words = dtype_name == "float16" and (tile_name or dtype_name) == "float16" and fg == 8
+    load = vwords4 if words else {1: vload1, 2: vload2, 4: vload4, 8: vload8}[fg]
     gpr = ct // fg
     U = FILL_UNROLL
+    u32 = np.uint32
 
-    @inline_device
-    def put(sX, q, xs, ok):
-        for t in range(fg):
-            sX[q * fg + t] = xs[t] if ok else xt(0)
+    if words:
+        @inline_device
+        def put(sX, q, xs, ok):
+            if ok:
+                sstore4(sX, q * 8, xs[0], xs[1], xs[2], xs[3])
+            else:
+                sstore4(sX, q * 8, u32(0), u32(0), u32(0), u32(0))
+    else:
+        @inline_device
+        def put(sX, q, xs, ok):
+            for t in range(fg):
+                sX[q * fg + t] = xs[t] if ok else xt(0)
 
     @inline_device
     def fill(Xf, n, j0, sX):
@@ -351,22 +372,24 @@ def _launch_dependent(kernel, grid, threads: int, nbytes: int, args: tuple):
 
 
 def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block: int, max_tile: int,
-                 spmv=None, shared=None):
+                 spmv=None, shared=None, out_t: bool = False):
     """Check and place X/out, pick the tile (``tile_for``) and gather width (``group_for``),
-    build ``kernel(ct, g)`` and launch it over (row blocks, column tiles) with
-    ``(*arrays, X flat, Y, N)``; return Y where the caller wants it. N = 1 launches the
-    format's SpMV kernel instead when ``spmv = (factory, threads, rows_per_block)`` is given.
+    build ``kernel(ct, g, out_t)`` and launch it over (row blocks, column tiles) with
+    ``(*arrays, X flat, Y, N)``; return Y (``out_t``: its transpose, (N, rows)) where the
+    caller wants it. N = 1 launches the format's SpMV kernel instead when
+    ``spmv = (factory, threads, rows_per_block)`` is given (Y and its transpose are then
+    the same vector).
 
     ``shared = (factory, threads, tile dtype)``: when the X tile's K rows (in the tile
     dtype) fit in one block's shared
-    memory (:func:`smem_tile`), ``factory(ct, g, fg)`` is launched instead (g: values per
+    memory (:func:`smem_tile`), ``factory(ct, g, fg, out_t)`` is launched instead (g: values per
     shared-memory gather, fg: per global load of the fill, :func:`fill_parts`): a persistent grid
     (as many blocks as can be resident, at most one per ``threads // 32`` rows; at most one
     warp per row of the matrix in all) whose blocks
     first copy X's column tile into shared memory (zero past N) and then take rows
     ``blockIdx.x * warps + warp``, stepping by the grid's warps; the gathers of X then hit
     shared memory instead of L1/L2."""
-    ops, k_cols = prepare_spmm(D, X, out)
+    ops, k_cols = prepare_spmm(D, X, out, out_t)
     n_rows, n_k = D.shape
     block_limit = _device_limits()[1] if shared is not None else 0
     tile_dtype = np.dtype(shared[2]) if shared is not None else None
@@ -382,7 +405,7 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
         nbytes = n_k * sct * item
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
         g = min(sct, 16 // item)
-        kernel = factory(sct, g, group_for(D.dtype, k_cols, sct))
+        kernel = factory(sct, g, group_for(D.dtype, k_cols, sct), out_t)
         args = (*arrays, flat, ops.out, np.int64(k_cols))
         blocks = persistent_grid(kernel, args, blocks_for(n_rows, sthreads // WARP), sthreads,
                                  nbytes)
@@ -393,7 +416,8 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
         g = group_for(D.dtype, k_cols, ct)
         grid = (blocks_for(D.shape[0], rows_per_block), blocks_for(k_cols, ct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
-        kernel(ct, g)[grid, threads, launch_stream()](*arrays, flat, ops.out, np.int64(k_cols))
+        kernel(ct, g, out_t)[grid, threads, launch_stream()](*arrays, flat, ops.out,
+                                                             np.int64(k_cols))
     return finish(ops, out)
 
 

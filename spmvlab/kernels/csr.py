@@ -216,8 +216,8 @@ def _vector_kernel(dtype_name: str, cfg: CSRConfig):
 
 
 @functools.lru_cache(maxsize=None)
-def _spmm_kernel(dtype_name: str, cfg: CSRConfig, ct: int, g: int):
-    T = tile_parts(dtype_name, ct, g)
+def _spmm_kernel(dtype_name: str, cfg: CSRConfig, ct: int, g: int, out_t: bool = False):
+    T = tile_parts(dtype_name, ct, g, out_t=out_t)
     zero, fma_row, store = T["zero"], T["fma_row"], T["store"]
     accnp = accumulator_np(dtype_name)
     acc = acc_type(dtype_name)
@@ -236,10 +236,11 @@ def _spmm_kernel(dtype_name: str, cfg: CSRConfig, ct: int, g: int):
         of 4: lane l loads entries [base + 4l, base + 4l + 4) (one vector load per array) and
         multiplies each by its row of the X tile (ct accumulators per lane, summed over the
         warp at the end). Steps wholly inside the row take no masks, so the 4 gathers are in
-        flight together; the first and last steps mask entries outside the row."""
+        flight together; the first and last steps mask entries outside the row.
+        ``out_t``: Y is the product's transpose."""
         lane = cuda.threadIdx.x % WARP
         r = cuda.blockIdx.x * warps_per_block + cuda.threadIdx.x // WARP
-        if r >= Y.shape[0]:
+        if r >= indptr.shape[0] - 1:
             return
         j0 = cuda.blockIdx.y * ct
         nvalid = min(ct, n - j0)
@@ -286,15 +287,16 @@ def spmv(D, x, out=None, config: CSRConfig = CSRConfig()):
                        config.threads_per_block, config.threads_per_block // (1 if scalar else WARP))
 
 
-def spmm(D, X, out=None, config: CSRConfig = CSRConfig()):
-    """Y = D @ X for X of shape (n_cols, k)."""
+def spmm(D, X, out=None, config: CSRConfig = CSRConfig(), out_t: bool = False):
+    """Y = D @ X for X of shape (n_cols, k); ``out_t``: return Y's transpose, (k, n_rows),
+    written by the kernel (kernels/_spmm.py)."""
     check_config(config, CSRConfig)
     D = to_device(D)
-    return launch_tiles(D, X, out, lambda ct, g: _spmm_kernel(D.dtype.name, config, ct, g),
+    return launch_tiles(D, X, out, lambda ct, g, t: _spmm_kernel(D.dtype.name, config, ct, g, t),
                         (D.indptr, D.indices, D.values), config.threads_per_block,
                         config.threads_per_block // WARP, config.spmm_tile,
                         spmv=(lambda: _vector_kernel(D.dtype.name, config), config.threads_per_block,
-                              config.threads_per_block // WARP))
+                              config.threads_per_block // WARP), out_t=out_t)
 
 
 def ptx_targets():
@@ -317,6 +319,11 @@ def ptx_targets():
                 out.append(PTXTarget(f"csr.spmm[{dt},{it},tile{ct},g{g}]",
                                      functools.partial(_spmm_kernel, dt, cfg, ct, g), "void" + args2,
                                      (r"ld\.global(\.nc)?\.v[24]",) if g > 1 and it == "int32" else ()))
+            if it == "int32":
+                out.append(PTXTarget(f"csr.spmm[{dt},{it},tile8,out_t]",
+                                     functools.partial(_spmm_kernel, dt, cfg, 8,
+                                                       16 // np.dtype(dt).itemsize, True),
+                                     "void" + args2))
     for it in ("int32", "int64"):
         out.append(PTXTarget(f"csr.check[{it}]", _check_kernel,
                              f"void({array_sig(it)}, int64, {array_sig('int32')})"))

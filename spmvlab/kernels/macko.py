@@ -213,8 +213,9 @@ def _spmv_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig):
 
 
 @functools.lru_cache(maxsize=None)
-def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int):
-    T = tile_parts(dtype_name, ct, g)
+def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int,
+                 out_t: bool = False):
+    T = tile_parts(dtype_name, ct, g, out_t=out_t)
     reduce, finite, put = T["reduce"], T["finite"], T["put"]
     row_tile = _row_tile(dtype_name, delta_bits, T)
     accnp = accumulator_np(dtype_name)
@@ -227,10 +228,10 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g:
         base + 8l + 8), columns from a warp scan of the step sums, the next chunk's loads in
         flight); each decoded entry multiplies its row of the X tile into the lane's ct
         accumulators (kernels/_spmm.py). A row whose result is not finite is redone on the
-        careful path."""
+        careful path. ``out_t``: Y is the product's transpose."""
         lane = cuda.threadIdx.x % WARP
         r = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
-        if r >= Y.shape[0]:
+        if r >= row_ptr.shape[0] - 1:
             return
         j0 = cuda.blockIdx.y * ct
         nvalid = min(ct, n - j0)
@@ -250,20 +251,20 @@ def _spmm_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g:
 
 @functools.lru_cache(maxsize=None)
 def _spmm_smem_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int, g: int,
-                      fg: int):
-    T = tile_parts(dtype_name, ct, g, shared=True)
+                      fg: int, out_t: bool = False):
+    T = tile_parts(dtype_name, ct, g, shared=True, out_t=out_t)
     reduce, finite, put = T["reduce"], T["finite"], T["put"]
     row_tile = _row_tile(dtype_name, delta_bits, T)
-    fill = fill_parts(dtype_name, ct, fg)
-    accnp = accumulator_np(dtype_name)
     xnp = np.dtype(np.float32) if cfg.spmm_smem_fp32 else np.dtype(dtype_name)
+    fill = fill_parts(dtype_name, ct, fg, xnp.name)
+    accnp = accumulator_np(dtype_name)
 
     @cuda.jit(**jit_options(max_registers=min(255, 65536 // cfg.spmm_smem_threads)))
     def macko_spmm_smem(row_ptr, words, values, Xf, Y, n):
         """Block b first copies X's columns [ct * blockIdx.y, + ct) into shared memory (all
         K rows, zero past N); then its warp w takes rows b * warps + w, stepping by the
         grid's warps (a persistent grid), each row walked as in ``macko_spmm`` with the
-        gathers of X from shared memory."""
+        gathers of X from shared memory. ``out_t``: Y is the product's transpose."""
         sX = cuda.shared.array(0, xnp)
         wpb = cuda.blockDim.x // WARP
         j0 = cuda.blockIdx.y * ct
@@ -273,7 +274,8 @@ def _spmm_smem_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: in
         r = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
         accs = cuda.local.array(ct, accnp)
         last = values.shape[0] - 8
-        while r < Y.shape[0]:
+        n_rows = row_ptr.shape[0] - 1
+        while r < n_rows:
             start = row_ptr[r]
             end = row_ptr[r + 1]
             row_tile(words, values, sX, start, end, last, lane, 0, ct, ct, accs, False)
@@ -358,25 +360,27 @@ def spmv(D, x, out=None, config: MackoConfig = MackoConfig()):
                        config.threads_per_block // WARP)
 
 
-def spmm(D, X, out=None, config: MackoConfig = MackoConfig()):
+def spmm(D, X, out=None, config: MackoConfig = MackoConfig(), out_t: bool = False):
     """Y = D @ X for X of shape (n_cols, k); any k (tiles of ``config.spmm_tile`` columns,
-    or of :func:`mma_tile` columns with ``config.spmm_mma`` and float16 values)."""
+    or of :func:`mma_tile` columns with ``config.spmm_mma`` and float16 values). ``out_t``:
+    return Y's transpose, (k, n_rows), written by the kernel (kernels/_spmm.py)."""
     check_config(config, MackoConfig)
     D = to_device(D)
     if config.spmm_mma and D.dtype == np.float16:
         return launch_mma(D, X, out, config,
-                          lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config))
+                          lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config), out_t)
     return launch_tiles(D, X, out,
-                        lambda ct, g: _spmm_kernel(D.dtype.name, D.delta_bits, config, ct, g),
+                        lambda ct, g, t: _spmm_kernel(D.dtype.name, D.delta_bits, config, ct, g,
+                                                      t),
                         (D.row_ptr, D.words, D.values), config.threads_per_block,
                         config.threads_per_block // WARP, config.spmm_tile,
                         spmv=(lambda: _spmv_kernel(D.dtype.name, D.delta_bits, config),
                               config.threads_per_block, config.threads_per_block // WARP),
-                        shared=((lambda ct, g, fg: _spmm_smem_kernel(D.dtype.name, D.delta_bits,
-                                                                     config, ct, g, fg)),
+                        shared=((lambda ct, g, fg, t: _spmm_smem_kernel(
+                                    D.dtype.name, D.delta_bits, config, ct, g, fg, t)),
                                 config.spmm_smem_threads,
                                 np.float32 if config.spmm_smem_fp32 else D.dtype)
-                        if config.spmm_smem else None)
+                        if config.spmm_smem else None, out_t=out_t)
 
 
 def ptx_targets():
@@ -415,6 +419,11 @@ def ptx_targets():
                                          (r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32",
                                           r"st\.shared\.v4", r"bar\.sync|barrier\.sync")))
             if dt == "float16" and b == 4:
+                out.append(PTXTarget(f"macko.spmm_smem[{dt},b{b},tile8,out_t]",
+                                     functools.partial(_spmm_smem_kernel, dt, b, MackoConfig(), 8,
+                                                       8, 8, True),
+                                     head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)",
+                                     wide + (r"ld\.shared\.v4", r"st\.shared\.v4")))
                 out.append(PTXTarget(f"macko.spmm_smem_fp32[{dt},b{b},tile8]",
                                      functools.partial(_spmm_smem_kernel, dt, b,
                                                        MackoConfig(spmm_smem_fp32=True), 8, 4, 8),
