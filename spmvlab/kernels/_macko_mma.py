@@ -108,7 +108,7 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
     load_values, load_word, chunk_columns, word_code = (
         P["load_values"], P["load_word"], P["chunk_columns"], P["word_code"])
     T = tile_parts(dtype_name, ct, g, out_t=out_t)   # the careful pass gathers X from global memory
-    store = T["store"]
+    store, put_at = T["store"], T["put_at"]
     row_tile = _row_tile(dtype_name, delta_bits, T)
     accnp = accumulator_np(dtype_name)
     b = delta_bits
@@ -336,10 +336,7 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
             if rr < n_rows and c < nvalid:
                 if math.isinf(s) or math.isnan(s):
                     flag[FLAG] = 1
-                if out_t:
-                    Y[j0 + c, rr] = s
-                else:
-                    Y[rr, j0 + c] = s
+                put_at(Y, rr, j0 + c, s)
         cuda.syncthreads()
         if flag[FLAG] != 0 and r < n_rows:         # block-uniform: redo the rows carefully
             accs = cuda.local.array(ct, accnp)

@@ -63,6 +63,8 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False, out_t: bo
                                             finite (a vote: the same in every lane)
     ``put(Y, r, j0, nvalid, accs, lane)``   after ``reduce``: the first lane holding a
                                             column's total writes Y[r, j0 + column]
+    ``put_at(Y, r, j, v)``                  Y[r, j] = v (``out_t``: Y[j, r]), the one place
+                                            that knows Y's layout
     ``store(Y, r, j0, nvalid, accs, lane)`` ``reduce`` then ``put``
 
     The scattered reduction takes ct - 1 + log2(32 / ct) shuffles for ct <= 32 columns
@@ -105,22 +107,27 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False, out_t: bo
         return not cuda.any_sync(FULL_MASK, bad)
 
     @inline_device
+    def put_at(Y, r, j, v):
+        if out_t:
+            Y[j, r] = v
+        else:
+            Y[r, j] = v
+
+    @inline_device
     def put(Y, r, j0, nvalid, accs, lane):
         if lane % D == 0:
             for i in range(R):
                 j = (lane // D) * R + i
                 if j < nvalid:
-                    if out_t:
-                        Y[j0 + j, r] = accs[i]
-                    else:
-                        Y[r, j0 + j] = accs[i]
+                    put_at(Y, r, j0 + j, accs[i])
 
     @inline_device
     def store(Y, r, j0, nvalid, accs, lane):
         reduce(accs, lane)
         put(Y, r, j0, nvalid, accs, lane)
 
-    return dict(zero=zero, fma_row=fma_row, reduce=reduce, finite=finite, put=put, store=store)
+    return dict(zero=zero, fma_row=fma_row, reduce=reduce, finite=finite, put=put, store=store,
+                put_at=put_at)
 
 
 #: groups of X each thread copies per round of :func:`fill_parts`' fill (independent loads in flight)
