@@ -171,6 +171,9 @@ def cell_text(c: dict) -> str:
 
 # ---- reuse of a sibling's measurement ------------------------------------------------------------
 
+#: the experiment whose rows fig8_dtans, table2_dtans and table3_dtans are made from
+SIBLING = "fig7_dtans"
+
 #: config keys that do not change what a row measures (time limits, and how much a reuser may
 #: measure itself): a sibling's rows are reused when the rest of the config agrees
 UNCOMPARED_KEYS = ("budget_s", "method_cap_s", "measure_missing_s")
@@ -539,7 +542,7 @@ def gpu_results(cfg: dict, desc: str) -> dict:
     as they are, and without reusable fig7 results this raises :class:`OptionError` at once
     (run ``experiments/fig7_dtans.py`` first, or pass ``--measure-missing-s SECONDS``)."""
     from reference._common import OptionError, problem
-    saved, why = reuse_state("fig7_dtans", cfg, True)
+    saved, why = reuse_state(SIBLING, cfg, True)
     rows = list(saved["rows"]) if saved is not None else []
     todo = missing(cfg, rows)
     allow = float(cfg.get("measure_missing_s") or 0)
@@ -548,14 +551,7 @@ def gpu_results(cfg: dict, desc: str) -> dict:
             f"{desc}: fig7_dtans's rows", "results/<this device>/fig7_dtans.json of this commit, "
             "config and GPU", why, "run experiments/fig7_dtans.py first (fig8/table2/table3 reuse "
             "its rows), or pass --measure-missing-s SECONDS to measure here"))
-    out = {}
-    if saved is not None:
-        keep = ("copy_bandwidth", "l2_bytes", "matrix_seconds", "skipped")
-        out = {k: saved.get(k) for k in keep}
-        out.update(rows_from="fig7_dtans.json of this device", rows_git_hash=saved["meta"]["git_hash"],
-                   rows_date=saved["meta"]["date_utc"])
-        if saved.get("partial"):
-            out["rows_partial"] = True
+    out = {} if saved is None else _from_saved(saved, "fig7_dtans.json of this device")
     if todo and allow:
         new = measure_gpu(dict(cfg, budget_s=min(allow, cfg.get("budget_s") or allow)), desc,
                           only=todo if saved is not None else None, checkpoint=lambda res: None)
@@ -571,6 +567,50 @@ def gpu_results(cfg: dict, desc: str) -> dict:
     if todo:
         out["not_measured"] = sorted(f"{m} {dt}" for m, d in todo.items() for dt in d)
     return dict(out, rows=rows)
+
+
+def _from_saved(saved: dict, where: str) -> dict:
+    """What a reuser keeps of fig7_dtans's saved results besides the rows, and where they
+    came from (``rows_from``, the commit and date that measured them)."""
+    keep = ("copy_bandwidth", "l2_bytes", "matrix_seconds", "skipped")
+    out = {k: saved.get(k) for k in keep}
+    out.update(rows_from=where, rows_git_hash=saved["meta"]["git_hash"],
+               rows_date=saved["meta"]["date_utc"])
+    if saved.get("partial"):
+        out["rows_partial"] = True
+    return out
+
+
+def reuser(name: str, finish):
+    """``(measure, derive)`` of an experiment made from fig7_dtans's rows; ``finish(res,
+    cfg)`` turns fig7's rows (``res["rows"]``, with :func:`_from_saved`'s extras) into this
+    experiment's results. ``measure`` runs on a GPU (:func:`gpu_results`: fig7's rows of this
+    commit, or measured here); ``derive(cfg, device)`` runs on any machine
+    (``experiment.derive_run``) from ``device``'s saved fig7_dtans results when their config
+    agrees with ``cfg`` (apart from :data:`UNCOMPARED_KEYS`), whatever commit measured them:
+    the results then carry that run's meta (its GPU, commit and date), so a figure or table
+    changed after the measurement is remade without a GPU. None when no such results."""
+    def measure(cfg: dict) -> dict:
+        return finish(gpu_results(cfg, name), cfg)
+
+    def derive(cfg: dict, device: str | None = None) -> dict | None:
+        from spmvlab import experiment as X
+        from spmvlab import runinfo
+        dev = device or runinfo.device_slug(runinfo.device_info())
+        for quick in (False, True):
+            path = X.results_path(SIBLING, dev, quick)
+            if not os.path.isfile(path):
+                continue
+            saved = X.load_results(path)
+            if _compared(cfg) != _compared(saved.get("config") or {}):
+                continue
+            res = dict(_from_saved(saved, f"{SIBLING}.json of {dev}"), rows=list(saved["rows"]))
+            todo = missing(cfg, res["rows"])
+            if todo:
+                res["not_measured"] = sorted(f"{m} {dt}" for m, d in todo.items() for dt in d)
+            return dict(finish(res, cfg), source=dict(experiment=SIBLING, meta=saved["meta"]))
+        return None
+    return measure, derive
 
 
 def run_state(results: dict) -> list[str]:
@@ -718,17 +758,18 @@ def reuser_cli(p):
 
 
 def speed_table(name: str, cache: str, table: str):
-    """``(measure, plot, report)`` of the paper's speed tables (Table II, warm L2; Table III,
+    """``(measure, plot, report, derive)`` of the paper's speed tables (Table II, warm L2; Table III,
     cold): the share of matrices on which CSR-dtANS SpMV is faster than the fastest cuSPARSE
     format, by total nonzeros and nonzeros per row, from fig7_dtans's ``cache`` rows."""
     from spmvlab import plotting as P  # noqa: PLC0415
 
-    def measure(cfg: dict) -> dict:
-        res = gpu_results(cfg, name)
+    def finish(res: dict, cfg: dict) -> dict:
         timing = res.pop("rows")
         return dict(res, rows=speed_cells(timing, cache, cfg["dtypes"]),
                     summary=speed_summary(timing, cache, cfg["dtypes"]),
                     baselines=baselines_timed(timing), pairs=pairs(timing, cache))
+
+    measure, derive = reuser(name, finish)
 
     def plot(results: dict, fig_path: str) -> list[str]:
         timed = results.get("baselines", ["cusparse", "cusparse_coo"])   # files before SELL: CSR/COO
@@ -746,4 +787,4 @@ def speed_table(name: str, cache: str, table: str):
             print(f"{s['dtype']}: best {s['best_speedup']:.2f}x ({s['best_matrix']}); > 2^25 nnz: "
                   f"{s['large_faster']}/{s['large']} faster")
 
-    return measure, plot, report
+    return measure, plot, report, derive

@@ -7,7 +7,10 @@ what is missing is listed in ``not_measured``). Nothing is measured here unless 
 ``--measure-missing-s SECONDS`` measures what fig7's rows miss (everything, without reusable
 fig7 results) within that many seconds; without reusable fig7 results and without that flag
 it fails at once, saying why (``_dtans.gpu_results``). ``--quick`` measures its six small
-matrices itself (``measure_missing_s`` = 120 there).
+matrices itself (``measure_missing_s`` = 120 there). On a machine without a GPU it is made
+from a device's saved fig7_dtans results of the same settings, whichever commit measured
+them (``_dtans.reuser``: no GPU time; the results carry the meta of the run that measured the
+rows), so a change to this figure needs no new measurement.
 
     python experiments/fig8_dtans.py [--quick] [--plot-only] [--measure-missing-s SECONDS]
 """
@@ -22,16 +25,19 @@ from spmvlab import plotting as P
 NAME = "fig8_dtans"
 NEEDS_GPU = True
 CACHE = "cold"
+DERIVED_FROM = D.SIBLING
 
 
 config = D.reuser_config(NAME)
 cli = D.reuser_cli
 
 
-def measure(cfg: dict) -> dict:
-    res = D.gpu_results(cfg, NAME)
+def _finish(res: dict, cfg: dict) -> dict:
     res["rows"] = [r for r in res["rows"] if r.get("cache", CACHE) == CACHE]
     return res
+
+
+measure, derive = D.reuser(NAME, _finish)
 
 
 def plot(results: dict, fig_path: str) -> list[str]:

@@ -8,7 +8,8 @@ results/<this device>/fig7_dtans.json measured by the same commit on this GPU, a
 was stopped early and saved part of them (``rows_partial``, ``not_measured``); nothing is
 measured here unless ``--measure-missing-s SECONDS`` asks for what fig7's rows miss (all of
 it without reusable fig7 results); without reusable fig7 results and that flag it fails at
-once, saying why (as fig8_dtans; ``--quick`` measures its six small matrices itself).
+once, saying why (as fig8_dtans; ``--quick`` measures its six small matrices itself). On a
+machine without a GPU it is made from a device's saved fig7_dtans results, as fig8_dtans is.
 Extras ``summary`` (best speedup, and the > 2^25 column: the issue's goal is a majority
 faster in fp64 cold L2).
 
@@ -20,8 +21,9 @@ from experiments import _dtans as D
 from spmvlab import experiment as X
 
 NAME, NEEDS_GPU, CACHE = "table2_dtans", True, "warm"
-config, cli, (measure, plot, report) = (D.reuser_config(NAME), D.reuser_cli,
-                                        D.speed_table(NAME, CACHE, "Table II"))
+DERIVED_FROM = D.SIBLING
+config, cli, (measure, plot, report, derive) = (D.reuser_config(NAME), D.reuser_cli,
+                                                D.speed_table(NAME, CACHE, "Table II"))
 
 if __name__ == "__main__":
     sys.exit(X.main(sys.modules[__name__]))

@@ -11,8 +11,9 @@ from experiments import _dtans as D
 from spmvlab import experiment as X
 
 NAME, NEEDS_GPU, CACHE = "table3_dtans", True, "cold"
-config, cli, (measure, plot, report) = (D.reuser_config(NAME), D.reuser_cli,
-                                        D.speed_table(NAME, CACHE, "Table III"))
+DERIVED_FROM = D.SIBLING
+config, cli, (measure, plot, report, derive) = (D.reuser_config(NAME), D.reuser_cli,
+                                                D.speed_table(NAME, CACHE, "Table III"))
 
 if __name__ == "__main__":
     sys.exit(X.main(sys.modules[__name__]))

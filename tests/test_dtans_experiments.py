@@ -110,6 +110,40 @@ def test_gpu_experiments_plot_fabricated_results(name, tmp_path, monkeypatch, ca
         assert all(r.get("cache", "cold") == "cold" for r in res["rows"])
 
 
+@pytest.mark.parametrize("name", ["fig8_dtans", "table2_dtans", "table3_dtans"])
+def test_reusers_are_derived_without_a_gpu(name, tmp_path, monkeypatch, capsys):
+    """On a machine without a GPU fig8/table2/table3 are made from a device's saved
+    fig7_dtans rows whichever commit measured them: that device's folder, the measuring
+    run's meta, this run's under "derived", the rows fig7's; another config -> nothing."""
+    monkeypatch.setattr(X.R, "RESULTS", str(tmp_path / "results"))
+    monkeypatch.setattr(X.R, "FIGURES", str(tmp_path / "figures"))
+    monkeypatch.setattr(X, "gpu_available", lambda: False)
+    mod = X.load_experiment(name)
+    cfg = X.load_experiment("fig7_dtans").config()
+    meta = {"date_utc": "2026-01-01T00:00:00+00:00", "git_hash": "abc1234", "git_dirty": False,
+            "device": {"name": "Fake GPU"}}
+    assert X.main(mod, ["--measure"]) == 1                       # no fig7 results anywhere
+    assert "no saved fig7_dtans results" in capsys.readouterr().err
+    rows = _fake_rows()
+    X.save_results("fig7_dtans", rows, cfg, {"copy_bandwidth": {"tb_s": 4.0}}, meta=meta,
+                   device="fakegpu")
+    assert X.main(mod, ["--measure"]) == 0
+    res = X.load_results(name, "fakegpu")
+    assert res["meta"] == meta and res["source"]["experiment"] == "fig7_dtans"
+    assert "derived" in res and res["rows_git_hash"] == "abc1234"
+    assert res["copy_bandwidth"] == {"tb_s": 4.0} and res["not_measured"]   # fake rows miss matrices
+    assert os.path.isfile(tmp_path / "figures" / "fakegpu" / f"{name}.png")
+    if name == "fig8_dtans":
+        cold = [r for r in rows if r.get("cache", "cold") == "cold"]
+        assert res["rows"] == cold
+    else:
+        cache = "warm" if name == "table2_dtans" else "cold"
+        assert res["rows"] == D.speed_cells(rows, cache, cfg["dtypes"])
+        assert res["summary"] == D.speed_summary(rows, cache, cfg["dtypes"])
+    assert mod.derive(mod.config(reps=99), "fakegpu") is None    # other settings: not derived
+    assert mod.derive(mod.config(budget_s=1.0), "fakegpu") is not None   # a time limit is not
+
+
 def test_reuse_needs_the_same_commit_config_and_device(tmp_path, monkeypatch):
     from spmvlab import runinfo
     meta = {"git_hash": "a" * 40, "git_dirty": False, "date_utc": "2026-01-01T00:00:00+00:00",
