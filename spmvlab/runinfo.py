@@ -85,8 +85,15 @@ def _run(cmd, cwd=None) -> str | None:
     return out.stdout.strip() if out.returncode == 0 else None
 
 
+#: the folders experiments write into; changes there leave a tree clean for :func:`git_state`
+OUTPUT_DIRS = ("results", "figures")
+
+
 def git_state(root: str = REPO_ROOT) -> tuple[str | None, bool | None]:
     """(HEAD's commit, whether tracked files differ from it) of the checkout at ``root``.
+    The experiments' outputs (:data:`OUTPUT_DIRS`) do not count: a results file or figure
+    written and not yet committed changes no code, so the next experiment of the same session
+    (fig8_dtans after fig7_dtans, a table after its figure) still runs on a clean commit.
 
     ``SPMVLAB_GIT_HASH`` / ``SPMVLAB_GIT_DIRTY`` win when set: a copy of the tree shipped to
     another machine may carry a stale ``.git`` (seen on the GPU machine), and whoever ships
@@ -97,7 +104,8 @@ def git_state(root: str = REPO_ROOT) -> tuple[str | None, bool | None]:
         return env_hash, (None if dirty is None else dirty == "1")
     head = _run(["git", "-C", root, "rev-parse", "--verify", "HEAD"])
     if head:
-        status = _run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no"])
+        status = _run(["git", "-C", root, "status", "--porcelain", "--untracked-files=no", "--", "."]
+                      + [f":(exclude){d}" for d in OUTPUT_DIRS])
         return head, (None if status is None else bool(status))
     return None, None
 

@@ -93,6 +93,18 @@ def test_git_state(tmp_path, monkeypatch):
     subprocess.run(git + ["commit", "-qm", "c"], check=True)
     head = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     assert runinfo.git_state(str(repo)) == (head, False)
+    for d in ("results", "figures", "spmvlab"):
+        (repo / d).mkdir()
+        (repo / d / "r.json").write_text("1\n")
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "outputs"], check=True)
+    head = subprocess.run(git + ["rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    (repo / "results" / "r.json").write_text("2\n")            # an experiment's output: clean
+    (repo / "figures" / "r.json").write_text("2\n")
+    assert runinfo.git_state(str(repo)) == (head, False)
+    (repo / "spmvlab" / "r.json").write_text("2\n")            # anything else: dirty
+    assert runinfo.git_state(str(repo)) == (head, True)
+    (repo / "spmvlab" / "r.json").write_text("1\n")
     (repo / "f.txt").write_text("b\n")
     assert runinfo.git_state(str(repo)) == (head, True)
     assert runinfo.git_state(str(tmp_path / "nowhere")) == (None, None)
