@@ -629,8 +629,14 @@ _T1 = dict(results="table1_dtans", agg="list", sep="; ", item="{nnz_per_row}/row
 _CELL_ITEM = "{nnz_per_row}/row {nnz}: {success}/{total}"
 _SPEED_NOTE = ("RTX 5090 (1.8 TB/s, 96 MB L2) vs H200 (4.2 TB/s copy, 60 MB L2); baselines CSR "
                "and COO (CuPy) and SELL (ctypes): the fastest of those timed. The kernel decodes "
-               "0.8-1.9e11 symbols/s, 4-8 % of the rate that would keep up with the copy "
-               "bandwidth (fig7_dtans's throughput table): decoding, not memory, sets its time")
+               "{rate} symbols/s, {share} of the rate that would keep up with the copy "
+               "bandwidth (fig7_dtans's throughput table, matrices of 2^23 nnz and more): "
+               "decoding, not memory, sets its time")
+_SPEED_RULES = dict(
+    rate=dict(results="fig7_dtans", view="fig7_dtans:throughput", field="symbols_per_s",
+              agg="range", fmt=".1e"),
+    share=dict(results="fig7_dtans", view="fig7_dtans:throughput", field="share", agg="range",
+               scale=100, fmt=".0f", unit=" %"))
 
 
 def _dtans_speed(label, cache, dtype, paper):
@@ -640,7 +646,7 @@ def _dtans_speed(label, cache, dtype, paper):
                                                       f"experiments/{table}.py"],
                 paper=paper, ours=dict(results=table, table="summary", where={"dtype": dtype},
                                        field="best_speedup", fmt=".2f", unit="×"),
-                why=_SPEED_NOTE)
+                why=_SPEED_NOTE, why_rules=_SPEED_RULES)
 
 
 def _dtans_large(label, cache, dtype, paper):
@@ -650,8 +656,10 @@ def _dtans_large(label, cache, dtype, paper):
                 script=f"experiments/{table}.py", paper=paper,
                 ours=dict(results=table, where={"dtype": dtype, "source": "all", "nnz": "> 2^25"},
                           agg="list", sep="; ", item=_CELL_ITEM, field="success", fmt="d"),
-                why="our > 2^25 matrices are 5 synthetic ones (2^26, 2^27 nnz); the paper's 155 are "
-                    "real")
+                why="our > 2^25 matrices are {large} synthetic ones (of 2^26 and 2^27 nnz, those "
+                    "timed within fig7_dtans's budget); the paper's 155 are real",
+                why_rules=dict(large=dict(results=table, table="summary", where={"dtype": dtype},
+                                          field="large", fmt="d")))
 
 
 def _llm_speed(what: str, method: str, shape: tuple, why: str) -> dict:

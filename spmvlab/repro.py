@@ -11,7 +11,10 @@ spmvlab.figures --repro``, which also regenerates the README's summary table,
 A table row is a dict: ``label`` (figure/table), ``what``, ``script`` (a path or a list of
 them) with an optional ``script_note``, ``paper`` (a number in the rule's unit, a text, or
 None) with optional ``paper_note`` and ``paper_fmt`` (default ``g``), ``ours`` (an extraction
-rule, or a text for rows not read from results) and ``why``.
+rule, or a text for rows not read from results) and ``why``. A ``why`` that quotes measured
+numbers names them as ``{name}`` placeholders and gives ``why_rules`` (name -> extraction
+rule): each is filled with the rule's text per device, like "ours", so the prose follows the
+results instead of going stale.
 
 An extraction rule is a dict:
 
@@ -47,7 +50,7 @@ from reference._common import OptionError, problem
 
 from . import experiment as X
 
-__all__ = ["Got", "devices", "extract", "ours", "ratio", "table", "generate", "write",
+__all__ = ["Got", "devices", "extract", "ours", "ratio", "why", "table", "generate", "write",
            "readme_table", "readme_text", "experiments_table", "experiments_doc_text",
            "TEMPLATE", "OUTPUT", "README", "EXPERIMENTS_DOC"]
 
@@ -214,14 +217,29 @@ def _paper(row: dict) -> str:
     return f"{text} ({row['paper_note']})" if row.get("paper_note") else text
 
 
+def why(row: dict, where_from: str = "row") -> str:
+    """The row's ``why``, its ``{name}`` placeholders filled from ``why_rules``."""
+    text = row.get("why") or "—"
+    rules = row.get("why_rules")
+    if not rules:
+        return text
+    filled = {}
+    for name, rule in rules.items():
+        got = ours(rule, f"{where_from}: why_rules[{name!r}]")
+        filled[name] = (next(iter(got.values())).text if len(got) == 1
+                        else _by_device({d: g.text for d, g in got.items()}))
+    return text.format(**filled)
+
+
 def table(rows: list[dict], section: str = "") -> str:
     """The markdown table of one section's rows."""
     out = ["| figure/table | what | script | paper | ours (device) | ours / paper | why they differ |",
            "| --- | --- | --- | --- | --- | --- | --- |"]
     for i, row in enumerate(rows):
         rule = row["ours"]
+        where_from = f"paper_values.SECTIONS[{section!r}][{i}] ({row['label']}, {row['what']})"
         if isinstance(rule, dict):
-            got = ours(rule, f"paper_values.SECTIONS[{section!r}][{i}] ({row['label']}, {row['what']})")
+            got = ours(rule, where_from)
             mine, rat = _by_device({d: g.text for d, g in got.items()}), ratio(row.get("paper"), got, rule)
         else:
             mine, rat = rule, "—"
@@ -232,7 +250,7 @@ def table(rows: list[dict], section: str = "") -> str:
             script += f" ({row['script_note']})"
         out.append("| " + " | ".join(_cell(c) for c in (row["label"], row["what"], script,
                                                          _paper(row), mine, rat,
-                                                         row.get("why") or "—")) + " |")
+                                                         why(row, where_from))) + " |")
     return "\n".join(out)
 
 

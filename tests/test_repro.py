@@ -113,6 +113,12 @@ def test_extraction_rules(tmp_path, monkeypatch):
     assert repro.ours(dict(rule, results="absent")) == {}
     assert "no results yet" in repro.table([dict(label="L", what="w", script="s", paper=1,
                                                  ours=dict(rule, results="absent"), why="y")])
+    # a why quoting measured numbers fills them from its rules, per device when several have them
+    row = dict(label="L", what="w", script="s", paper=None, ours="text",
+               why="MACKO {fast} on {n} shapes", why_rules=dict(
+                   fast=dict(macko, agg="range"), n=dict(macko, agg="count", devices=["h200"])))
+    assert repro.why(row) == "MACKO 1.25–2.50× (h100); 1.25–2.50× (h200) on 2 shapes"
+    assert "| MACKO 1.25–2.50× (h100); 1.25–2.50× (h200) on 2 shapes |" in repro.table([row])
 
 
 def test_figures_list(capsys):
