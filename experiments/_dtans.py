@@ -46,14 +46,10 @@ FAMILIES = {
 }
 
 
-#: the families and large matrices of the committed runs (results/cpu/fig6_dtans.json and
-#: table1_dtans.json; results/h200/fig7_dtans.json and the tables made from its rows),
-#: measured before stencil27 and the other families at 2^26 joined
+#: the families of the committed CPU runs (results/cpu/fig6_dtans.json and table1_dtans.json),
+#: measured before stencil27 joined
 COMMITTED_FAMILIES = ["stencil5", "stencil9", "erdos_renyi5", "barabasi10", "power_law8", "watts20",
                       "erdos_renyi20", "banded17", "power_law32", "uniform16"]
-COMMITTED_LARGE = [["stencil5", 26], ["banded17", 26], ["watts20", 26], ["erdos_renyi20", 26],
-                   ["banded17", 27], ["stencil5", 24], ["banded17", 24], ["watts20", 24],
-                   ["uniform16", 24]]
 
 
 def synthetic_specs(families, log2_nnz, seed: int = 0) -> list[dict]:

@@ -482,8 +482,6 @@ def _run_flags(name, device):
         return dict(sparsities=X.load_experiment(name).H100_SPARSITIES)
     if (name, device) in (("fig6_dtans", "cpu"), ("table1_dtans", "cpu")):
         return dict(synthetic=D.COMMITTED_FAMILIES)
-    if name in ("fig7_dtans", "fig8_dtans", "table2_dtans", "table3_dtans") and device == "h200":
-        return dict(synthetic=D.COMMITTED_FAMILIES, large=D.COMMITTED_LARGE)
     if (name, device) == ("e2e_decode", "h200"):         # measured in parts on GPU hosts
         return dict(formats=["macko", "ec_csr", "csr", "csr_dtans"])   # before coo joined
     if (name, device) == ("fig4_gs", "h200"):             # before generalsparse_fixed existed
