@@ -410,8 +410,8 @@ GPU_EDGES = (20, 25)
 #: seconds per nonzero and value type a matrix is expected to take (generation, encoding,
 #: SELL layout, uploads, checks and timing), until the run has measured a matrix of >= 2^20
 #: nonzeros (then the rate of the largest one measured is used: small matrices' fixed costs
-#: would overstate it): a 2^26-nonzero matrix in two value types ~70 s. On 2 CPU cores here, after CSR-dtANS's device check: generation 3-13 s per 2^26
-#: nonzeros, per value type encoding 7-25 s, SELL layout 3-5 s, the rest ~2 s.
+#: would overstate it). A rough prior, per target nonzero: the host work (generation,
+#: encoding, SELL layout) dominates a matrix's time.
 PRIOR_S_PER_NNZ = 0.5e-6
 
 

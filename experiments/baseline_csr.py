@@ -35,8 +35,8 @@ FULL = dict(
     dtypes=["float16", "float32"],
     reps=60, warmup=10, cold=True, flush="read", seed=0,
     # CSR methods are skipped above this many stored entries (None: never). 36864x12288 at
-    # 0 % is 453M entries (3.6 GB fp32 CSR, ~20 GB host peak while building, ~1.5 min of
-    # host time): the H100 machine handles it, so nothing is skipped by default.
+    # 0 % is 453M entries (3.6 GB of fp32 CSR, several times that in host memory while
+    # building): the H100 machine handles it, so nothing is skipped by default.
     csr_max_nnz=None,
 )
 QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.5, 0.9], dtypes=["float32"], reps=20, warmup=5)

@@ -10,8 +10,9 @@ values are drawn (with replacement, seeded) from the values the real mpnet weigh
 after per-row magnitude pruning at the same sparsity: the value distribution of the real
 weights at the LLM's size. Needs ``SPMVLAB_DATA`` with ``weights/``. Every method is checked on
 the GPU against the float64 product, then timed (median of ``reps`` calls, L2 read-flushed).
-Rows add ``bytes_per_weight`` (format bytes / rows x cols). Expected runtime on an H200:
-about 3-4 minutes (encoding the 12288x12288 matrices on the host dominates).
+Rows add ``bytes_per_weight`` (format bytes / rows x cols). Runtime: minutes on an H200, mostly
+encoding the 12288x12288 matrices on the host (docs/experiments.md lists each saved run's
+duration).
 
     python experiments/dtans_llm_speed.py [--quick] [--plot-only]
 """

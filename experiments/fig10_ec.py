@@ -16,7 +16,8 @@ against our CSR-vector (the same kernel family with int32 column indices) and cu
 
 Matrices: ``datasets.uniform`` at Llama2 shapes, seeded; FP32 (the paper's panel: FP32 on an RTX
 3080 Ti) and FP16; median of ``reps`` cold-L2 calls, every method checked on the GPU first.
-FULL is sized for about 3 minutes on an H200 host.
+FULL is sized for minutes on an H200 host (docs/experiments.md lists each saved run's
+duration).
 
     python experiments/fig10_ec.py [--quick] [--shapes 4096x11008] [--sparsities 0.7]
 """

@@ -15,10 +15,9 @@ layer). The paper ran on an A100.
     python experiments/fig14_gs.py [--quick] [--shapes 7168x7168] [--prunings random]
                                    [--sparsities 0.7] [--ns 8,32] [--merge]
 
-Runtime on an H200 (573d07c): 2-3 min per (shape, sparsity), both prunings, for the
-7168/9216/28672 shapes (28672x7168: 146 s at 90 %, 166 s at 70 %; drawing, pruning, encoding
-and planning take most of it); 36864x9216 156 s at 90 % and 216 s at 70 %, 9216x36864
-137 s at 90 % and 266 s at 70 % (06dd8fa). Measure the full sweep in parts,
+Runtime: minutes per (shape, sparsity) on an H200, both prunings, most of it drawing,
+pruning, encoding and planning on the host (docs/experiments.md lists each saved run's
+duration). Measure the full sweep in parts,
 e.g. one (shape, sparsity) per run with ``--merge``.
 """
 from __future__ import annotations

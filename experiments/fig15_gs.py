@@ -6,8 +6,9 @@ same run. The paper used 1168 matrices of the collection on an A100; here the 29
 
     python experiments/fig15_gs.py [--quick] [--ns 8] [--matrices HB/bcsstk13,...] [--merge]
 
-Runtime on an H200: about 3 min per N for the 29 matrices (the search compiles up to six
-kernels per matrix, ~0.5 s each); run ``--ns 8``, ``--ns 32``, ``--ns 64`` with ``--merge``.
+Runtime: minutes per N on an H200 for the 29 matrices, mostly compiling the search's up to
+six kernels per matrix (docs/experiments.md lists each saved run's duration); run
+``--ns 8``, ``--ns 32``, ``--ns 64`` with ``--merge``.
 """
 from __future__ import annotations
 

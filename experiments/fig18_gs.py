@@ -17,7 +17,8 @@ SuiteSparse matrices (fp32). The paper ran on an A100.
 
     python experiments/fig18_gs.py [--quick] [--ns 32] [--merge]
 
-Runtime on an H200: about 6.5 min (10 matrices x 2 N; 383 s at 573d07c).
+Runtime: minutes on an H200 (10 matrices x 2 N; docs/experiments.md lists each saved run's
+duration).
 """
 from __future__ import annotations
 

@@ -15,8 +15,8 @@ from spmvlab import plotting as P
 NAME = "fig1_macko"
 NEEDS_GPU = True
 # the paper's sparsities, 0-95 % (fig7's grid): where MACKO crosses cuBLAS and CSR
-# the public benchmark builds its matrix on the host: ~20 s a sparsity at 12288x12288 on the
-# H200 machine, so about a minute for these 453M entries; fig7 shows it
+# the public benchmark builds its matrix on the host, one per sparsity, slow for these 453M
+# entries, so it is off here; fig7 shows it
 FULL = dict(F7.FULL, shape=[36864, 12288], reps=50, public_macko=False)
 #: the H100 run (results/h100/fig1_macko.json) measured a coarser grid
 H100_SPARSITIES = [0.3, 0.5, 0.7, 0.9]

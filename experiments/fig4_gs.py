@@ -9,8 +9,9 @@ A100.
 
     python experiments/fig4_gs.py [--quick] [--shapes 7168x7168] [--merge]
 
-Runtime on an H200: about 3-6 min for the three default shapes (183 s at 573d07c; each
-matrix drawn and pruned four times); split with ``--shapes`` and ``--merge``.
+Runtime: minutes on an H200 for the three default shapes, each matrix drawn and pruned four
+times (docs/experiments.md lists each saved run's duration); split with ``--shapes`` and
+``--merge``.
 """
 from __future__ import annotations
 

@@ -1,45 +1,38 @@
 """dtANS paper, Fig. 7: SpMV time of CSR-dtANS relative to the fastest cuSPARSE format against
 its relative size, warm L2, 64- and 32-bit values. This run also times every matrix cold
 (L2 read-flushed before every call): fig8_dtans, table2_dtans and table3_dtans reuse its rows
-(``experiments/_dtans.py``: ``reuse_rows``) when they run after it on the same device and
-commit, so one measurement serves all four.
+(``experiments/_dtans.py``: ``reuse_rows`` when they run after it on the same device and
+commit; ``reuser``'s derive on a machine without a GPU, from any commit's saved run), so one
+measurement serves all four.
 
-Baselines: the paper's three cuSPARSE formats, the fastest per matrix: CSR and COO SpMV
-through CuPy (``spmvlab.methods``: ``cusparse``, ``cusparse_coo``) and SELL with slices of 32
-(``cusparse_sell``: CuPy binds no ``cusparseCreateSlicedEll``, so ``spmvlab.methods.cusparse_sell``
-calls the device's libcusparse through ctypes with ``CUSPARSE_SPMV_SELL_ALG1``; written without
-a GPU, its first run is pending). A baseline that cannot be built or fails its check on a
-matrix gets an ``error`` row and drops out of that matrix's choice; the figure titles name the
-baselines the rows hold. Ours:
-``csr_dtans`` (``spmvlab.kernels.csr_dtans``, decode on the fly, encoded by the fast encoder
-on the host). Every method is checked on the GPU against the float64 product before it is
-timed (median of ``reps`` calls).
+Baselines: the paper's three cuSPARSE formats, the fastest per matrix: CSR and COO SpMV through
+CuPy (``spmvlab.methods``: ``cusparse``, ``cusparse_coo``) and SELL with slices of 32
+(``cusparse_sell``: CuPy binds no ``cusparseCreateSlicedEll``, so
+``spmvlab.methods.cusparse_sell`` calls the device's libcusparse through ctypes with
+``CUSPARSE_SPMV_SELL_ALG1``). A baseline that cannot be built or fails its check on a matrix
+gets an ``error`` row and drops out of that matrix's choice; the figure titles name the
+baselines the rows hold. Ours: ``csr_dtans`` (``spmvlab.kernels.csr_dtans``, decode on the fly,
+encoded by the fast encoder on the host). Every method is checked on the GPU against the
+float64 product before it is timed (median of ``reps`` calls).
 
 Matrices, in this order: the local SuiteSparse matrices (``SPMVLAB_DATA``), then seeded
-synthetic ones (small value alphabets; ``experiments/_dtans.py``): four families at 2^26 and
-``banded17`` at 2^27 (the paper's > 2^25 column), four at 2^24, and all ten at 2^22.
-Expected runtime on an H200: about 7-8 minutes if nothing is skipped, almost all of it on
-the host. Measured on 2 CPU cores here (ae456d8): generation, fast encoding in both value
-types, SELL layout, COO arrays and the reference product take 26-44 s per 2^26-nonzero
-matrix, 63 s for banded17 at 2^27, 5-11 s per 2^24 and 1.5-4 s per 2^22 (~300 s for the 19
-synthetic matrices; the local ones took ~115 s on the H200 run of 4c5d083 without the host
-decode below). On the GPU, estimated from the one CSR-dtANS time measured so far (5.0 ms
-for 11008 symbols per lane at 4096x11008: ~0.46 us per symbol and warp), a call takes
-~0.5-1.2 ms at 2^26-2^27 nonzeros (5 to 44 nonzeros per row: every lane's row is short),
-but one lane decodes a whole row, so power_law8/32 at 2^22 (longest rows 198018 and 131072
-nonzeros) would take ~120-180 ms per call:
-``method_cap_s`` = 5 s cuts their reps (``reps_capped``, at least 3). ``budget_s`` = 420:
+synthetic ones (small value alphabets; ``experiments/_dtans.py``): eight families at 2^26 and
+``banded17`` at 2^27 (the paper's > 2^25 column), four at 2^24, and every family at 2^22.
+Runtime: minutes on an H200 machine, almost all of it on the host CPU (generation, fast
+encoding in both value types, SELL layout, COO arrays and the reference product);
+docs/experiments.md lists each saved run's duration. On the GPU a call is short at 2^26-2^27
+nonzeros (5 to 44 nonzeros per row: every lane's row is short), but one lane decodes a whole
+row, so power_law8/32 at 2^22 (longest rows 198018 and 131072 nonzeros) are far slower per
+call: ``method_cap_s`` = 5 s cuts their reps (``reps_capped``, at least 3). ``budget_s`` = 420:
 no matrix, value type or method is begun after it, nor a matrix expected to end after it
 (target nonzeros x the seconds per nonzero of the largest matrix so far); skipped ones are
 listed in ``skipped``. The results file is rewritten after every matrix (``"partial": true``
-and ``done`` until the end) and on SIGTERM (what ``timeout`` sends: the rows of the
-methods done and ``stopped``), so a run killed by a time limit keeps what it measured and
-fig8/table2/table3 and ``--plot-only`` work on it. One stderr line per method gives its
-build, check and timing seconds. (The first H200 run, 4c5d083, passed its 29 local
-matrices in 161 s and then spent over 300 s on the first 2^26-nonzero matrix without
-saving anything: ``to_device`` checked every CSR-dtANS matrix with the reference's Python
-decoder on the host, ~150 s per value type at 2^26 nonzeros; it uses the device check from
-2^16 nonzeros now, ``spmvlab.kernels.csr_dtans.HOST_CHECK_MAX_NNZ``.)
+and ``done`` until the end) and on SIGTERM (what ``timeout`` sends: the rows of the methods
+done and ``stopped``), so a run killed by a time limit keeps what it measured and
+fig8/table2/table3 and ``--plot-only`` work on it. One stderr line per method gives its build,
+check and timing seconds. ``to_device`` checks a CSR-dtANS matrix on the device from
+``spmvlab.kernels.csr_dtans.HOST_CHECK_MAX_NNZ`` nonzeros on, because the reference's Python
+decoder on the host is too slow for the large matrices.
 ``--quick``: six small matrices.
 
     python experiments/fig7_dtans.py [--quick] [--plot-only] [--budget-s S] [--method-cap-s S]

@@ -13,7 +13,8 @@ normalisation of the paper's Fig. 7), cuSPARSE CSR (CuPy for FP32, torch for FP1
 CSR-vector (int32 indices) and MACKO (4-bit steps). The paper's other baselines (CSR5,
 TileSpMV, AlphaSparse, DASP) are not available.
 
-FULL is sized for about 5 minutes on an H200 host (16 CPU cores): 5 shapes x 3 sparsities,
+FULL is sized for minutes on an H200 host (16 CPU cores; docs/experiments.md lists each saved
+run's duration): 5 shapes x 3 sparsities,
 SpMV in FP32 and FP16 and SpMM (N = 8) in FP16. Shapes: the Llama2-7B FFN pair, 70B q/o and
 down, and 12288x12288 (the issue's 2.3x-over-cuBLAS goal). ``--shapes`` takes any others (e.g.
 the remaining Llama2 ones of ``ec_common.LLAMA2_SHAPES``) and ``--merge`` adds them to the saved

@@ -10,9 +10,9 @@ With ``public_macko`` (default on) the MACKO authors' own CUDA kernel and benchm
 same process at every point (``spmvlab.anchors``; export ``SPMVLAB_PUBLIC_MACKO=<checkout>``,
 else its rows record the error): its own matrix, its own cuBLAS baseline, write-flushed, mean
 of ``reps`` calls; the plot shows its speedup over its own cuBLAS. Each of its runs builds
-its own matrix on the CPU (about 15 s at 12288 x 12288), so it runs at ``public_sparsities``
-only (default 30/50/70/90 %, the sparsities the tables quote; None: every sparsity; the H200
-run of 4096 x 11008 at 684c593 ran it at every sparsity).
+its own matrix on the CPU, slowly at the large shapes, so it runs at ``public_sparsities``
+only (default 30/50/70/90 %, the sparsities the tables quote; None: every sparsity, as the
+saved H200 results of 4096 x 11008 have it).
 
     python experiments/fig7_macko.py                    # 4096 x 11008 (paper Fig. 7)
     python experiments/fig7_macko.py --shape 12288 12288  # Figs. 5/9; 4096 4096: Fig. 6; 11008 4096: Fig. 8

@@ -14,7 +14,8 @@ paper's two:
                  clipping, reordering) + store (deltas, interleaving, values)
 
 Matrix generation is not timed. The CPU (model, logical CPUs, numba threads) is recorded under
-``cpu``. The paper's CPUs: Xeon Silver 4316 (20 cores) and W5-3435 (16 cores); ours has 2.
+``cpu``. The paper's CPUs: Xeon Silver 4316 (20 cores) and W5-3435 (16 cores); ours is the
+one recorded in the results.
 
     python experiments/fig8_ec.py [--quick] [--shapes 4096x11008,8192x28672] [--sparsities 0.7]
 """

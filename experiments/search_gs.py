@@ -2,13 +2,12 @@
 accuracy on held-out matrices and the search analysis.
 
 For every matrix and N, the strategies of ``strategies(A, N)`` that the code generator
-supports (``spmvlab.generalsparse.tune.candidates``: 298-1082 per matrix and N with the cyclic thread
-division, in the committed run at 3e06c79) whose key is in a fixed sample of ``key_fraction``
-of the keys (:func:`key_sampled`, by hash), and with ``anchors`` the guarded search's anchors
+supports (``spmvlab.generalsparse.tune.candidates``: hundreds per matrix and N with the cyclic
+thread division) whose key is in a fixed sample of ``key_fraction`` of the keys
+(:func:`key_sampled`, by hash), and with ``anchors`` the guarded search's anchors
 (``tune.anchors``: 4-6 per N, 3-5 of them outside that sample, so that ``tune.fit`` can score
-the search as ``best_strategy`` runs it): 62-222 strategies per matrix and N, 999 kernels,
-11666 tries in all in that run,
-are built (plan, upload), checked on the GPU and timed (cold L2, median of ``reps``),
+the search as ``best_strategy`` runs it), at most a few hundred per matrix and N, are built
+(plan, upload), checked on the GPU and timed (cold L2, median of ``reps``),
 with the kernel of the bare strategy (offsets loaded: one compile per strategy and dtype
 serves every matrix). "Exhaustive" in the evaluation means every strategy of that sample. One row
 per try (``method="gs"``: matrix, n, key, family, us, build_s, check_s, time_s, first = the
@@ -26,8 +25,8 @@ SuiteSparse matrix (fp32).
     python experiments/search_gs.py [--quick] [--matrices SPEC,...] [--ns 8] [--merge]
 
 Before timing, every distinct kernel is compiled once in parallel worker processes
-(``SPMVLAB_COMPILE_WORKERS``, default min(16, cores); numba takes about a second per
-kernel) into the kernel cache of ``spmvlab.generalsparse.codegen`` (``SPMVLAB_KERNEL_CACHE``, default a
+(``SPMVLAB_COMPILE_WORKERS``, default min(16, cores); numba's compile is the slow step of a
+try) into the kernel cache of ``spmvlab.generalsparse.codegen`` (``SPMVLAB_KERNEL_CACHE``, default a
 folder in the temporary directory), from which the timing process loads them; the results
 record the counts (``compile``: kernels, compiled, loaded from the cache, failed) and the
 seconds; ``spmvlab.generalsparse.fit`` charges each try of its search analysis one kernel's compile

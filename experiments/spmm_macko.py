@@ -11,7 +11,7 @@ columns of X at once, ``spmvlab/kernels/_spmm.py``), cuBLAS GEMM fp16 (CuPy, Gem
 N = 1, the same kernels' SpMV beside it (``spmv_*`` rows) to compare SpMM's cost with SpMV's.
 ``fp32_methods`` at ``fp32_ks`` add float32 rows (CSR SpMM and its SpMV, cuBLAS) on the same
 matrices; the plot draws the fp16 rows.
-cuSPARSE SpMM is 10-100x slower than cuBLAS at these shapes (``../shared/GPU_NOTES.md``):
+cuSPARSE SpMM is far slower than cuBLAS at these shapes (``../shared/GPU_NOTES.md``):
 it is measured at N = 8 only.
 
     python experiments/spmm_macko.py [--quick] [--plot-only] [--shapes ...] [--sparsities ...] [--ks ...]

@@ -53,8 +53,8 @@ def plot(results: dict, fig_path: str) -> list[str]:
     plt = P.pyplot()
     rows = table(results)
     sparsities = sorted({r["sparsity"] for r in rows})
-    # each panel its own scale: EC-CSR-8 pads an order of magnitude less than EC-CSR-4, and on
-    # EC-CSR-4's scale its Llama2 bars (< 2 %) would not show
+    # each panel its own scale: EC-CSR-8 pads far less than EC-CSR-4 (its largest delta is 255,
+    # not 15), and on EC-CSR-4's scale its Llama2 bars would not show
     fig, axes = plt.subplots(1, 2, figsize=(P.PAGE_WIDTH, 3.0), squeeze=False)
     # the two kinds of padding (no methods); light: the mpnet weights
     colors = {"gap": ("#01665e", "#80cdc1"), "align": ("#636363", "#c8c8c8")}

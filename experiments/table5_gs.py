@@ -6,9 +6,9 @@ SpMM (the paper's tensor-core baselines are not run here). Weights as in Fig. 14
 
     python experiments/table5_gs.py [--quick] [--shapes 7168x7168] [--blocks 1x1,8x8] [--merge]
 
-Runtime on an H200 (06dd8fa): 124 s for 7168x7168 (3 blocks x 2 sparsities x 2 N), 79 s
-for 7168x28672 at 90 % and about 4 min at 70 % (drawing, pruning, encoding and the search
-take most of it): run it in parts with ``--shapes``/``--sparsities``/``--blocks`` and
+Runtime: minutes per shape on an H200 (7168x7168: 3 blocks x 2 sparsities x 2 N), most of it
+drawing, pruning, encoding and the search, more at 70 % than at 90 % (docs/experiments.md lists
+each saved run's duration): run it in parts with ``--shapes``/``--sparsities``/``--blocks`` and
 ``--merge``.
 """
 from __future__ import annotations

@@ -12,14 +12,14 @@ Part ``big`` (first): random-pruned float16 weights (seeded, uniform mask) of 71
 strategies with four warps per block (``spmvlab.generalsparse.tune.default_shortlist(N, "float16")``:
 "row/wg x4 cv", and "row/wg x4 cv16" for N > 16), each checked on the GPU and timed (cold L2,
 median of 20), with cuBLAS GEMM fp16 (method "cublas", k = N) and cuSPARSE SpMM; prints the
-bytes per nonzero (and per weight) each kernel reads and its speedup over both. About 2-3 min
-on an H200 (most of it planning ~60M nonzeros in NumPy and drawing the matrices).
+bytes per nonzero (and per weight) each kernel reads and its speedup over both. Minutes on a
+GPU, most of it drawing the matrices and planning their nonzeros in NumPy.
 
 Part ``small``: 20 cases x ``--per-case`` strategies (evenly spaced over the candidates, plus
 the default shortlist for the case's dtype, compact ones included, plus one candidate for each
 block reduction over several warp-groups, BLOCK_TOTAL/BITMAP/SEGMENT with and without atomic
 block ends, that the sample lacks; a summary line counts their builds and failures) x 2 builds (each optimized
-build compiles its own kernel, ~0.3-1 s); ``--per-case 0`` builds every candidate (~4000
+build compiles its own kernel); ``--per-case 0`` builds every candidate (~4000
 compiles). No case is begun after ``--budget-s`` seconds from the start (the rest are listed
 as skipped), so that the whole run stays near the budget.
 

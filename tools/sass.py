@@ -9,7 +9,7 @@ runs from ``PATH``. Without a toolkit: ``pip download --no-deps nvidia-cuda-nvcc
 nvidia-cuda-cuobjdump nvidia-cuda-nvdisasm``, unzip the wheels into one folder, point
 ``SPMVLAB_CUDA_BIN`` at its ``nvidia/cu13/bin`` and put that folder on ``PATH``. The labels are those of
 ``python -m spmvlab.ptxcheck``. Instruction counts are a guide, not a timing: see
-results/h200/macko_spmv_rewrite_ab.txt for a rewrite with 17 % fewer instructions that ran slower.
+results/h200/macko_spmv_rewrite_ab.txt for a rewrite with fewer instructions that ran slower.
 """
 import argparse
 import collections

@@ -36,7 +36,7 @@ if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then IFS=, read -ra gpus <<< "$CUDA_VISIB
 else read -ra gpus <<< "$(nvidia-smi --query-gpu=index --format=csv,noheader 2>/dev/null | tr '\n' ' ')"; fi
 # numba's on-disk cache first, in one process: shards compiling the same cached parallel function
 # at once can leave its index and code from different processes (numba issue 10128), a segfault
-# when loaded (the H200's run at 2426572: shard 7 in the EC-CSR encoder)
+# when loaded
 python - <<'PY' || echo "# warm-up of the compiled encoders failed; the shards compile them themselves"
 import numpy as np, scipy.sparse as sp
 from spmvlab.encoders import csr_dtans, ec_csr, macko
