@@ -268,7 +268,7 @@ register(FormatInfo(
              "reorder": Option(True, None, "True or False: sort blocks within a set by size"),
              "max_granularity": Option(None, None, "None or a power of two: no coarser blocks "
                                        "(1: no extraction)")},
-    kernel_dtypes=("float16", "float32"),
+    kernel_dtypes=("float16", "float32"), spmm_out_t=True,
     test_configs=({"threads_per_block": 64},
                   {"threads_per_block": 32, "rows_per_pass": 2, "spmm_tile": 2,
                    "spmm_rows_per_pass": 1},

@@ -196,7 +196,7 @@ def test_kernels_built_for_dependent_launches_give_the_product(monkeypatch, dtyp
 def test_inf_in_x_at_padding_columns_is_skipped():
     """Alignment zeros repeat a block's last column, gap zeros sit between columns: where X
     holds Inf there, the fast path's 0 * Inf = NaN is discarded and the careful path gives
-    CSR's result (SpMV and SpMM, float32 and float16)."""
+    CSR's result (SpMV and SpMM, float32 and float16; the SpMM also into Y's transpose)."""
     A = np.zeros((3, 40), np.float32)
     A[0, [1, 2, 39]] = [1.0, 2.0, 3.0]
     A[1, 5] = 4.0
@@ -211,6 +211,7 @@ def test_inf_in_x_at_padding_columns_is_skipped():
         cfg = K.ECCSRConfig(threads_per_block=32, spmm_tile=2)
         np.testing.assert_array_equal(K.spmv(M, x, config=cfg), want)
         np.testing.assert_array_equal(K.spmm(M, X, config=cfg)[:, 0], want)
+        np.testing.assert_array_equal(K.spmm(M, X, config=cfg, out_t=True)[0], want)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16])
@@ -361,9 +362,11 @@ def test_index32_falls_back_and_options_are_checked():
     np.testing.assert_allclose(K.spmv(D64, np.ones(4, np.float32), config=cfg), [5.0] * 4)
     # SpMM: also int64 where X or Y has 2**31 elements or more
     key = (*K._kernel_key(D), cfg, 8, 8)
-    assert K._spmm_kernel_for(D, cfg, 8, 8, 8) is K._spmm_kernel(*key, "uint32", False)
-    assert K._spmm_kernel_for(D64, cfg, 8, 8, 8, True) is K._spmm_kernel(*key, "int64", True)
-    assert K._spmm_kernel_for(D, cfg, 2**29, 8, 8) is K._spmm_kernel(*key, "int64", False)
+    assert K._spmm_kernel_for(D, cfg, 8, 8, 8) is K._spmm_kernel(*key, "uint32", False, False)
+    assert K._spmm_kernel_for(D64, cfg, 8, 8, 8, True) is K._spmm_kernel(*key, "int64", True, False)
+    assert K._spmm_kernel_for(D, cfg, 2**29, 8, 8) is K._spmm_kernel(*key, "int64", False, False)
+    assert K._spmm_kernel_for(D, cfg, 8, 8, 8, False, True) is K._spmm_kernel(*key, "uint32", False,
+                                                                                True)
     np.testing.assert_allclose(K.spmm(D64, np.ones((4, 3), np.float32), config=cfg), [[5.0] * 3] * 4)
     with pytest.raises(OptionError, match="index32"):
         K.ECCSRConfig(index32=1)

@@ -477,10 +477,12 @@ def _spmv_kernel_for(D: DeviceECCSR, config: ECCSRConfig, after: bool = False):
 
 
 def _spmm_kernel_for(D: DeviceECCSR, config: ECCSRConfig, k: int, ct: int, gx: int,
-                     after: bool = False):
+                     after: bool = False, out_t: bool = False):
     """The SpMM kernel for X of ``k`` columns in tiles of ``ct``, on
-    :func:`_position_type`'s positions; ``after`` as :func:`_spmv_kernel_for`'s."""
-    return _spmm_kernel(*_kernel_key(D), config, ct, gx, _position_type(D, config, k), after)
+    :func:`_position_type`'s positions; ``after`` as :func:`_spmv_kernel_for`'s; ``out_t``:
+    it adds into Y's transpose."""
+    return _spmm_kernel(*_kernel_key(D), config, ct, gx, _position_type(D, config, k), after,
+                        out_t)
 
 
 def _matrix_args(D: DeviceECCSR) -> tuple:
@@ -543,11 +545,13 @@ def spmv(D, x, out=None, config: ECCSRConfig = ECCSRConfig()):
     return finish(ops, out)
 
 
-def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
-    """Y = D @ X for X of shape (n_cols, k), any k (tiles of ``config.spmm_tile`` columns)."""
+def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig(), out_t: bool = False):
+    """Y = D @ X for X of shape (n_cols, k), any k (tiles of ``config.spmm_tile`` columns);
+    ``out_t``: return Y's transpose, (k, n_rows), written by the kernel itself (the zero and
+    finish passes are flat, so only the main kernel's adds change)."""
     check_config(config, ECCSRConfig)
     D = to_device(D)
-    ops, k = prepare_spmm(D, X, out)
+    ops, k = prepare_spmm(D, X, out, out_t)
     n_rows, n_cols = D.shape
     if n_rows and k == 1:
         _spmv_into(D, ops.x.reshape(n_cols), ops.out.reshape(n_rows), config)
@@ -557,10 +561,10 @@ def spmm(D, X, out=None, config: ECCSRConfig = ECCSRConfig()):
         def main(Yacc, after):
             ct = tile_for(k, config.spmm_tile)
             gx = group_for(D.dtype, k, ct)
-            kernel = _spmm_kernel_for(D, config, k, ct, gx, after)
+            kernel = _spmm_kernel_for(D, config, k, ct, gx, after, out_t)
             grid = (blocks_for(D.n_blocks, threads // D.warp_size), blocks_for(k, ct))
-            launch_smem(kernel, grid, threads, 0,
-                        (*_matrix_args(D), ops.x.reshape(n_cols * k), Yacc, np.int64(k)), after)
+            launch_smem(kernel, grid, threads, 0, (*_matrix_args(D), ops.x.reshape(n_cols * k),
+                                                   Yacc, np.int64(k), np.int64(n_rows)), after)
 
         _accumulate(D, ops.out.reshape(n_rows * k), threads, main)
     return finish(ops, out)
@@ -570,7 +574,8 @@ def ptx_targets():
     """SpMV for every (dtype, delta_bits) at the default layout (warp_size 32, vector_size 4)
     (the uint32 path, x in shared memory; the int64 path and x from global memory for
     float16 8-bit codes) and
-    SpMM for one delta width per dtype (uint32; int64 for float16 8-bit codes); sub-warp
+    SpMM for one delta width per dtype (uint32; int64 for float16 8-bit codes), float16's
+    also writing Y's transpose (``out_t``, as ``SparseLinear`` runs it); sub-warp
     groups (warp_size 2, vector_size 2) for SpMV with 4-bit codes (nibble loads) and SpMM with 8-bit codes; the
     zero/finish passes and the check kernel. Every kernel as an sm_90 GPU runs it: the
     float32 main kernels with the dependent launch's wait (``pdl``), the float16 ones
@@ -586,6 +591,7 @@ def ptx_targets():
         for b in (4, 8):
             cases.append(("spmv", dt, b, 32, 4, 4, ECCSRConfig()))
         cases.append(("spmm", dt, 4 if dt == "float16" else 8, 32, 4, 4, ECCSRConfig()))
+    cases.append(("spmm_t", "float16", 4, 32, 4, 4, ECCSRConfig()))
     cases += [("spmv", "float16", 4, 2, 2, 1, small), ("spmm", "float32", 8, 2, 2, 2, small),
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(index32=False)),
               ("spmv", "float16", 8, 32, 4, 4, ECCSRConfig(x_in_shared=0)),
@@ -602,6 +608,8 @@ def ptx_targets():
         variant = (("" if cfg.index32 else ",int64") + (",xs" if cfg.x_in_shared else "")
                    + (",wait" if pdl else ""))
         index = "uint32" if cfg.index32 else "int64"
+        out_t = kind == "spmm_t"
+        variant += ",out_t" if out_t else ""
         if kind == "spmv":
             out.append(PTXTarget(f"ec_csr.spmv[{dt},b{b},ws{ws},vs{vs},cw{cw}{variant}]",
                                  functools.partial(_spmv_kernel, dt, b, ws, vs, cw, P, cfg, index,
@@ -611,8 +619,9 @@ def ptx_targets():
             ct, gx = cfg.spmm_tile, min(cfg.spmm_tile, P)
             out.append(PTXTarget(f"ec_csr.spmm[{dt},b{b},ws{ws},vs{vs},tile{ct}{variant}]",
                                  functools.partial(_spmm_kernel, dt, b, ws, vs, cw, P, cfg, ct, gx,
-                                                   index, pdl),
-                                 args + f"{array_sig(dt)}, {array_sig('float32')}, int64)", wide))
+                                                   index, pdl, out_t),
+                                 args + f"{array_sig(dt)}, {array_sig('float32')}, int64, int64)",
+                                 wide))
     for dt in KERNEL_DTYPES:
         out.append(PTXTarget(f"ec_csr.finish[{dt}]", functools.partial(_finish_kernel, True),
                              f"void({array_sig('float32')}, {array_sig(dt)})", griddep[:1]))
