@@ -145,10 +145,9 @@ class CostModel:
             return out
 
         # a family needs min_samples points too: fitted on fewer, the ridge leaves its size
-        # terms near zero and it predicts one constant time for every matrix (on a 100M
-        # nonzero weight at N = 64 a family of one timing predicted 102 us for a kernel that
-        # ran 110x longer and became the untimed default; docs/performance.md,
-        # "GeneralSparse search")
+        # terms near zero and it predicts one constant time for every matrix, so a kernel far
+        # slower on a large matrix can look fastest and become the untimed default
+        # (docs/performance.md, "GeneralSparse search", has the case that showed it)
         return cls(coef=fit_all(by_key, min_samples), family_coef=fit_all(by_family, min_samples),
                    samples={k: len(v) for k, v in by_key.items()}, meta=dict(meta or {}))
 
