@@ -281,7 +281,7 @@ register(FormatInfo(
 
 register(FormatInfo(
     name="csr_dtans", reference="reference.csr_dtans", encoder="spmvlab.encoders.csr_dtans",
-    kernels="spmvlab.kernels.csr_dtans", config="CSRDtansConfig",
+    kernels="spmvlab.kernels.csr_dtans", config="CSRDtansConfig", spmm_out_t=True,
     test_configs=({"threads_per_block": 32, "spmm_tile": 4},
                   {"threads_per_block": 64, "spmm_tile": 2}),
     options={"params": Option("paper", ("paper", "toy"), "dtANS parameters: 'paper' (32-bit words, "

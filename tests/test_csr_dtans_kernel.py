@@ -13,7 +13,7 @@ import scipy.sparse as sp
 from reference import csr_dtans as R
 from reference._common import FormatError
 from spmvlab.kernels import csr_dtans as K
-from parity import assert_close, check_parity
+from parity import assert_close, check_parity, garbage_like
 
 CFG = K.CSRDtansConfig(threads_per_block=32, spmm_tile=2)
 # the kernels rely on uint32 wrap-around (a digit group's bases multiply to W = 2**32); NumPy
@@ -172,8 +172,8 @@ def test_layouts_other_than_a_lane_per_row(option, value):
     """``lanes_per_row`` (a row's pieces on 2, 8 or 32 lanes) and ``rows_per_lane`` (2, 4 or 8
     rows one after another on a lane) on the ragged rows (0 to 61 nonzeros: pieces of 0, 1
     and many; empty rows inside and at the ends of a lane's group; a partial last group):
-    SpMV and SpMM (3 columns in tiles of 2, and in tiles of one column) against the exact
-    product in garbage-filled outputs, the device check, fast encoder == reference; with
+    SpMV and SpMM (3 columns in tiles of 2, and in tiles of one column; also into Y's
+    transpose) against the exact product in garbage-filled outputs, the device check, fast encoder == reference; with
     escapes (float16, distinct values) and without (small integers, the toy parameters too)."""
     from spmvlab.encoders import csr_dtans as E
     A, rng = ragged(np.float16, seed=4, n_rows=37)
@@ -184,6 +184,9 @@ def test_layouts_other_than_a_lane_per_row(option, value):
     X = rng.standard_normal((A.shape[1], 3)).astype(np.float16)
     check_parity(R, K, M, x, X, config=CFG)
     check_parity(R, K, M, x, X, config=K.CSRDtansConfig(threads_per_block=32, spmm_tile=1))
+    Yt = garbage_like((3, 37), np.float16)                # the transpose, as SparseLinear asks
+    assert K.spmm(M, X, out=Yt, config=CFG, out_t=True) is Yt
+    assert_close(Yt.T, M.to_csr(), X, np.float16, f"{option} {value} out_t")
     assert K.device_check(K.to_device(M, check="host")) == []
     F = E.encode(A, dtype=np.float16, **{option: value})
     assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(M.arrays(), F.arrays()))

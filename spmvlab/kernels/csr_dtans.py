@@ -253,14 +253,15 @@ def shared_bytes(dtype, params: str) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
-          escapes: int = ESC_BOTH, rows: int = 1, spmv: bool = False):
+          escapes: int = ESC_BOTH, rows: int = 1, spmv: bool = False, out_t: bool = False):
     """``fill(...)`` (the tables into shared memory) and ``walk(...)`` (one slice) for value
     dtype, parameter set and mode: products into ``ct`` accumulators (``check=False``) or
     the device check's tests (``check=True``). ``escapes``: the tables with escape slots
     (:data:`ESC_DELTAS` | :data:`ESC_VALUES`; the positions of a domain without them have
     no escape events at all). ``rows``: rows per stream (the
     matrix's ``rows_per_lane``). ``spmv``: x is a vector (one accumulator, gathered
-    directly), else X is flat with ``ct`` accumulators per stream.
+    directly), else X is flat with ``ct`` accumulators per stream; ``out_t``: Y is the
+    product's transpose, (columns, rows).
 
     The l positions of a segment are written out one by one (a chain of device functions,
     each specialised on its position), so every slot's bit offset, table and domain are
@@ -281,18 +282,20 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
     SPILL_V = RAW_V * WB > vbits        # escaped words may hold bits beyond the symbol's
     SPILL_D = RAW_D * WB > dbits
     acc = acc_type(dtype_name)
-    fma_row, zero = (tile_parts(dtype_name, ct, g)[k] for k in ("fma_row", "zero"))
+    fma_row, zero, put_at = (tile_parts(dtype_name, ct, g, out_t=out_t)[k]
+                             for k in ("fma_row", "zero", "put_at"))
 
     @inline_device
     def store(Y, row, j0, nvalid, accs):
-        """A finished row's sums into y (``spmv``) or Y[row, j0:j0 + nvalid], then zeroed."""
+        """A finished row's sums into y (``spmv``) or Y[row, j0:j0 + nvalid] (``out_t``: its
+        transpose), then zeroed."""
         if spmv:
             Y[row] = accs[0]
             accs[0] = acc(0)
         else:
             for j in range(ct):
                 if j < nvalid:
-                    Y[row, j0 + j] = accs[j]
+                    put_at(Y, row, j0 + j, accs[j])
             zero(accs)
     u64, u32, i32, i64 = np.uint64, np.uint32, np.int32, np.int64
     colt = np.int64 if check else np.int32
@@ -697,22 +700,24 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: int
 
 @functools.lru_cache(maxsize=None)
 def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: int,
-                 escapes: int = ESC_BOTH, lanes: int = 1, rows: int = 1):
-    W_ = _walk(dtype_name, params, False, ct, g, escapes, rows)
+                 escapes: int = ESC_BOTH, lanes: int = 1, rows: int = 1, out_t: bool = False):
+    W_ = _walk(dtype_name, params, False, ct, g, escapes, rows, out_t=out_t)
     tables, walk = W_["tables"], W_["walk"]
     locate, row_sum, count = _streams(lanes, rows)
-    zero = tile_parts(dtype_name, ct, g)["zero"]
+    zero, put_at = (tile_parts(dtype_name, ct, g, out_t=out_t)[k] for k in ("zero", "put_at"))
+    row_axis = 1 if out_t else 0
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit
     def csr_dtans_spmm(vsym, vinfo, vtab, dtab, v_esc, v_used, d_esc, d_used,
                        row_lengths, warp_ptr, words, Xf, Y, nx):
         """As the SpMV for X's columns [ct * blockIdx.y, + ct): lane t of slice s keeps ct
-        accumulators for its stream; rows are written as in the SpMV."""
+        accumulators for its stream; rows are written as in the SpMV (``out_t``: into Y's
+        transpose, (nx, rows))."""
         sval, sdel, sinfo = tables(vtab, vinfo, dtab, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
-        n_rows = Y.shape[0]
+        n_rows = Y.shape[row_axis]
         n_streams = count(n_rows)
         j0 = cuda.blockIdx.y * ct
         nvalid = min(ct, nx - j0)
@@ -727,7 +732,7 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
                     if row + q < n_rows and lens[q] == 0:
                         for j in range(ct):
                             if j < nvalid:
-                                Y[row + q, j0 + j] = 0
+                                put_at(Y, row + q, j0 + j, 0)
             walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, sval, sdel, sinfo, vsym,
                  v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, 0, lens, Y, row)
             if rows == 1:
@@ -736,7 +741,7 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
                 if row < n_rows and p == 0:
                     for j in range(ct):
                         if j < nvalid:
-                            Y[row, j0 + j] = accs[j]
+                            put_at(Y, row, j0 + j, accs[j])
             s += cuda.gridDim.x * wpb
 
     return csr_dtans_spmm
@@ -822,12 +827,13 @@ def _launch_spmv(D, x, y, config):
                              D.rows_per_lane), D, config, (*_table_args(D), x, y))
 
 
-def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
+def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig(), out_t: bool = False):
     """Y = D @ X for X of shape (n_cols, k); any k (tiles of ``config.spmm_tile`` columns,
-    the matrix decoded once per tile; k = 1 runs the SpMV kernel)."""
+    the matrix decoded once per tile; k = 1 runs the SpMV kernel); ``out_t``: return Y's
+    transpose, (k, n_rows), written by the kernel."""
     check_config(config, CSRDtansConfig)
     D = to_device(D)
-    ops, k_cols = prepare_spmm(D, X, out)
+    ops, k_cols = prepare_spmm(D, X, out, out_t)
     n_rows = D.shape[0]
     if n_rows and k_cols == 1:
         _launch_spmv(D, ops.x.reshape(ops.x.shape[0]), ops.out.reshape(n_rows), config)
@@ -836,7 +842,7 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig()):
         g = group_for(D.dtype, k_cols, ct)
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
         _launch(_spmm_kernel(D.dtype.name, D.params, config, ct, g, _escapes(D),
-                             D.lanes_per_row, D.rows_per_lane), D, config,
+                             D.lanes_per_row, D.rows_per_lane, out_t), D, config,
                 (*_table_args(D), flat, ops.out, np.int64(k_cols)), blocks_for(k_cols, ct))
     return finish(ops, out)
 
@@ -845,7 +851,8 @@ def ptx_targets():
     """SpMV, SpMM and the check: every value dtype with the paper's parameters and int32
     indices (SpMM with one-column tiles and with one and several vector groups); int64 indices (float64) and the toy parameters
     (float32) once each; the kernels with escape events for deltas only (float64), with 32 lanes per row
-    (float16: LLM weights) and with 4 rows per lane (float64). The walk is long to compile,
+    (float16: LLM weights; its SpMM also into Y's transpose, ``out_t``) and with 4 rows per
+    lane (float64). The walk is long to compile,
     so the combinations that change no typing are left out."""
     out = []
     cfg = CSRDtansConfig()
@@ -879,6 +886,10 @@ def ptx_targets():
                 out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile{ct},g{g}{suffix}]",
                                      functools.partial(_spmm_kernel, dt, params, cfg, ct, g, esc,
                                                        lanes, rows), spmm_sig))
+            if suffix == ",lanes32":                 # as SparseLinear runs it: Y's transpose
+                out.append(PTXTarget(f"csr_dtans.spmm[{tag},tile8,g1{suffix},out_t]",
+                                     functools.partial(_spmm_kernel, dt, params, cfg, 8, 1, esc,
+                                                       lanes, rows, True), spmm_sig))
             if esc == ESC_BOTH:
                 out.append(PTXTarget(f"csr_dtans.check[{tag}{suffix}]",
                                      functools.partial(_check_kernel, dt, params, lanes, rows),
