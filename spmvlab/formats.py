@@ -58,15 +58,14 @@ class FormatInfo:
     reference      module path of the NumPy reference (``encode``, ``spmv``, ``spmm``, the
                    frozen ``<Fmt>Matrix``)
     kernels        module path of the numba.cuda kernels (``to_device``, ``spmv``, ``spmm``,
-                   ``ptx_targets``), or None
+                   ``ptx_targets``), or None; ``spmm(D, X, out, config, out_t)`` writes Y's
+                   transpose (k, rows) with ``out_t=True``, the layout of torch's linear
+                   layers (``spmvlab.torch`` then copies nothing after the product)
     encoder        module path of the fast encoder (byte-identical to the reference), or None
     config         name of the frozen kernel config class in the kernel module
     options        encode option name -> :class:`Option`
     kernel_dtypes  value dtypes the kernels take (the one list every check reads)
     spmm           whether the kernel module has an SpMM kernel
-    spmm_out_t     whether its ``spmm`` takes ``out_t=True``: the kernel writes Y's transpose
-                   (k, rows), the layout of torch's linear layers (``spmvlab.torch`` then
-                   copies nothing after the product)
     methods        method name -> config keyword arguments: the named kernel settings
                    experiments time (``spmvlab.methods.resolve`` knows these names)
     test_configs   config keyword arguments the shared test suite runs the kernels with
@@ -82,7 +81,6 @@ class FormatInfo:
     options: Mapping[str, Option] = dataclasses.field(default_factory=dict)
     kernel_dtypes: tuple = ALL_DTYPES
     spmm: bool = True
-    spmm_out_t: bool = False
     methods: Mapping[str, Mapping] = dataclasses.field(default_factory=dict)
     test_configs: tuple = ({},)
     opt_out: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -100,14 +98,12 @@ class FormatInfo:
     # capabilities ------------------------------------------------------------------------------
     @property
     def capabilities(self) -> frozenset:
-        """Subset of {"spmv", "spmm", "spmm_out_t", "fast_encoder"}."""
+        """Subset of {"spmv", "spmm", "fast_encoder"}."""
         caps = set()
         if self.kernels:
             caps.add("spmv")
             if self.spmm:
                 caps.add("spmm")
-                if self.spmm_out_t:
-                    caps.add("spmm_out_t")
         if self.encoder:
             caps.add("fast_encoder")
         return frozenset(caps)
@@ -229,7 +225,6 @@ def kernel_formats() -> list[FormatInfo]:
 
 register(FormatInfo(
     name="csr", reference="reference.csr", kernels="spmvlab.kernels.csr", config="CSRConfig",
-    spmm_out_t=True,
     methods={"csr_vector": {}, "csr_vector1": {"vec": 1}, "csr_vector2": {"vec": 2},
              "csr_scalar": {"variant": "scalar"}},
     test_configs=({"threads_per_block": 64, "variant": "scalar"}, {"threads_per_block": 64},
@@ -242,7 +237,7 @@ register(FormatInfo(
     encoder="spmvlab.encoders.macko", config="MackoConfig",
     options={"delta_bits": Option(4, _macko.DELTA_BITS, "bits per column step; 'auto': the width "
                                   "that stores the fewest bytes", auto=True)},
-    kernel_dtypes=("float16", "float32"), spmm_out_t=True,
+    kernel_dtypes=("float16", "float32"),
     test_configs=({"threads_per_block": 64, "spmm_smem_threads": 64},
                   {"threads_per_block": 64, "prefetch": 0, "spmm_tile": 2, "spmm_smem": False},
                   {"threads_per_block": 32, "prefetch": 2, "spmm_tile": 4, "spmm_smem": False},
@@ -268,7 +263,7 @@ register(FormatInfo(
              "reorder": Option(True, None, "True or False: sort blocks within a set by size"),
              "max_granularity": Option(None, None, "None or a power of two: no coarser blocks "
                                        "(1: no extraction)")},
-    kernel_dtypes=("float16", "float32"), spmm_out_t=True,
+    kernel_dtypes=("float16", "float32"),
     test_configs=({"threads_per_block": 64},
                   {"threads_per_block": 32, "rows_per_pass": 2, "spmm_tile": 2,
                    "spmm_rows_per_pass": 1},
@@ -281,7 +276,7 @@ register(FormatInfo(
 
 register(FormatInfo(
     name="csr_dtans", reference="reference.csr_dtans", encoder="spmvlab.encoders.csr_dtans",
-    kernels="spmvlab.kernels.csr_dtans", config="CSRDtansConfig", spmm_out_t=True,
+    kernels="spmvlab.kernels.csr_dtans", config="CSRDtansConfig",
     test_configs=({"threads_per_block": 32, "spmm_tile": 4},
                   {"threads_per_block": 64, "spmm_tile": 2}),
     options={"params": Option("paper", ("paper", "toy"), "dtANS parameters: 'paper' (32-bit words, "

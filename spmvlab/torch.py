@@ -165,14 +165,11 @@ class SparseLinear(torch.nn.Module):
         self.dtype = dtype
         self._nbytes = int(nbytes)
         self.nnz = int(nnz)
-        self._out_t = False
         if format == GENERALSPARSE:
             self._kernels = self._config = None
         else:
             info = formats.get(format)
             self._kernels = info.kernel_module()
-            # the kernel writes the (tokens, out_features) result itself: no copy after it
-            self._out_t = "spmm_out_t" in info.capabilities
             # the simulator runs one Python thread per CUDA thread: there, the registry's small
             # test settings
             self._config = config if config is not None else info.make_config(
@@ -288,15 +285,13 @@ class SparseLinear(torch.nn.Module):
                                    out=_view(out.view(self.out_features)), config=self._config)
                 return out
             X = _aligned(x2.t())                                       # (in, n)
-            if self._out_t:
+            if self.format != GENERALSPARSE:
+                # the kernel writes the (tokens, out_features) result itself: no copy after it
                 Yt = _view(out.view(n, self.out_features))
                 self._kernels.spmm(self._matrix, _view(X), out=Yt, config=self._config, out_t=True)
                 return out
             Y = torch.empty((self.out_features, n), dtype=x.dtype, device=x.device)
-            if self.format == GENERALSPARSE:
-                self._matrix.multiply(_view(X), _view(Y))
-            else:
-                self._kernels.spmm(self._matrix, _view(X), out=_view(Y), config=self._config)
+            self._matrix.multiply(_view(X), _view(Y))
         out.view(n, self.out_features).copy_(Y.t())
         return out
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import glob
+import inspect
 import io as _io
 import json
 import os
@@ -171,6 +172,8 @@ def test_registry_entry_is_complete(info, _):
         for fn in ("to_device", "device_check", "launch_check", "spmv", "ptx_targets") + (
                 ("spmm",) if info.spmm else ()):
             assert callable(getattr(K, fn)), f"{info.kernels}.{fn}"
+        if info.spmm:                               # spmvlab.torch asks for Y's transpose
+            assert "out_t" in inspect.signature(K.spmm).parameters, f"{info.kernels}.spmm"
         assert set(K.CHECK_FIELDS) <= set(M.array_names())
         for cfg in info.test_configs:
             info.make_config(**cfg)
@@ -775,7 +778,8 @@ def test_kernel_parity_llm_like(info, _, case, pick):
 @pytest.mark.parametrize("info, cfg", params("nan_inf", need="spmv", per=by_config))
 def test_nan_inf_propagate_like_scipy(info, cfg):
     """Inf and NaN in the matrix and in x, and a nonzero whose neighbours' columns hold an
-    Inf of x (the last row: a format that multiplies stored zeros must not make 0 * Inf)."""
+    Inf of x (the last row: a format that multiplies stored zeros must not make 0 * Inf);
+    the SpMM also into Y's transpose (``out_t``)."""
     dt = kernel_dtype(info)
     A = sp.csr_matrix(np.array([[np.inf, 1, 0, 0], [np.nan, 0, 2, 0], [1, -np.inf, 0, 0],
                                 [0, 0, 3, 0], [0, 5, 0, 0]], dtype=np.float32))
@@ -788,6 +792,9 @@ def test_nan_inf_propagate_like_scipy(info, cfg):
     if "spmm" in info.capabilities:
         for Y in (ref.spmm(M, X.astype(dt)), K.spmm(M, X.astype(dt), config=config)):
             np.testing.assert_array_equal(Y, (A @ X).astype(dt))
+        # the careful paths write the transpose too
+        np.testing.assert_array_equal(K.spmm(M, X.astype(dt), config=config, out_t=True),
+                                      (A @ X).T.astype(dt))
 
 
 @pytest.mark.parametrize("info, _", params("device_operands", need="spmv"))
@@ -808,7 +815,7 @@ def test_device_arrays_in_device_out(info, _):
         assert_close(out.copy_to_host(), M.to_csr(), case.X, dt, "device spmm")
 
 
-@pytest.mark.parametrize("info, cfg", params("spmm_out_t", need="spmm_out_t", per=by_config))
+@pytest.mark.parametrize("info, cfg", params("spmm_out_t", need="spmm", per=by_config))
 def test_spmm_out_t_writes_the_transpose(info, cfg):
     """``spmm(..., out_t=True)`` writes Y's transpose, (k, rows), into a garbage-filled
     ``out`` (and returns it), or returns a new one: k = 1 (the SpMV), 5 (one value per

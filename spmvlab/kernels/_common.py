@@ -239,10 +239,10 @@ def launch_spmv(D, x, out, kernel: Callable, arrays: tuple, threads: int, rows_p
 
 
 def launch_spmm(D, X, out, kernel: Callable, arrays: tuple, threads: int, rows_per_block: int,
-                cols_per_block: int):
+                cols_per_block: int, out_t: bool = False):
     """:func:`launch_spmv` for Y = D @ X: the grid's second dimension covers the k columns
-    of X in tiles of ``cols_per_block``."""
-    ops, k_cols = prepare_spmm(D, X, out)
+    of X in tiles of ``cols_per_block`` (``out_t``: the kernel writes Y's transpose)."""
+    ops, k_cols = prepare_spmm(D, X, out, out_t)
     if D.shape[0] and k_cols:
         grid = (blocks_for(D.shape[0], rows_per_block), blocks_for(k_cols, cols_per_block))
         kernel()[grid, threads, launch_stream()](*arrays, ops.x, ops.out)

@@ -21,6 +21,7 @@ from reference.coo import COOMatrix
 from .. import formats
 from .._cuda import cuda, inline_device
 from ._intrinsics import vload4
+from ._spmm import tile_parts
 from ._common import (
     WARP, PTXTarget, acc_type, array_sig, check_threads_per_block, checked_to_device,
     CHECK_VEC, launch_spmm, launch_strided, launch_spmv, run_device_check, to_dev,
@@ -164,17 +165,20 @@ def _spmv_kernel(dtype_name: str, cfg: COOConfig):
 
 
 @functools.lru_cache(maxsize=None)
-def _spmm_kernel(dtype_name: str, cfg: COOConfig):
+def _spmm_kernel(dtype_name: str, cfg: COOConfig, out_t: bool = False):
     acc = acc_type(dtype_name)
     warps_per_block = cfg.threads_per_block // WARP
+    put_at = tile_parts(dtype_name, 1, 1, out_t=out_t)["put_at"]
+    row_axis = 1 if out_t else 0
 
     @cuda.jit
     def coo_spmm(rows, cols, values, X, Y):
-        """Block b, warp w: row b*warps+w; grid.y picks the 32 columns of X lane l owns."""
+        """Block b, warp w: row b*warps+w; grid.y picks the 32 columns of X lane l owns
+        (``out_t``: Y is the product's transpose)."""
         lane = cuda.threadIdx.x % WARP
         r = cuda.blockIdx.x * warps_per_block + cuda.threadIdx.x // WARP
         j = cuda.blockIdx.y * WARP + lane
-        if r >= Y.shape[0] or j >= Y.shape[1]:
+        if r >= Y.shape[row_axis] or j >= X.shape[1]:
             return
         n = rows.shape[0]
         p = row_start(rows, r)
@@ -182,7 +186,7 @@ def _spmm_kernel(dtype_name: str, cfg: COOConfig):
         while p < n and rows[p] == r:
             s += acc(values[p]) * acc(X[cols[p], j])
             p += 1
-        Y[r, j] = s
+        put_at(Y, r, j, s)
 
     return coo_spmm
 
@@ -195,16 +199,18 @@ def spmv(D, x, out=None, config: COOConfig = COOConfig()):
                        config.threads_per_block, config.threads_per_block)
 
 
-def spmm(D, X, out=None, config: COOConfig = COOConfig()):
-    """Y = D @ X for X of shape (n_cols, k)."""
+def spmm(D, X, out=None, config: COOConfig = COOConfig(), out_t: bool = False):
+    """Y = D @ X for X of shape (n_cols, k); ``out_t``: return Y's transpose, (k, n_rows)."""
     check_config(config, COOConfig)
     D = to_device(D)
-    return launch_spmm(D, X, out, lambda: _spmm_kernel(D.dtype.name, config), (D.rows, D.cols, D.values),
-                       config.threads_per_block, config.threads_per_block // WARP, WARP)
+    return launch_spmm(D, X, out, lambda: _spmm_kernel(D.dtype.name, config, out_t),
+                       (D.rows, D.cols, D.values), config.threads_per_block,
+                       config.threads_per_block // WARP, WARP, out_t)
 
 
 def ptx_targets():
-    """Both kernels for every value dtype and index type, and the check."""
+    """Both kernels for every value dtype and index type (the SpMM into Y's transpose too,
+    int32), and the check."""
     out = []
     for dt in formats.get("coo").kernel_dtypes:
         for it in ("int32", "int64"):
@@ -214,6 +220,10 @@ def ptx_targets():
                                  head + f"{array_sig(dt)}, {array_sig(dt)})"))
             out.append(PTXTarget(f"coo.spmm[{dt},{it}]", functools.partial(_spmm_kernel, dt, cfg),
                                  head + f"{array_sig(dt, 2)}, {array_sig(dt, 2)})"))
+            if it == "int32":
+                out.append(PTXTarget(f"coo.spmm[{dt},{it},out_t]",
+                                     functools.partial(_spmm_kernel, dt, cfg, True),
+                                     head + f"{array_sig(dt, 2)}, {array_sig(dt, 2)})"))
     for it in ("int32", "int64"):
         out.append(PTXTarget(f"coo.check[{it}]", _check_kernel,
                              f"void({array_sig(it)}, {array_sig(it)}, int64, int64, {array_sig('int32')})"))

@@ -47,6 +47,7 @@ from ._common import (
     prepare, prepare_spmm, scratch, to_dev,
 )
 from ._intrinsics import mma_sp16832, pack_half2, vload2, vload4, vwords4
+from ._spmm import tile_parts
 
 __all__ = ["Split24Config", "DeviceSplit24", "to_device", "device_check", "spmv", "spmm",
            "ptx_targets", "CHECK_FIELDS", "resolved"]
@@ -228,7 +229,8 @@ def _pack_kernel():
 
 
 @functools.lru_cache(maxsize=None)
-def _spmm_kernel(cfg: Split24Config):
+def _spmm_kernel(cfg: Split24Config, out_t: bool = False):
+    """The SpMM kernel for ``cfg``; ``out_t``: Y is the product's transpose, (k, rows)."""
     W = cfg.warps_per_band
     C = cfg.cols_per_warp
     u32 = np.uint32
@@ -238,6 +240,15 @@ def _spmm_kernel(cfg: Split24Config):
     RED = W * TILE_ROWS * C             # the warps' sums (a shared array's shape: a constant)
     f32 = np.float32
     f16 = np.float16
+
+    @inline_device
+    def dims(Y):
+        """(rows, columns) of the product whichever way Y holds it."""
+        if out_t:
+            return Y.shape[1], Y.shape[0]
+        return Y.shape[0], Y.shape[1]
+
+    put = tile_parts("float16", 1, 1, out_t=out_t)["put_at"]   # the product's (row, col) := v
 
     @inline_device
     def load_tile(values, meta, Xp, p, c, lane, g, t, jt0, jt_n, av, ev, bv):
@@ -294,7 +305,7 @@ def _spmm_kernel(cfg: Split24Config):
         """Y[row, col] for row ``rl`` of the band on CUDA cores from its nonzeros alone (the
         stored zeros skipped, so an Inf or NaN of X meets only what CSR would multiply it
         by): the row's kept values tile by tile, then its residual."""
-        n_rows, k = Y.shape
+        n_rows, k = dims(Y)
         row = band * TILE_ROWS + rl
         if row >= n_rows or col >= k:
             return
@@ -313,7 +324,7 @@ def _spmm_kernel(cfg: Split24Config):
                         s += v * f32(X[c0 + 4 * grp + pos, col])
         for q in range(res_ptr[row], res_ptr[row + 1]):
             s += f32(res_values[q]) * f32(X[res_cols[q], col])
-        Y[row, col] = f16(s)
+        put(Y, row, col, f16(s))
 
     @inline_device
     def batch(res_cols, res_values, q, last):
@@ -333,7 +344,7 @@ def _spmm_kernel(cfg: Split24Config):
         # row's last entry are clamped to it with value 0: no branch around the loads (as
         # in load_tile), and a product 0 * X that is not finite only comes with the same
         # column's real entry, whose sum then takes the careful path anyway.
-        n_rows, k = Y.shape
+        n_rows, k = dims(Y)
         for up in range(2):
             row = band * TILE_ROWS + g + 8 * up
             if row < n_rows:
@@ -367,7 +378,7 @@ def _spmm_kernel(cfg: Split24Config):
                     s += red[w * TILE_ROWS * C + i]
                 if math.isinf(s) or math.isnan(s):
                     flag[0] = 1
-                Y[row, col] = f16(s)
+                put(Y, row, col, f16(s))
             i += THREADS
         cuda.syncthreads()
 
@@ -415,7 +426,7 @@ def _spmm_kernel(cfg: Split24Config):
         warp = cuda.threadIdx.x // WARP
         lane = cuda.threadIdx.x % WARP
         band = cuda.blockIdx.x
-        n_rows, k = Y.shape
+        n_rows, k = dims(Y)
         jt_n = (k + 7) // 8
         jt0 = cuda.blockIdx.y * NW
         g = lane // 4
@@ -460,8 +471,9 @@ def resolved(config: Split24Config, k: int, n_rows: int) -> Split24Config:
     return dataclasses.replace(config, cols_per_warp=cols, warps_per_band=warps)
 
 
-def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
-    """Pack X into the B operands, then the SpMM, both on the launch stream."""
+def _launch(D: DeviceSplit24, X, Y, config: Split24Config, out_t: bool = False):
+    """Pack X into the B operands, then the SpMM, both on the launch stream (``out_t``: Y
+    is the product's transpose)."""
     n_rows, n_cols = D.shape
     k = int(X.shape[1])
     if not (n_rows and k):
@@ -474,7 +486,7 @@ def _launch(D: DeviceSplit24, X, Y, config: Split24Config):
     if n_words:
         _pack_kernel()[blocks_for(n_words, PACK_THREADS), PACK_THREADS, stream](X, Xp)
     grid = _grid(n_rows, k, config.cols_per_warp)
-    _spmm_kernel(config)[grid, config.warps_per_band * WARP, stream](
+    _spmm_kernel(config, out_t)[grid, config.warps_per_band * WARP, stream](
         D.tile_ptr, D.tile_col, D.values, D.meta, D.res_ptr, D.res_cols, D.res_values, Xp, X,
         X.reshape(X.size), Y)
 
@@ -490,18 +502,19 @@ def spmv(D, x, out=None, config: Split24Config = Split24Config()):
     return finish(ops, out)
 
 
-def spmm(D, X, out=None, config: Split24Config = Split24Config()):
-    """Y = D @ X for X of shape (n_cols, k)."""
+def spmm(D, X, out=None, config: Split24Config = Split24Config(), out_t: bool = False):
+    """Y = D @ X for X of shape (n_cols, k); ``out_t``: return Y's transpose, (k, n_rows),
+    written by the kernel."""
     check_config(config, Split24Config)
     D = to_device(D)
-    ops, _ = prepare_spmm(D, X, out)
-    _launch(D, ops.x, ops.out, config)
+    ops, _ = prepare_spmm(D, X, out, out_t)
+    _launch(D, ops.x, ops.out, config, out_t)
     return finish(ops, out)
 
 
 def ptx_targets():
-    """The SpMM (the SpMV is the same kernel) at 8 and 32 columns per block, the packing
-    and the check, int32 indices."""
+    """The SpMM (the SpMV is the same kernel) at 8 and 32 columns per block (at 8 also into
+    Y's transpose), the packing and the check, int32 indices."""
     it, dt = "int32", "float16"
     head = (f"void({array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
             f"{array_sig(it)}, {array_sig(it)}, {array_sig(dt)}, {array_sig('uint32')}, "
@@ -510,6 +523,10 @@ def ptx_targets():
                       functools.partial(_spmm_kernel, c), head,
                       expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",))
             for c in (resolved(Split24Config(), 32, 4096), resolved(Split24Config(), 8, 4096))]
+    c8 = resolved(Split24Config(), 8, 4096)                 # as SparseLinear runs it
+    spmm.append(PTXTarget(f"split24.spmm[float16,int32,c{c8.cols_per_warp},w{c8.warps_per_band},out_t]",
+                          functools.partial(_spmm_kernel, c8, True), head,
+                          expects=(r"mma\.sp\.sync\.aligned\.m16n8k32",)))
     return spmm + [
         PTXTarget("split24.pack[float16]", _pack_kernel,
                   f"void({array_sig(dt, 2)}, {array_sig('uint32')})"),
