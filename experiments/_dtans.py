@@ -267,8 +267,10 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
     """Build each method once for ``A`` in ``dtype`` (SpMV, x standard normal with ``seed``),
     check it once on the GPU, then time it warm (no flush) and/or cold (L2 read-flushed
     before every call): one row per method and cache state, the schema of
-    ``spmvlab.methods.ROW_KEYS`` plus ``cache`` and ``build_s``. A method that fails gets a row
-    with ``error`` (the run goes on).
+    ``spmvlab.methods.ROW_KEYS`` plus ``cache`` and where the wall time went: ``problem_s``
+    (the problem in this dtype: x and the float64 product, shared by the methods),
+    ``build_s``, ``check_s`` and ``time_s`` (this cache state's timed calls, probe included in
+    the first). A method that fails gets a row with ``error`` (the run goes on).
 
     ``method_cap_s``: when one call (timed once first) times ``warmup + reps`` would pass it,
     the method runs ``cap_reps`` = max(3, what fits) timed calls after one warm-up instead
@@ -282,7 +284,9 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
 
     from spmvlab import methods
     from spmvlab.bench import effective_bandwidth
+    t_p = time.perf_counter()
     p = methods.Problem.make(A, dtype, seed=seed, lossy=True)
+    problem_s = time.perf_counter() - t_p
     rows = [] if into is None else into
     first = len(rows)
     for name in names:
@@ -304,6 +308,7 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
             chk = m.check()
             check_s = time.perf_counter() - t0 - build_s
             n, w, capped = reps, warmup, False
+            t1 = time.perf_counter()
             if method_cap_s:
                 one = m.time(reps=1, warmup=0, cold=False).median_us * 1e-6
                 if one * (reps + warmup) * len(caches) > method_cap_s:
@@ -311,12 +316,15 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
                     base["reps_capped"] = True
             for cache in caches:
                 t = m.time(reps=n, warmup=w, cold=cache == "cold", flush="read")
+                time_s, t1 = time.perf_counter() - t1, time.perf_counter()
                 rows.append(dict(base, cache=cache, impl=m.impl, check_passed=chk.passed,
                                  max_rel_err=chk.max_rel_err, n_bad=chk.n_bad,
                                  median_us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us,
                                  mean_us=t.mean_us, reps=t.reps, cold=t.cold, flush="read",
                                  bytes=m.nbytes, format_bytes=int(m.format_bytes),
-                                 tb_s=effective_bandwidth(m.nbytes, t.median_us), build_s=build_s))
+                                 tb_s=effective_bandwidth(m.nbytes, t.median_us),
+                                 problem_s=problem_s, build_s=build_s, check_s=check_s,
+                                 time_s=time_s))
             if log:
                 log(f"{base.get('matrix', '')} {p.dtype.name} {spec.name}: build {build_s:.1f} s, check "
                     f"{check_s:.1f} s, timing {time.perf_counter() - t0 - build_s - check_s:.1f} s"
@@ -431,7 +439,8 @@ def missing(cfg: dict, rows: list[dict]) -> dict:
 def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None) -> dict:
     """Every matrix of ``cfg`` in every dtype through :func:`time_matrix` (``only``: just the
     {matrix: {dtype: [methods]}} given, :func:`missing`); extras: the device's copy
-    bandwidth and L2 size, the wall seconds of each matrix (``matrix_seconds``), the
+    bandwidth and L2 size, the wall seconds of each matrix (``matrix_seconds``; of them its
+    generation or reading, ``load_seconds``; the rest by row: :func:`time_matrix`), the
     matrices done (``done``) and what was skipped for ``budget_s`` (``skipped``: a matrix
     not begun, "<matrix> <dtype>" or "<matrix> <dtype> <method>").
 
@@ -451,8 +460,9 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
     jobs = [j for j in matrices_gpu(cfg) if only is None or j[0] in only]
     rows, seconds, skipped, done = [], {}, [], []
     info = runinfo.device_info()
+    loads = {}
     extras = dict(copy_bandwidth=bench.copy_bandwidth(), l2_bytes=info.get("l2_bytes"),
-                  matrix_seconds=seconds, skipped=skipped, done=done)
+                  matrix_seconds=seconds, load_seconds=loads, skipped=skipped, done=done)
     start = time.perf_counter()
     budget = cfg.get("budget_s")
     deadline = start + budget if budget else None
@@ -482,7 +492,8 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
                     continue
             current = name
             A = load()
-            log(f"{name}: {A.shape[0]}x{A.shape[1]}, {A.nnz} nonzeros, loaded in {time.perf_counter() - t0:.1f} s")
+            loads[name] = time.perf_counter() - t0
+            log(f"{name}: {A.shape[0]}x{A.shape[1]}, {A.nnz} nonzeros, loaded in {loads[name]:.1f} s")
             extra = dict(matrix=name, source=source, family=spec["family"] if spec else "suitesparse")
             for dt in dtypes:
                 if left() <= 0:
@@ -568,7 +579,7 @@ def gpu_results(cfg: dict, desc: str) -> dict:
 def _from_saved(saved: dict, where: str) -> dict:
     """What a reuser keeps of fig7_dtans's saved results besides the rows, and where they
     came from (``rows_from``, the commit and date that measured them)."""
-    keep = ("copy_bandwidth", "l2_bytes", "matrix_seconds", "skipped")
+    keep = ("copy_bandwidth", "l2_bytes", "matrix_seconds", "load_seconds", "skipped")
     out = {k: saved.get(k) for k in keep}
     out.update(rows_from=where, rows_git_hash=saved["meta"]["git_hash"],
                rows_date=saved["meta"]["date_utc"])
@@ -630,6 +641,26 @@ def run_state(results: dict) -> list[str]:
     if capped:
         out.append(f"reps capped ({len(capped)}): {', '.join(capped[:12])}{' ...' if len(capped) > 12 else ''}")
     return out
+
+
+def wall_split(results: dict) -> str | None:
+    """One line: where a GPU run's wall seconds went (``matrix_seconds`` in all: loading or
+    generating the matrices, the problems, the methods' builds, checks and timed calls, and
+    the rest), from the rows' ``problem_s`` / ``build_s`` / ``check_s`` / ``time_s``; None
+    for results without them (runs before they were recorded)."""
+    rows = [r for r in results.get("rows") or [] if "time_s" in r]
+    if not rows:
+        return None
+    once = {}
+    for r in rows:                       # build and check: once per method (both cache rows)
+        once[(r["matrix"], r["dtype"], r["method"])] = (r["problem_s"], r["build_s"], r["check_s"])
+    problems = {(m, dt): v[0] for (m, dt, _), v in once.items()}
+    parts = dict(loading=sum((results.get("load_seconds") or {}).values()),
+                 problems=sum(problems.values()), builds=sum(v[1] for v in once.values()),
+                 checks=sum(v[2] for v in once.values()), timing=sum(r["time_s"] for r in rows))
+    total = sum((results.get("matrix_seconds") or {}).values())
+    parts["other"] = total - sum(parts.values())
+    return f"wall {total:.0f} s: " + ", ".join(f"{k} {v:.0f}" for k, v in parts.items())
 
 
 def speed_cells(rows: list[dict], cache: str, dtypes) -> list[dict]:

@@ -93,6 +93,9 @@ def throughput(results: dict) -> list[dict]:
 def report(results: dict):
     for line in D.run_state(results):
         print(line)
+    split = D.wall_split(results)
+    if split:
+        print(split)
     cols = [("matrix", "matrix", ""), ("dtype", "dtype", ""), ("nnz", "nnz", ""),
             ("baseline", "fastest", ""), ("baseline_us", "base us", ".1f"), ("dtans_us", "dtANS us", ".1f"),
             ("speedup", "speedup", ".2f"), ("size_ratio", "size", ".2f")]

@@ -144,6 +144,16 @@ def test_reusers_are_derived_without_a_gpu(name, tmp_path, monkeypatch, capsys):
     assert mod.derive(mod.config(budget_s=1.0), "fakegpu") is not None   # a time limit is not
 
 
+def test_wall_split_says_where_the_seconds_went():
+    """Builds and checks count once per method (two cache rows), problems once per matrix and
+    dtype, timing per row; the rest is 'other'; runs without the fields give None."""
+    row = dict(matrix="a", dtype="float32", problem_s=1.0, build_s=2.0, check_s=3.0)
+    rows = [dict(row, method=m, cache=c, time_s=0.5) for m in ("x", "y") for c in ("warm", "cold")]
+    res = dict(rows=rows, matrix_seconds={"a": 20.0}, load_seconds={"a": 4.0})
+    assert D.wall_split(res) == "wall 20 s: loading 4, problems 1, builds 4, checks 6, timing 2, other 3"
+    assert D.wall_split(dict(rows=[dict(matrix="a")])) is None
+
+
 def test_reuse_needs_the_same_commit_config_and_device(tmp_path, monkeypatch):
     from spmvlab import runinfo
     meta = {"git_hash": "a" * 40, "git_dirty": False, "date_utc": "2026-01-01T00:00:00+00:00",
@@ -249,6 +259,8 @@ def test_time_matrix_caps_slow_methods_and_logs(monkeypatch):
     assert calls == [(1, 0), (3, 1), (3, 1)]          # one probe call of 1 s, then 3 reps each
     assert [r["reps"] for r in rows] == [3, 3] and all(r["reps_capped"] for r in rows)
     assert len(lines) == 1 and "capped" in lines[0]
+    for key in ("problem_s", "build_s", "check_s", "time_s"):     # where the wall time went
+        assert all(isinstance(r[key], float) and r[key] >= 0 for r in rows), key
     calls.clear()
     rows = D.time_matrix(A, "float32", ["cusparse"], reps=20, warmup=3, caches=("warm",),
                          extra=dict(matrix="m"), method_cap_s=1e9)
@@ -260,8 +272,9 @@ def test_time_matrix_caps_slow_methods_and_logs(monkeypatch):
     monkeypatch.setattr(X, "checkpoint", lambda res: saved.append(len(res["rows"])))
     cfg = dict(D.GPU_FULL, real=[], synthetic=["stencil5", "watts20"], log2_nnz=[10], large=[],
                dtypes=["float32"], budget_s=None)
-    D.measure_gpu(cfg, "t")
+    res = D.measure_gpu(cfg, "t")
     assert saved == [1, 2]
+    assert set(res["load_seconds"]) == set(res["matrix_seconds"]) == set(res["done"])
 
 
 def _fake_gpu(monkeypatch):
