@@ -270,9 +270,9 @@ class SparseLinear(torch.nn.Module):
 
     def _multiply(self, x: torch.Tensor) -> torch.Tensor:
         """The product without the bias: SpMV for one token, else SpMM on the tokens as
-        X's columns (the kernels' Y = W @ X; written as Y's transpose straight into the
-        result where the format's kernels can, else copied), on torch's stream and
-        allocator."""
+        X's columns (the kernels' Y = W @ X, written as Y's transpose straight into the
+        result; GeneralSparse's generated kernels write Y, which is copied), on torch's
+        stream and allocator."""
         lead = tuple(x.shape[:-1])
         n = int(np.prod(lead, dtype=np.int64)) if lead else 1
         out = torch.empty(lead + (self.out_features,), dtype=x.dtype, device=x.device)

@@ -63,8 +63,9 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False, out_t: bo
                                             finite (a vote: the same in every lane)
     ``put(Y, r, j0, nvalid, accs, lane)``   after ``reduce``: the first lane holding a
                                             column's total writes Y[r, j0 + column]
-    ``put_at(Y, r, j, v)``                  Y[r, j] = v (``out_t``: Y[j, r]), the one place
-                                            that knows Y's layout
+    ``put_at(Y, r, j, v)``                  Y[r, j] = v (``out_t``: Y[j, r])
+    ``dims(Y)``                             (rows, columns) of the product Y holds; with
+                                            ``put_at`` the one place that knows Y's layout
     ``store(Y, r, j0, nvalid, accs, lane)`` ``reduce`` then ``put``
 
     The scattered reduction takes ct - 1 + log2(32 / ct) shuffles for ct <= 32 columns
@@ -114,6 +115,12 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False, out_t: bo
             Y[r, j] = v
 
     @inline_device
+    def dims(Y):
+        if out_t:
+            return Y.shape[1], Y.shape[0]
+        return Y.shape[0], Y.shape[1]
+
+    @inline_device
     def put(Y, r, j0, nvalid, accs, lane):
         if lane % D == 0:
             for i in range(R):
@@ -127,7 +134,7 @@ def tile_parts(dtype_name: str, ct: int, g: int, shared: bool = False, out_t: bo
         put(Y, r, j0, nvalid, accs, lane)
 
     return dict(zero=zero, fma_row=fma_row, reduce=reduce, finite=finite, put=put, store=store,
-                put_at=put_at)
+                put_at=put_at, dims=dims)
 
 
 #: groups of X each thread copies per round of :func:`fill_parts`' fill (independent loads in flight)

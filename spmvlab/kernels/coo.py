@@ -168,8 +168,7 @@ def _spmv_kernel(dtype_name: str, cfg: COOConfig):
 def _spmm_kernel(dtype_name: str, cfg: COOConfig, out_t: bool = False):
     acc = acc_type(dtype_name)
     warps_per_block = cfg.threads_per_block // WARP
-    put_at = tile_parts(dtype_name, 1, 1, out_t=out_t)["put_at"]
-    row_axis = 1 if out_t else 0
+    put_at, dims = (tile_parts(dtype_name, 1, 1, out_t=out_t)[k] for k in ("put_at", "dims"))
 
     @cuda.jit
     def coo_spmm(rows, cols, values, X, Y):
@@ -178,7 +177,8 @@ def _spmm_kernel(dtype_name: str, cfg: COOConfig, out_t: bool = False):
         lane = cuda.threadIdx.x % WARP
         r = cuda.blockIdx.x * warps_per_block + cuda.threadIdx.x // WARP
         j = cuda.blockIdx.y * WARP + lane
-        if r >= Y.shape[row_axis] or j >= X.shape[1]:
+        n_rows, k = dims(Y)
+        if r >= n_rows or j >= k:
             return
         n = rows.shape[0]
         p = row_start(rows, r)

@@ -704,8 +704,8 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
     W_ = _walk(dtype_name, params, False, ct, g, escapes, rows, out_t=out_t)
     tables, walk = W_["tables"], W_["walk"]
     locate, row_sum, count = _streams(lanes, rows)
-    zero, put_at = (tile_parts(dtype_name, ct, g, out_t=out_t)[k] for k in ("zero", "put_at"))
-    row_axis = 1 if out_t else 0
+    zero, put_at, dims = (tile_parts(dtype_name, ct, g, out_t=out_t)[k]
+                          for k in ("zero", "put_at", "dims"))
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit
@@ -717,7 +717,7 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
         sval, sdel, sinfo = tables(vtab, vinfo, dtab, v_used, d_used)
         lane = cuda.threadIdx.x % WARP
         wpb = cuda.blockDim.x // WARP
-        n_rows = Y.shape[row_axis]
+        n_rows, _ = dims(Y)
         n_streams = count(n_rows)
         j0 = cuda.blockIdx.y * ct
         nvalid = min(ct, nx - j0)

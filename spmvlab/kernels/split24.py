@@ -241,14 +241,8 @@ def _spmm_kernel(cfg: Split24Config, out_t: bool = False):
     f32 = np.float32
     f16 = np.float16
 
-    @inline_device
-    def dims(Y):
-        """(rows, columns) of the product whichever way Y holds it."""
-        if out_t:
-            return Y.shape[1], Y.shape[0]
-        return Y.shape[0], Y.shape[1]
-
-    put = tile_parts("float16", 1, 1, out_t=out_t)["put_at"]   # the product's (row, col) := v
+    # the product's (rows, columns) and its (row, col) := v, whichever way Y holds it
+    dims, put = (tile_parts("float16", 1, 1, out_t=out_t)[k] for k in ("dims", "put_at"))
 
     @inline_device
     def load_tile(values, meta, Xp, p, c, lane, g, t, jt0, jt_n, av, ev, bv):
