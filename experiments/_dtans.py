@@ -180,6 +180,16 @@ def _compared(cfg: dict) -> dict:
     return {k: v for k, v in X.R._jsonable(cfg).items() if k not in UNCOMPARED_KEYS}
 
 
+def _saved_runs(sibling: str, device: str):
+    """(path, results) of ``device``'s saved runs of experiment ``sibling``: the full run's
+    file, then the ``--quick`` one, those that exist."""
+    from spmvlab import experiment as X
+    for quick in (False, True):
+        path = X.results_path(sibling, device, quick)
+        if os.path.isfile(path):
+            yield path, X.load_results(path)
+
+
 def reuse_state(sibling: str, cfg: dict, needs_gpu: bool) -> tuple:
     """(saved results of experiment ``sibling`` on this machine's device, None) when they
     were measured with the same config (apart from :data:`UNCOMPARED_KEYS`) by the same
@@ -191,11 +201,7 @@ def reuse_state(sibling: str, cfg: dict, needs_gpu: bool) -> tuple:
     meta = runinfo.run_metadata()
     device = X.results_device(meta, needs_gpu)
     why = []
-    for quick in (False, True):
-        path = X.results_path(sibling, device, quick)
-        if not os.path.isfile(path):
-            continue
-        saved = X.load_results(path)
+    for path, saved in _saved_runs(sibling, device):
         m = saved.get("meta") or {}
         checks = (
             (_compared(cfg) == _compared(saved.get("config") or {}), "another config"),
@@ -572,8 +578,13 @@ def gpu_results(cfg: dict, desc: str) -> dict:
                 out[k] = out[k] or new[k]
         todo = missing(cfg, rows)
     if todo:
-        out["not_measured"] = sorted(f"{m} {dt}" for m, d in todo.items() for dt in d)
+        out["not_measured"] = _not_measured(todo)
     return dict(out, rows=rows)
+
+
+def _not_measured(todo: dict) -> list[str]:
+    """"<matrix> <dtype>" of each pair :func:`missing` lists."""
+    return sorted(f"{m} {dt}" for m, d in todo.items() for dt in d)
 
 
 def _from_saved(saved: dict, where: str) -> dict:
@@ -601,20 +612,15 @@ def reuser(name: str, finish):
         return finish(gpu_results(cfg, name), cfg)
 
     def derive(cfg: dict, device: str | None = None) -> dict | None:
-        from spmvlab import experiment as X
         from spmvlab import runinfo
         dev = device or runinfo.device_slug(runinfo.device_info())
-        for quick in (False, True):
-            path = X.results_path(SIBLING, dev, quick)
-            if not os.path.isfile(path):
-                continue
-            saved = X.load_results(path)
+        for _, saved in _saved_runs(SIBLING, dev):
             if _compared(cfg) != _compared(saved.get("config") or {}):
                 continue
             res = dict(_from_saved(saved, f"{SIBLING}.json of {dev}"), rows=list(saved["rows"]))
             todo = missing(cfg, res["rows"])
             if todo:
-                res["not_measured"] = sorted(f"{m} {dt}" for m, d in todo.items() for dt in d)
+                res["not_measured"] = _not_measured(todo)
             return dict(finish(res, cfg), source=dict(experiment=SIBLING, meta=saved["meta"]))
         return None
     return measure, derive
