@@ -49,7 +49,8 @@ Arrays (index = int32 unless a count needs int64, one dtype for all index arrays
 M = 256, l = 8, o = 3, f = 2) or ``"toy"`` (the paper's 2-bit example, K = 8, M = 4, l = 2).
 ``lanes_per_row`` (an option, 1, 2, 4, 8, 16 or 32): streams per row, the layout above; 1 is
 the paper's layout. ``rows_per_lane`` (an option, 1, 2, 4 or 8): rows per stream; at most
-one of the two is above 1.
+one of the two is above 1. ``first_delta`` (an option, ``"column"`` or ``"diagonal"``): what a
+unit's first delta is relative to (column 0, the paper's, or its row index).
 
 Choices the paper leaves open (this module is the specification; the coder's are in
 :mod:`reference.dtans`):
@@ -82,7 +83,7 @@ from ._common import (
 )
 from .dtans import ESCAPE, Params
 
-__all__ = ["PARAMS", "WARP", "LANES_PER_ROW", "CSRDtansMatrix", "encode", "spmv", "spmm",
+__all__ = ["PARAMS", "WARP", "LANES_PER_ROW", "FIRST_DELTAS", "unit_deltas", "CSRDtansMatrix", "encode", "spmv", "spmm",
            "decode_warp", "cusparse_bytes", "row_symbols", "delta_raw_bits", "stream_ptr",
            "ROWS_PER_LANE"]
 
@@ -94,6 +95,9 @@ WARP = 32
 LANES_PER_ROW = (1, 2, 4, 8, 16, 32)
 #: the rows per stream ``encode(rows_per_lane=...)`` takes
 ROWS_PER_LANE = (1, 2, 4, 8)
+#: what a unit's first delta is relative to, ``encode(first_delta=...)``: column 0 (the
+#: paper's) or the unit's row index
+FIRST_DELTAS = ("column", "diagonal")
 #: the dtype of the slot counts
 COUNT_DTYPE = np.dtype(np.uint16)
 _INDEX_ARRAYS = ("deltas", "row_lengths", "warp_ptr")
@@ -118,6 +122,7 @@ class CSRDtansMatrix(SparseFormat):
     params: str
     lanes_per_row: int = 1
     rows_per_lane: int = 1
+    first_delta: str = "column"
 
     format_name = "csr_dtans"
 
@@ -151,10 +156,15 @@ class CSRDtansMatrix(SparseFormat):
         K = int(self.dtans_params.K)
         return K * (self.values.dtype.itemsize + 4) + K * (self.deltas.dtype.itemsize + 4)
 
+    def delta_symbols(self) -> np.ndarray:
+        """The kept deltas as the coder's symbols (int64): the stored ones, or with
+        ``first_delta = "diagonal"`` those modulo ``2**delta_raw_bits(cols)`` (as uint64)."""
+        return _delta_symbols(self.deltas, self.first_delta, self.n_cols)
+
     def tables(self) -> tuple[dtans.Table, dtans.Table]:
         """(delta table, value table) as :class:`reference.dtans.Table` (cheap checks first)."""
         self.validate(checksum=False)
-        return _tables(self.deltas, self.delta_counts, self.values, self.value_counts,
+        return _tables(self.delta_symbols(), self.delta_counts, self.values, self.value_counts,
                        self.dtans_params, self.n_cols)
 
     def to_csr(self) -> sp.csr_matrix:
@@ -199,7 +209,17 @@ class CSRDtansMatrix(SparseFormat):
                           f"counts in [1, M = {P.M}] (the escape's in [0, {P.M}])", c.tolist()[:8])
             self._require(int(c.astype(np.int64).sum()) <= P.K, cnt, f"at most K = {P.K} slots in all",
                           int(c.astype(np.int64).sum()))
-        self._require(bool(np.all(self.deltas >= 0)), "deltas", "deltas >= 0", "a negative delta")
+        self._require(self.first_delta in FIRST_DELTAS, "first_delta", f"one of {FIRST_DELTAS}",
+                      repr(self.first_delta))
+        if self.first_delta == "column":
+            self._require(bool(np.all(self.deltas >= 0)), "deltas", "deltas >= 0", "a negative delta")
+        else:                   # signed symbols of raw bits (int32 ones always are)
+            raw, d = delta_raw_bits(self.n_cols), self.deltas
+            if d.size and raw < d.dtype.itemsize * 8:
+                half = 1 << (raw - 1)
+                self._require(bool(np.all((d >= -half) & (d < half))), "deltas",
+                              f"deltas in [-2**{raw - 1}, 2**{raw - 1}) (first_delta 'diagonal')",
+                              f"range [{d.min()}, {d.max()}]")
         self._check_index_array("row_lengths", self.row_lengths, self.n_rows)
         rl = self.row_lengths
         self._require(bool(np.all((rl >= 0) & (rl <= self.n_cols))), "row_lengths",
@@ -222,8 +242,9 @@ class CSRDtansMatrix(SparseFormat):
         distinct."""
         indptr, cols, vals = _decode(self)
         if cols.size:
-            self._require(int(cols.max()) < self.n_cols, "words",
-                          f"decoded columns in [0, {self.n_cols})", f"column {int(cols.max())}",
+            bad = int(cols.max()) if int(cols.max()) >= self.n_cols else int(cols.min())
+            self._require(0 <= bad < self.n_cols, "words",
+                          f"decoded columns in [0, {self.n_cols})", f"column {bad}",
                           "re-encode the matrix")
         if not canonical:
             return
@@ -234,7 +255,7 @@ class CSRDtansMatrix(SparseFormat):
                       "strictly increasing columns within each row", "a repeated or decreasing column")
         self._require(bool(np.all(vals != 0)), "words", "no explicit zeros", "a stored zero")
         vbits = self.values.view(_uint(self.values.dtype))
-        for name, syms in (("values", vbits), ("deltas", self.deltas)):
+        for name, syms in (("values", vbits), ("deltas", self.delta_symbols())):
             self._require(np.unique(syms).size == syms.size, name, "distinct table symbols",
                           "a symbol twice")
 
@@ -244,10 +265,51 @@ def delta_raw_bits(n_cols: int) -> int:
     return 32 if int(n_cols) <= 1 << 32 else 64
 
 
+def _delta_symbols(deltas: np.ndarray, first_delta: str, n_cols: int) -> np.ndarray:
+    """The coder's symbols of stored kept ``deltas``: themselves (int64), or for
+    ``first_delta = "diagonal"`` modulo ``2**delta_raw_bits(n_cols)`` (uint64)."""
+    if first_delta != "diagonal":
+        return deltas.astype(np.int64)
+    raw = delta_raw_bits(n_cols)
+    u = deltas.astype(np.int64).view(np.uint64)
+    return u if raw == 64 else u & np.uint64((1 << raw) - 1)
+
+
+def _signed_deltas(q: dict, idx: np.dtype, n_cols: int) -> dict:
+    """``first_delta = "diagonal"``: multiplicities ``q`` keyed by the signed deltas (the
+    stored form) instead of their symbols modulo ``2**raw_bits``."""
+    raw = delta_raw_bits(n_cols)
+    half, full = 1 << (raw - 1), 1 << raw
+    return {s if s is ESCAPE or int(s) < half else int(s) - full: c for s, c in q.items()}
+
+
+def unit_deltas(indptr: np.ndarray, cols: np.ndarray, lanes_per_row: int = 1,
+                first_delta: str = "column", n_cols: int = 0) -> np.ndarray:
+    """Every nonzero's delta symbol in CSR order (int64; uint64 for ``"diagonal"``): its
+    column minus the previous column of its unit (row, or piece with ``lanes_per_row``), for
+    a unit's first nonzero minus 0 (``"column"``) or the unit's row (``"diagonal"``, modulo
+    ``2**delta_raw_bits(n_cols)``)."""
+    cols = np.asarray(cols, dtype=np.int64)
+    uptr = stream_ptr(indptr, lanes_per_row)
+    prev = np.empty_like(cols)
+    prev[1:] = cols[:-1]
+    starts = uptr[:-1][np.diff(uptr) > 0]
+    base = np.arange(uptr.size - 1, dtype=np.int64)[np.diff(uptr) > 0] // int(lanes_per_row)
+    if cols.size:
+        prev[starts] = base if first_delta == "diagonal" else 0
+    d = cols - prev
+    if first_delta != "diagonal":
+        return d
+    raw = delta_raw_bits(n_cols)
+    u = d.view(np.uint64)
+    return u if raw == 64 else u & np.uint64((1 << raw) - 1)
+
+
 def _tables(deltas, delta_counts, values, value_counts, P: Params, n_cols: int) -> tuple:
-    """(delta table, value table) from the stored symbols and counts."""
+    """(delta table, value table) from the kept delta symbols (:func:`_delta_symbols`), the
+    stored values and the counts."""
     out = []
-    for syms, cnt, raw in ((deltas.astype(np.int64), delta_counts, delta_raw_bits(n_cols)),
+    for syms, cnt, raw in ((deltas, delta_counts, delta_raw_bits(n_cols)),
                            (values.view(_uint(values.dtype)), value_counts, values.dtype.itemsize * 8)):
         mult = {int(s): int(c) for s, c in zip(syms.tolist(), cnt[:-1].tolist())}
         if int(cnt[-1]):
@@ -320,14 +382,14 @@ def row_symbols(cols: np.ndarray, value_bits: np.ndarray) -> list:
 def _decode(M: CSRDtansMatrix):
     """(indptr int64, columns int64, values) of every nonzero, decoded warp by warp."""
     P = M.dtans_params
-    tables = _tables(M.deltas, M.delta_counts, M.values, M.value_counts, P, M.n_cols)
+    tables = _tables(M.delta_symbols(), M.delta_counts, M.values, M.value_counts, P, M.n_cols)
     lengths = M.row_lengths.astype(np.int64)
     indptr = np.concatenate(([0], np.cumsum(lengths)))
-    units = stream_ptr(indptr, M.lanes_per_row)                        # first delta a column
     sptr = stream_ptr(indptr, M.lanes_per_row, M.rows_per_lane)
     pieces = np.diff(sptr)
     ptr = M.warp_ptr.astype(np.int64)
-    cols, bits = [], []
+    diag = M.first_delta == "diagonal"
+    deltas, bits = [], []
     kept_v = M.values.view(_uint(M.values.dtype))
     for w in range(M.n_warps):
         n = pieces[w * WARP:(w + 1) * WARP]
@@ -335,20 +397,26 @@ def _decode(M: CSRDtansMatrix):
             streams = decode_warp(M.words[ptr[w]:ptr[w + 1]], (2 * n).tolist(), tables, P)
         except DecodeError as exc:
             raise DecodeError(f"{type(M).__name__}.{exc} (warp {w}): re-encode the matrix") from None
-        for t, s in enumerate(streams):
-            d = np.array(s[0::2], dtype=np.int64)
-            if M.rows_per_lane > 1:                 # each row's columns from 0
-                j = w * WARP + t
-                a = sptr[j]
-                lo = np.searchsorted(units, a, side="right")          # units in (a, end)
-                hi = np.searchsorted(units, sptr[j + 1], side="left")
-                cuts = units[lo:hi] - a
-                cols += [np.cumsum(part) for part in np.split(d, cuts)]
-            else:
-                cols.append(np.cumsum(d))
+        for s in streams:                 # the streams' nonzeros follow each other in CSR order
+            deltas.append(np.array(s[0::2], dtype=np.uint64 if diag else np.int64))
             bits.append(np.array(s[1::2], dtype=kept_v.dtype))
-    indptr = np.concatenate(([0], np.cumsum(lengths)))
-    cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+    d = np.concatenate(deltas) if deltas else np.zeros(0, np.uint64 if diag else np.int64)
+    # columns: each unit's (row's or piece's) deltas summed from its base (0 or its row;
+    # modulo 2**raw_bits for "diagonal", in wrapping uint64)
+    units = stream_ptr(indptr, M.lanes_per_row)
+    per_unit = np.diff(units)
+    unit_of = np.repeat(np.arange(per_unit.size, dtype=np.int64), per_unit)
+    cum = np.cumsum(d, dtype=d.dtype)
+    before = np.concatenate((np.zeros(1, d.dtype), cum))[units[:-1]]
+    if diag:
+        base = (np.arange(per_unit.size, dtype=np.int64) // int(M.lanes_per_row)).astype(np.uint64)
+        cols = (base[unit_of] + cum - before[unit_of])
+        raw = delta_raw_bits(M.n_cols)
+        if raw < 64:
+            cols &= np.uint64((1 << raw) - 1)
+        cols = cols.view(np.int64)
+    else:
+        cols = cum - before[unit_of]
     vals = (np.concatenate(bits) if bits else kept_v[:0]).view(M.values.dtype)
     return indptr, cols, vals
 
@@ -393,19 +461,31 @@ def check_rows_per_lane(rows_per_lane, lanes_per_row: int) -> int:
     return int(rows_per_lane)
 
 
+def check_first_delta(first_delta) -> str:
+    """``first_delta`` as given, or OptionError naming the values it takes."""
+    if not isinstance(first_delta, str) or first_delta not in FIRST_DELTAS:
+        from ._common import OptionError, problem
+        raise OptionError(problem("first_delta", f"one of {FIRST_DELTAS}", repr(first_delta),
+                                  "pass 'column' (the paper's) or 'diagonal'"))
+    return first_delta
+
+
 def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
-           lanes_per_row: int = 1, rows_per_lane: int = 1) -> CSRDtansMatrix:
+           lanes_per_row: int = 1, rows_per_lane: int = 1,
+           first_delta: str = "column") -> CSRDtansMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`CSRDtansMatrix`.
 
     ``params``: ``"paper"`` or ``"toy"`` (:data:`PARAMS`); ``dtype`` the value dtype
     (default: A's own); ``lossy``: accept values that overflow or underflow in ``dtype``;
     ``lanes_per_row``: streams per row; ``rows_per_lane``: rows per stream (module docstring;
-    1 and 1: the paper's layout)."""
+    1 and 1: the paper's layout); ``first_delta``: a unit's first delta from column 0
+    (``"column"``, the paper's) or from its row (``"diagonal"``)."""
     if params not in PARAMS:
         from ._common import OptionError, problem
         raise OptionError(problem("params", f"one of {sorted(PARAMS)}", repr(params)))
     lanes = check_lanes_per_row(lanes_per_row)
     rpl = check_rows_per_lane(rows_per_lane, lanes)
+    first_delta = check_first_delta(first_delta)
     P = PARAMS[params]
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
@@ -415,7 +495,9 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     indptr = csr.indptr.astype(np.int64)
     cols = csr.indices.astype(np.int64)
     uptr = stream_ptr(indptr, lanes)                  # units: rows or pieces
-    units = [row_symbols(cols[uptr[i]:uptr[i + 1]], vbits[uptr[i]:uptr[i + 1]])
+    dsym = unit_deltas(indptr, cols, lanes, first_delta, n_cols).tolist()
+    vsym = vbits.tolist()
+    units = [[x for pair in zip(dsym[uptr[i]:uptr[i + 1]], vsym[uptr[i]:uptr[i + 1]]) for x in pair]
              for i in range(uptr.size - 1)]
     streams = [sum(units[i:i + rpl], []) for i in range(0, len(units), rpl)]
     deltas_all = [s for st in streams for s in st[0::2]]
@@ -435,11 +517,11 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
         warp_ptr.append(len(words))
     idx = index_dtype_for(csr.nnz, len(words), n_rows, n_cols)
     v_syms, v_counts = stored_table(vq, dt, _uint(dt))
-    d_syms, d_counts = stored_table(dq, idx)
+    d_syms, d_counts = stored_table(dq if first_delta == "column" else _signed_deltas(dq, idx, n_cols), idx)
     return CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
                           row_lengths=np.diff(indptr).astype(idx), warp_ptr=np.array(warp_ptr, dtype=idx),
                           words=np.array(words, dtype=P.word_dtype), shape=(int(n_rows), int(n_cols)),
-                          params=params, lanes_per_row=lanes, rows_per_lane=rpl)
+                          params=params, lanes_per_row=lanes, rows_per_lane=rpl, first_delta=first_delta)
 
 
 # ---------------------------------------------------------------------------------------------

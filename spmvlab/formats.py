@@ -288,7 +288,11 @@ register(FormatInfo(
                                      "long-row layout for LLM weights; 1: the paper's)"),
              "rows_per_lane": Option(1, None, "rows per stream, 1, 2, 4 or 8: that many short "
                                      "rows decoded one after another by one lane, sharing "
-                                     "segments (lanes_per_row must then be 1)")},
+                                     "segments (lanes_per_row must then be 1)"),
+             "first_delta": Option("column", None, "'column' or 'diagonal': what a row's (or piece's) "
+                                   "first delta counts from: column 0 (the paper's) or the row "
+                                   "index, so banded and stencil rows' first columns need no "
+                                   "escape")},
     doc="CSR-dtANS (Schaetzle et al.): per-row delta-coded columns and values entropy coded with "
         "dtANS (one table per domain, escapes for rare symbols), 32 row streams interleaved per "
         "warp in lockstep read order; numba encoder; decode-on-the-fly kernels (a lane per row, "

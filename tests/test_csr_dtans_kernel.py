@@ -221,3 +221,82 @@ def test_long_row_layout_rejects_a_bad_lane_count_and_corruption():
     for bad in (3, 16, True):
         with pytest.raises(OptionError, match="rows_per_lane"):
             E.encode(A, dtype=np.float32, rows_per_lane=bad)
+
+
+def banded_with_outliers(n_rows=70, n_cols=90, far=((3, 88), (40, 1))):
+    """Rows i holding columns i - 2 .. i + 2 (clipped) with small integer values, plus the
+    ``far`` entries: with ``first_delta="diagonal"`` every row's first delta is one of a few
+    small numbers (-2, -1, 0) except the rows of the far entries and the first rows, so
+    only a few segments of the warps meet an escaped delta."""
+    rows, cols = [], []
+    for i in range(n_rows):
+        c = [j for j in range(i - 2, i + 3) if 0 <= j < n_cols]
+        rows += [i] * len(c)
+        cols += c
+    for r, c in far:
+        rows.append(r)
+        cols.append(c)
+    rng = np.random.default_rng(9)
+    vals = rng.integers(1, 4, len(rows)).astype(float)
+    return sp.csr_matrix((vals, (rows, cols)), shape=(n_rows, n_cols))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("layout", [{}, {"lanes_per_row": 8}, {"rows_per_lane": 4}])
+def test_diagonal_first_deltas(layout):
+    """``first_delta="diagonal"`` (a unit's first delta from its row index): negative first
+    deltas round-trip; the fast encoder writes the reference's bytes; SpMV, SpMM and SpMM
+    into Y's transpose match the exact product in garbage-filled outputs, and the device
+    check accepts the matrix, on (a) a banded matrix whose rows' first deltas need no
+    escape except a few (so warps take both the segment code with escape events and the
+    one without), (b) the same without the far entries' escapes and first rows (no escape
+    slot at all) and (c) the ragged warp whose values and deltas escape everywhere."""
+    from spmvlab.encoders import csr_dtans as E
+    band = banded_with_outliers()
+    cases = [(band, np.float32, "some escapes"),
+             (banded_with_outliers(far=())[2:, :], np.float32, "first rows cut"),
+             (ragged(np.float16, seed=11)[0], np.float16, "ragged")]
+    rng = np.random.default_rng(12)
+    for A, dt, what in cases:
+        M = R.encode(A, dtype=dt, first_delta="diagonal", **layout)
+        assert M.first_delta == "diagonal" and M.options()["first_delta"] == "diagonal"
+        assert np.array_equal(M.to_csr().toarray(), sp.csr_matrix(A).toarray().astype(dt)), what
+        F = E.encode(A, dtype=dt, first_delta="diagonal", **layout)
+        assert all(np.array_equal(a, b) and a.dtype == b.dtype
+                   for (_, a), (_, b) in zip(M.arrays(), F.arrays())), what
+        if what == "some escapes":
+            assert M.delta_counts[-1] > 0 and (M.deltas < 0).any(), "the case must escape"
+        x = rng.standard_normal(A.shape[1]).astype(dt)
+        X = rng.standard_normal((A.shape[1], 3)).astype(dt)
+        check_parity(R, K, M, x, X, config=CFG)
+        Yt = garbage_like((3, A.shape[0]), dt)
+        assert K.spmm(M, X, out=Yt, config=CFG, out_t=True) is Yt
+        assert_close(Yt.T, M.to_csr(), X, dt, f"diagonal {what} out_t")
+        assert K.device_check(K.to_device(M, check="host")) == [], what
+    # the paper's first deltas cost this matrix escapes on every row; the rows' own do not
+    C = R.encode(band, dtype=np.float32, **layout)
+    D = R.encode(band, dtype=np.float32, first_delta="diagonal", **layout)
+    assert D.nbytes < C.nbytes
+
+
+def test_first_delta_is_checked_and_switching_it_breaks_the_matrix():
+    """A ``first_delta`` the encoders do not take is refused naming it; a matrix whose
+    first_delta is changed after encoding fails its checks (negative stored deltas, or
+    columns shifted out of range), on the host and on the device."""
+    from reference._common import OptionError
+    from spmvlab.encoders import csr_dtans as E
+    A = banded_with_outliers()
+    for bad in ("row", None, 1):
+        for enc in (R.encode, E.encode):
+            with pytest.raises(OptionError, match="first_delta"):
+                enc(A, dtype=np.float32, first_delta=bad)
+    D = R.encode(A, dtype=np.float32, first_delta="diagonal")
+    with pytest.raises(FormatError, match="first_delta"):
+        dataclasses.replace(D, first_delta="rows", checksum=None).validate()
+    with pytest.raises(FormatError, match="deltas"):
+        dataclasses.replace(D, first_delta="column", checksum=None).validate()
+    C = R.encode(A, dtype=np.float32)
+    moved = dataclasses.replace(C, first_delta="diagonal", checksum=None)
+    with pytest.raises(FormatError, match="words"):
+        moved.validate(expensive=True)
+    assert K.device_check(K._upload(moved)) == ["words"]

@@ -101,16 +101,16 @@ def table_bits(M, A=None) -> dict:
     sum / 8. ``A``: the canonical CSR ``M`` encodes (default: ``M.to_csr()``, slow for big
     matrices). Escaped symbols count ``log2(K / q_escape)`` plus their raw bits rounded up to
     whole words, as they are stored."""
-    from reference.csr_dtans import delta_raw_bits
+    from reference.csr_dtans import delta_raw_bits, unit_deltas
     P = M.dtans_params
     csr = M.to_csr() if A is None else A
     dt = M.values.dtype
     u = np.dtype(f"u{dt.itemsize}")
     vsym = csr_value_array(csr, dt).view(u)
-    dsym = column_deltas(csr)
+    dsym = unit_deltas(csr.indptr, csr.indices, M.lanes_per_row, M.first_delta, M.n_cols)
     wb = int(P.word_bits)
     raw_v = int(P.raw_words(8 * dt.itemsize)) * wb
     raw_d = int(P.raw_words(delta_raw_bits(M.n_cols))) * wb
     vb = _domain_bits(vsym, M.values.view(u), M.value_counts, int(P.K), raw_v)
-    db = _domain_bits(dsym, M.deltas.astype(np.int64), M.delta_counts, int(P.K), raw_d)
+    db = _domain_bits(dsym, M.delta_symbols(), M.delta_counts, int(P.K), raw_d)
     return dict(delta_bits=db, value_bits=vb, bound_bytes=(db + vb) / 8.0)

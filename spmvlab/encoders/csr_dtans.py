@@ -39,14 +39,15 @@ _encode_stream = _codec_njit(encode_stream)
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def _deltas(indptr, cols, out):
-    """``out[k]`` = column step of nonzero ``k`` from the previous one of its row (its column
-    for a row's first), as uint64; rows in parallel."""
+def _deltas(indptr, cols, per_row, diagonal, mask, out):
+    """``out[k]`` = column step of nonzero ``k`` from the previous one of its unit (for a
+    unit's first: from 0, or with ``diagonal`` from the unit's row ``u // per_row``), as
+    uint64 & ``mask``; units in parallel."""
     for r in prange(indptr.size - 1):
-        prev = 0
+        prev = r // per_row if diagonal else 0
         for k in range(indptr[r], indptr[r + 1]):
             c = cols[k]
-            out[k] = np.uint64(c - prev)
+            out[k] = np.uint64(c - prev) & mask
             prev = c
 
 
@@ -277,10 +278,12 @@ def _lookup_table(q: dict):
 
 
 def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
-           lanes_per_row: int = 1, rows_per_lane: int = 1) -> R.CSRDtansMatrix:
+           lanes_per_row: int = 1, rows_per_lane: int = 1,
+           first_delta: str = "column") -> R.CSRDtansMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`reference.csr_dtans.CSRDtansMatrix`,
     byte for byte ``reference.csr_dtans.encode(A, dtype, lossy, params, lanes_per_row,
-    rows_per_lane)`` (and its errors and warning). Deltas restart at each unit (row or piece)
+    rows_per_lane, first_delta)`` (and its errors and warning). Deltas restart at each unit
+    (row or piece; from 0, or from its row with ``first_delta="diagonal"``)
     and the streams (pieces, rows or groups of rows: ``reference.csr_dtans.stream_ptr``) are
     coded as rows."""
     if params not in R.PARAMS:
@@ -288,6 +291,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
                                   "pass params='paper' or params='toy'"))
     lanes = R.check_lanes_per_row(lanes_per_row)
     rpl = R.check_rows_per_lane(rows_per_lane, lanes)
+    first_delta = R.check_first_delta(first_delta)
     P = R.PARAMS[params]
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
@@ -302,8 +306,10 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     cols = csr.indices.astype(np.int64)
     nnz = int(cols.size)
     deltas = np.empty(nnz, np.uint64)
-    _deltas(uptr, cols, deltas)
     vraw, draw = dt.itemsize * 8, R.delta_raw_bits(n_cols)
+    diagonal = first_delta == "diagonal"
+    mask = np.uint64((1 << draw) - 1 if diagonal and draw < 64 else (1 << 64) - 1)
+    _deltas(uptr, cols, np.int64(lanes), diagonal, mask, deltas)
     K = int(P.K)
     vc, vrest = _top(vbits, K)
     dc, drest = _top(deltas, K)
@@ -336,8 +342,8 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     idx = index_dtype_for(nnz, words.size, n_rows, n_cols)
 
     v_syms, v_counts = R.stored_table(vq, dt, uint)
-    d_syms, d_counts = R.stored_table(dq, idx)
+    d_syms, d_counts = R.stored_table(R._signed_deltas(dq, idx, n_cols) if diagonal else dq, idx)
     return R.CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
                             row_lengths=np.diff(indptr).astype(idx), warp_ptr=warp_ptr.astype(idx),
                             words=words, shape=(n_rows, n_cols), params=params,
-                            lanes_per_row=lanes, rows_per_lane=rpl)
+                            lanes_per_row=lanes, rows_per_lane=rpl, first_delta=first_delta)

@@ -27,13 +27,20 @@ Thread and data mapping
   it so that a segment's positions stay one block of code),
   the ``f = 2`` checks (lanes whose radix stays below W after the digit group), the
   unconditional load of the third word (lanes not in their last segment). The ``o = 3``
-  initial words are three events with one ballot (lanes with a nonempty row).
+  initial words are three events with one ballot (lanes with a nonempty row). Each
+  segment's code exists twice: a warp whose lanes find no escape slot among their valid
+  positions (each lane scans its slots, one vote) takes the copy without escape events,
+  which would read nothing; with ``first_delta = "diagonal"`` (rows' columns from their row
+  index) banded and stencil rows escape only at the matrix's edges, so nearly every
+  segment takes it.
 * State: between digit groups the digit ``d`` and radix ``r`` are below W (32 bits); a
   group's four digits (bases up to M = 256) are folded into one pair ``(D, B)`` with
   ``B - 1`` in 32 bits, and ``d * B + D`` is one 32 x 32 -> 64-bit product (low half and
   ``umulhi``), whose high half is the extracted state when ``r * B >= W`` (else the word is
   read). Both parameter sets of the format run (``paper``: 32-bit words, ``toy``: 2-bit
   words in uint8), with ``o = 3`` and ``f = 2``.
+* Columns: a row's (or piece's) first delta counts from column 0, or from its row index
+  with ``first_delta = "diagonal"`` (sums in wrapping int32, the format's modulo 2**32).
 * Sums: each lane adds its row's products in column order in float32 (float16/float32
   values) or float64, as ``reference.csr``; y has the matrix's value dtype. Only stored
   nonzeros are multiplied, so NaN/Inf propagate as in CSR.
@@ -146,6 +153,7 @@ class DeviceCSRDtans:
     row_lengths: object
     lanes_per_row: int
     rows_per_lane: int
+    first_delta: str
     warp_ptr: object
     words: object
     shape: tuple
@@ -226,7 +234,8 @@ def _upload(M: CSRDtansMatrix) -> DeviceCSRDtans:
     check_int32("shape[1] (columns)", M.n_cols)      # columns are decoded in int32
     check_int32("words.size", M.words.size)          # words are addressed in 32 bits
     vsym, vinfo, v_esc, v_used = table_layout(M.values, M.value_counts)
-    # deltas fit int32 in a valid matrix (< cols); larger ones are clipped, still out of range
+    # deltas fit int32 in a valid matrix (< cols; "diagonal": signed 32-bit); larger ones
+    # are clipped, still out of range
     deltas = np.minimum(M.deltas.astype(np.int64), np.iinfo(np.int32).max).astype(np.int32)
     dsym, dinfo, d_esc, d_used = table_layout(deltas, M.delta_counts)
     vtab, dtab = packed_tables(vsym, vinfo, dsym, dinfo)
@@ -234,7 +243,7 @@ def _upload(M: CSRDtansMatrix) -> DeviceCSRDtans:
         vsym=to_dev(_nonempty(vsym)), vinfo=to_dev(_nonempty(vinfo)), vtab=to_dev(_nonempty(vtab)),
         dtab=to_dev(_nonempty(dtab)), v_esc=v_esc, v_used=v_used, d_esc=d_esc, d_used=d_used,
         row_lengths=to_dev(_nonempty(M.row_lengths)), lanes_per_row=int(M.lanes_per_row),
-        rows_per_lane=int(M.rows_per_lane),
+        rows_per_lane=int(M.rows_per_lane), first_delta=M.first_delta,
         warp_ptr=to_dev(M.warp_ptr),
         words=to_dev(_nonempty(M.words)), shape=M.shape, dtype=M.dtype, params=M.params,
         nbytes=M.nbytes)
@@ -253,7 +262,8 @@ def shared_bytes(dtype, params: str) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
-          escapes: int = ESC_BOTH, rows: int = 1, spmv: bool = False, out_t: bool = False):
+          escapes: int = ESC_BOTH, rows: int = 1, spmv: bool = False, out_t: bool = False,
+          diag: bool = False):
     """``fill(...)`` (the tables into shared memory) and ``walk(...)`` (one slice) for value
     dtype, parameter set and mode: products into ``ct`` accumulators (``check=False``) or
     the device check's tests (``check=True``). ``escapes``: the tables with escape slots
@@ -261,7 +271,8 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
     no escape events at all). ``rows``: rows per stream (the
     matrix's ``rows_per_lane``). ``spmv``: x is a vector (one accumulator, gathered
     directly), else X is flat with ``ct`` accumulators per stream; ``out_t``: Y is the
-    product's transpose, (columns, rows).
+    product's transpose, (columns, rows); ``diag``: a row's columns start from its row index
+    (``first_delta = "diagonal"``; 32-bit wrapping sums, as the format's modulo 2**32).
 
     The l positions of a segment are written out one by one (a chain of device functions,
     each specialised on its position), so every slot's bit offset, table and domain are
@@ -387,7 +398,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             32-bit add and a wide multiply-add make the address)."""
             return u64(words[u32(start + i)]), bad
 
-    def position(k: int):
+    def position(k: int, esc_mask: int):
         """``step(...)``: position k of a segment (a delta for even k, a value for odd):
         its slot, table entry, escape event (with ``escapes``), column or product, and its
         digit folded into its group's (D, B)."""
@@ -396,7 +407,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         nraw = RAW_D if is_delta else RAW_V
         spill = SPILL_D if is_delta else SPILL_V
         bits = dbits if is_delta else vbits
-        esc_here = bool(escapes & (ESC_DELTAS if is_delta else ESC_VALUES))
+        esc_here = bool(esc_mask & (ESC_DELTAS if is_delta else ESC_VALUES))
 
         @inline_device
         def step(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end,
@@ -443,6 +454,8 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                         col = colt(col + colt(raw))
                     else:
                         col = colt(col + colt(i32(u32(ent & u64(0xFFFFFFFF)))))
+                    if check and diag:                    # the format's sums modulo 2**32
+                        col = colt(col & colt(0xFFFFFFFF))
             elif valid:
                 if check:
                     if col < 0 or col >= n_cols:
@@ -463,10 +476,10 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                     if rowleft == 0:
                         if not check:
                             store(Y, row0 + ri, j0, nvalid, accs)
-                        col = colt(0)
                         ri += 1
                         while ri < rows and lens[ri] == 0:
                             ri += 1
+                        col = colt(row0 + ri) if diag else colt(0)
                         if ri < rows:
                             rowleft = lens[ri]
             bm1 = info >> u32(8)                          # base - 1
@@ -476,9 +489,9 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
 
         return step
 
-    def chain(k: int, stop: int):
+    def chain(k: int, stop: int, esc_mask: int):
         """Positions [k, stop) of a segment, one after another, (D, B) restarting at k."""
-        step = position(k)
+        step = position(k, esc_mask)
         if k + 1 == stop:
             @inline_device
             def last(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end, sval,
@@ -488,7 +501,7 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                             sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0,
                             nvalid, accs, n_cols, rowleft, ri, lens, Y, row0)
             return last
-        rest = chain(k + 1, stop)
+        rest = chain(k + 1, stop, esc_mask)
 
         @inline_device
         def walk_from(w0, w1, w2, rem, col, D, B, pos, bad, start, below, words, end, sval,
@@ -503,7 +516,35 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                         accs, n_cols, rowleft, ri, lens, Y, row0)
         return walk_from
 
-    group0, group1 = chain(0, HALF), chain(HALF, L)
+    # with escape events (the domains in ``escapes``) and without: a segment in which no
+    # lane of the warp meets an escape slot takes the second, shorter code (its escape
+    # events would read nothing)
+    group0, group1 = chain(0, HALF, escapes), chain(HALF, L, escapes)
+    plain0, plain1 = chain(0, HALF, 0), chain(HALF, L, 0)
+
+    def scan(k: int):
+        """``hit(...)``: whether one of this lane's valid positions k .. l - 1 of the segment
+        holds an escape slot of a domain in ``escapes``."""
+        unpack = unpacker(k)
+        mine = bool(escapes & (ESC_DELTAS if k % 2 == 0 else ESC_VALUES))
+
+        @inline_device
+        def here(w0, w1, w2, rem, v_esc, d_esc):
+            h = False
+            if mine:
+                h = k < rem and unpack(w0, w1, w2) >= u32(d_esc if k % 2 == 0 else v_esc)
+            return h
+        if k + 1 == L:
+            return here
+        rest = scan(k + 1)
+
+        @inline_device
+        def hit(w0, w1, w2, rem, v_esc, d_esc):
+            return here(w0, w1, w2, rem, v_esc, d_esc) or rest(w0, w1, w2, rem, v_esc, d_esc)
+        return hit
+
+    any_escape = scan(0)
+    split = escapes != 0 and not check       # two codes per segment only where it pays
 
     @inline_device
     def walk(words, start, end, n, lane, sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used,
@@ -549,17 +590,29 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                 ri += 1
             if ri < rows:
                 rowleft = lens[ri]
+        if diag:                       # the first row's columns count from its index
+            col = colt(row0 + ri)
         while j < most:
             notlast = j < nseg - 1
             rem = i32(max(min(left, i64(L)), i64(0)))
-            col, D0, B0, pos, bad, rowleft, ri = group0(
-                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
-                sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
-                n_cols, rowleft, ri, lens, Y, row0)
-            col, D1, B1, pos, bad, rowleft, ri = group1(
-                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
-                sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs,
-                n_cols, rowleft, ri, lens, Y, row0)
+            if split and not cuda.any_sync(FULL_MASK, any_escape(w0, w1, w2, rem, v_esc, d_esc)):
+                col, D0, B0, pos, bad, rowleft, ri = plain0(
+                    w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
+                    sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                    accs, n_cols, rowleft, ri, lens, Y, row0)
+                col, D1, B1, pos, bad, rowleft, ri = plain1(
+                    w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
+                    sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                    accs, n_cols, rowleft, ri, lens, Y, row0)
+            else:
+                col, D0, B0, pos, bad, rowleft, ri = group0(
+                    w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
+                    sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                    accs, n_cols, rowleft, ri, lens, Y, row0)
+                col, D1, B1, pos, bad, rowleft, ri = group1(
+                    w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
+                    sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                    accs, n_cols, rowleft, ri, lens, Y, row0)
             # the two checks: group g's digits join the state, then word g is extracted
             # from it (radix >= W) or read
             for grp in range(2):
@@ -568,22 +621,24 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
                 rp = wide(r, Bm1) + u64(r)
                 dp = wide(d, Bm1) + u64(d) + u64(Dg)
                 take = (rp >> u64(WB)) != u64(0)
-                cb = cuda.ballot_sync(FULL_MASK, notlast and not take)
-                wg = u64(0)
-                if notlast:
-                    if take:
-                        wg = dp & u64(W - 1)
-                        d = u32(dp >> u64(WB))
-                        r = u32(rp >> u64(WB))
-                    else:
-                        d = u32(dp)
-                        r = u32(rp)
-                        wg, bad = read(words, base, u32(pos + u32(cuda.popc(u32(cb) & below))),
-                                       end, bad)
-                    if grp == 0:
-                        w0 = wg
-                    else:
-                        w1 = wg
+                need = notlast and not take
+                cb = cuda.ballot_sync(FULL_MASK, need)
+                # a lane past its last segment updates d, r and its words too: it reads
+                # nothing more, and they are not used again
+                wg = dp & u64(W - 1)
+                if need:
+                    wg, bad = read(words, base, u32(pos + u32(cuda.popc(u32(cb) & below))),
+                                   end, bad)
+                if take:
+                    d = u32(dp >> u64(WB))
+                    r = u32(rp >> u64(WB))
+                else:
+                    d = u32(dp)
+                    r = u32(rp)
+                if grp == 0:
+                    w0 = wg
+                else:
+                    w1 = wg
                 pos = u32(pos + u32(cuda.popc(cb)))
             lb = cuda.ballot_sync(FULL_MASK, notlast)
             if notlast:
@@ -659,8 +714,8 @@ def _streams(lanes: int, rows: int):
 
 @functools.lru_cache(maxsize=None)
 def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: int = ESC_BOTH,
-                 lanes: int = 1, rows: int = 1):
-    W_ = _walk(dtype_name, params, False, escapes=escapes, rows=rows, spmv=True)
+                 lanes: int = 1, rows: int = 1, diag: bool = False):
+    W_ = _walk(dtype_name, params, False, escapes=escapes, rows=rows, spmv=True, diag=diag)
     tables, walk = W_["tables"], W_["walk"]
     locate, row_sum, count = _streams(lanes, rows)
     accnp = accumulator_np(dtype_name)
@@ -700,8 +755,9 @@ def _spmv_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, escapes: int
 
 @functools.lru_cache(maxsize=None)
 def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: int,
-                 escapes: int = ESC_BOTH, lanes: int = 1, rows: int = 1, out_t: bool = False):
-    W_ = _walk(dtype_name, params, False, ct, g, escapes, rows, out_t=out_t)
+                 escapes: int = ESC_BOTH, lanes: int = 1, rows: int = 1, out_t: bool = False,
+                 diag: bool = False):
+    W_ = _walk(dtype_name, params, False, ct, g, escapes, rows, out_t=out_t, diag=diag)
     tables, walk = W_["tables"], W_["walk"]
     locate, row_sum, count = _streams(lanes, rows)
     zero, put_at, dims = (tile_parts(dtype_name, ct, g, out_t=out_t)[k]
@@ -748,8 +804,9 @@ def _spmm_kernel(dtype_name: str, params: str, cfg: CSRDtansConfig, ct: int, g: 
 
 
 @functools.lru_cache(maxsize=None)
-def _check_kernel(dtype_name: str, params: str, lanes: int = 1, rows: int = 1):
-    W_ = _walk(dtype_name, params, True, rows=rows)
+def _check_kernel(dtype_name: str, params: str, lanes: int = 1, rows: int = 1,
+                  diag: bool = False):
+    W_ = _walk(dtype_name, params, True, rows=rows, diag=diag)
     tables, walk = W_["tables"], W_["walk"]
     locate, _, count = _streams(lanes, rows)
     accnp = accumulator_np(dtype_name)
@@ -767,9 +824,9 @@ def _check_kernel(dtype_name: str, params: str, lanes: int = 1, rows: int = 1):
         lens = cuda.local.array(rows, np.int64)
         s = cuda.blockIdx.x * wpb + cuda.threadIdx.x // WARP
         while s * WARP < n_streams:
-            n = locate(row_lengths, s * WARP + lane, n_rows, lens)[2]
+            row, _, n = locate(row_lengths, s * WARP + lane, n_rows, lens)
             if walk(words, warp_ptr[s], warp_ptr[s + 1], n, lane, sval, sdel, sinfo, vsym,
-                    v_esc, v_used, d_esc, d_used, vsym, 1, 0, 1, accs, n_cols, lens, flags, 0):
+                    v_esc, v_used, d_esc, d_used, vsym, 1, 0, 1, accs, n_cols, lens, flags, row):
                 flags[0] = 1
             s += cuda.gridDim.x * wpb
 
@@ -780,6 +837,11 @@ def _escapes(D: DeviceCSRDtans) -> int:
     """The tables with escape slots (:data:`ESC_DELTAS` | :data:`ESC_VALUES`): the kernels
     are built with escape events for those domains only; the check kernel always has both."""
     return (ESC_DELTAS if D.d_esc < D.d_used else 0) | (ESC_VALUES if D.v_esc < D.v_used else 0)
+
+
+def _diag(D: DeviceCSRDtans) -> bool:
+    """Whether rows' columns start from their row index (``first_delta = "diagonal"``)."""
+    return D.first_delta == "diagonal"
 
 
 def _table_args(D: DeviceCSRDtans) -> tuple:
@@ -795,7 +857,8 @@ def launch_check(D: DeviceCSRDtans, flags):
     """Launch the check kernel (no wait): the SpMV's persistent grid of 128-thread blocks."""
     n_rows = D.shape[0]
     if n_rows:
-        _launch(_check_kernel(D.dtype.name, D.params, D.lanes_per_row, D.rows_per_lane), D,
+        _launch(_check_kernel(D.dtype.name, D.params, D.lanes_per_row, D.rows_per_lane,
+                              _diag(D)), D,
                 CHECK_CONFIG, (*_table_args(D), np.int64(n_rows), np.int64(D.shape[1]), flags))
 
 
@@ -824,7 +887,7 @@ def _launch_spmv(D, x, y, config):
     n_rows = D.shape[0]
     if n_rows:
         _launch(_spmv_kernel(D.dtype.name, D.params, config, _escapes(D), D.lanes_per_row,
-                             D.rows_per_lane), D, config, (*_table_args(D), x, y))
+                             D.rows_per_lane, _diag(D)), D, config, (*_table_args(D), x, y))
 
 
 def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig(), out_t: bool = False):
@@ -842,7 +905,7 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig(), out_t: bool 
         g = group_for(D.dtype, k_cols, ct)
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
         _launch(_spmm_kernel(D.dtype.name, D.params, config, ct, g, _escapes(D),
-                             D.lanes_per_row, D.rows_per_lane, out_t), D, config,
+                             D.lanes_per_row, D.rows_per_lane, out_t, _diag(D)), D, config,
                 (*_table_args(D), flat, ops.out, np.int64(k_cols)), blocks_for(k_cols, ct))
     return finish(ops, out)
 
@@ -851,8 +914,8 @@ def ptx_targets():
     """SpMV, SpMM and the check: every value dtype with the paper's parameters and int32
     indices (SpMM with one-column tiles and with one and several vector groups); int64 indices (float64) and the toy parameters
     (float32) once each; the kernels with escape events for deltas only (float64), with 32 lanes per row
-    (float16: LLM weights; its SpMM also into Y's transpose, ``out_t``) and with 4 rows per
-    lane (float64). The walk is long to compile,
+    (float16: LLM weights; its SpMM also into Y's transpose, ``out_t``), with 4 rows per
+    lane (float64) and the SpMV of ``first_delta = "diagonal"`` (float64, delta escapes). The walk is long to compile,
     so the combinations that change no typing are left out."""
     out = []
     cfg = CSRDtansConfig()
@@ -869,16 +932,19 @@ def ptx_targets():
         check_sig = head + f"int64, int64, {array_sig('int32')})"
         tag = f"{dt},{it},{params}"
         mul = (r"mul\.hi\.u32|mul\.wide\.u32",) if params == "paper" else ()
-        layouts = [("", ESC_BOTH, 1, 1)]
+        layouts = [("", ESC_BOTH, 1, 1, False)]
         if (params, it) == ("paper", "int32"):
             if dt == "float64":
-                layouts += [(",deltaesc", ESC_DELTAS, 1, 1), (",rows4", ESC_BOTH, 1, 4)]
+                layouts += [(",deltaesc", ESC_DELTAS, 1, 1, False), (",rows4", ESC_BOTH, 1, 4, False),
+                            (",deltaesc,diag", ESC_DELTAS, 1, 1, True)]
             if dt == "float16":
-                layouts += [(",lanes32", ESC_BOTH, 32, 1)]
-        for suffix, esc, lanes, rows in layouts:
+                layouts += [(",lanes32", ESC_BOTH, 32, 1, False)]
+        for suffix, esc, lanes, rows, diag in layouts:
             out.append(PTXTarget(f"csr_dtans.spmv[{tag}{suffix}]",
-                                 functools.partial(_spmv_kernel, dt, params, cfg, esc, lanes, rows),
-                                 spmv_sig, mul))
+                                 functools.partial(_spmv_kernel, dt, params, cfg, esc, lanes, rows,
+                                                   diag), spmv_sig, mul))
+            if diag:
+                continue
             tiles = [(8, 1)]
             if (params, it, suffix) == ("paper", "int32", ""):    # one-column, one and several groups
                 tiles = [(1, 1)] + [c for c in ptx_cases(dt) if c[0] in (8, 32) and c[1] > 1]

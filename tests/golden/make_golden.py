@@ -46,10 +46,12 @@ def cases() -> dict[str, tuple[sp.coo_matrix, str]]:
 
 #: layouts beyond the option grid that get files of their own
 EXTRA_LAYOUTS = {"csr_dtans": [{"params": "paper", "lanes_per_row": 4, "rows_per_lane": 1},
-                               {"params": "paper", "lanes_per_row": 1, "rows_per_lane": 4}]}
+                               {"params": "paper", "lanes_per_row": 1, "rows_per_lane": 4},
+                               {"params": "paper", "lanes_per_row": 1, "rows_per_lane": 1,
+                                "first_delta": "diagonal"}]}
 #: options added after a format's files were written: left out of file names and documents
 #: at their default, so the earlier files stay what they were
-ADDED_LATER = {"csr_dtans": ("lanes_per_row", "rows_per_lane")}
+ADDED_LATER = {"csr_dtans": ("lanes_per_row", "rows_per_lane", "first_delta")}
 
 
 def write(info, rewrite: bool) -> list[str]:
