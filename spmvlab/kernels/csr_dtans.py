@@ -27,12 +27,12 @@ Thread and data mapping
   it so that a segment's positions stay one block of code),
   the ``f = 2`` checks (lanes whose radix stays below W after the digit group), the
   unconditional load of the third word (lanes not in their last segment). The ``o = 3``
-  initial words are three events with one ballot (lanes with a nonempty row). Each
-  segment's code exists twice: a warp whose lanes find no escape slot among their valid
-  positions (each lane scans its slots, one vote) takes the copy without escape events,
-  which would read nothing; with ``first_delta = "diagonal"`` (rows' columns from their row
-  index) banded and stencil rows escape only at the matrix's edges, so nearly every
-  segment takes it.
+  initial words are three events with one ballot (lanes with a nonempty row). With
+  ``first_delta = "diagonal"`` (rows' columns from their row index; banded and stencil rows
+  then escape only at the matrix's edges) each segment's code exists twice: a warp whose
+  lanes find no escape slot among their valid positions (each lane scans its slots, one
+  vote) takes the copy without escape events, which would read nothing. The paper's first
+  deltas escape at nearly every row start, so its kernels keep one copy.
 * State: between digit groups the digit ``d`` and radix ``r`` are below W (32 bits); a
   group's four digits (bases up to M = 256) are folded into one pair ``(D, B)`` with
   ``B - 1`` in 32 bits, and ``d * B + D`` is one 32 x 32 -> 64-bit product (low half and
@@ -544,7 +544,10 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
         return hit
 
     any_escape = scan(0)
-    split = escapes != 0 and not check       # two codes per segment only where it pays
+    # two codes per segment only where segments without escapes are common: the paper's
+    # first deltas (columns) escape at nearly every row start, where the second copy would
+    # only double the compile time
+    split = diag and escapes != 0 and not check
 
     @inline_device
     def walk(words, start, end, n, lane, sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used,
