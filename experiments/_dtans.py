@@ -285,7 +285,6 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
     value): methods not begun by then are not built; "<matrix> <dtype> <method>" goes to
     ``skipped``. ``into``: a list the rows are appended to as they are made (so a caller
     stopped by a signal keeps the rows of the methods done)."""
-    import gc
     import time
 
     from spmvlab import methods
@@ -342,7 +341,7 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
         if m is not None:
             m.close()
         m = None
-        gc.collect()
+        methods.release()
     return rows[first:]
 
 

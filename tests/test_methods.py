@@ -139,6 +139,32 @@ def test_missing_cupy_names_the_gpu_extra(monkeypatch):
     assert rows[0]["method"] == "cublas" and "BackendUnavailable" in rows[0]["error"]
 
 
+def test_dropped_methods_cost_a_full_collection_only_when_memory_is_short(monkeypatch):
+    """measure_problem collects only the young generations after each method while the
+    device has memory to spare (a full collection walks every object numba's compiler left),
+    and everything once less than half of it is free."""
+    import gc
+    from spmvlab._cuda import cuda
+    calls = []
+    monkeypatch.setattr(gc, "collect", lambda generation=2: calls.append(generation) or 0)
+    p = methods.Problem.make(sp.random(8, 8, density=0.5, random_state=0, dtype=np.float32), np.float32)
+    rows = methods.measure_problem(p, ["cublas", "cusparse"])      # no GPU here: error rows
+    assert len(rows) == 2 and calls == [1, 1]
+
+    class Ctx:
+        def __init__(self, free):
+            self.free = free
+
+        def get_memory_info(self):
+            return self.free, 100
+
+    for free, want in ((90, [1]), (49, [1, 2])):
+        calls.clear()
+        monkeypatch.setattr(cuda, "current_context", lambda f=free: Ctx(f))
+        methods.release()
+        assert calls == want, (free, calls)
+
+
 def test_missing_torch_names_the_torch_extra(monkeypatch):
     _hide(monkeypatch, "torch")
     from spmvlab import backends

@@ -44,7 +44,7 @@ from .base import Method, Problem
 
 __all__ = ["Method", "Problem", "MethodSpec", "format_method", "generalsparse_method", "resolve",
            "names", "build", "ANCHOR_FORMATS",
-           "measure", "measure_problem", "ROW_KEYS", "SPEEDUP_BASES"]
+           "measure", "measure_problem", "release", "ROW_KEYS", "SPEEDUP_BASES"]
 
 #: the keys of a results row, in order (``error`` replaces the check and timing keys when a
 #: method could not be built or run; experiments add their own keys, e.g. ``sparsity``, first)
@@ -210,9 +210,25 @@ def measure_problem(p: Problem, methods: Iterable, *, reps: int = 60, warmup: in
             row["error"] = f"{type(exc).__name__}: {exc}"
         rows.append(row)
         m = None
-        gc.collect()
+        release()
     add_speedups(rows)
     return rows
+
+
+def release(full_below: float = 0.5):
+    """After a method is dropped: collect the young generations (cycles made while it was
+    built and timed), and everything only when less than ``full_below`` of the device's
+    memory is free. A full collection walks every Python object, about a million once numba
+    has compiled a few kernels, so one per method was the fixed cost of every matrix in a
+    sweep; the device buffers a method holds outside cycles go with its last reference."""
+    gc.collect(1)
+    try:
+        from .._cuda import cuda
+        free, total = cuda.current_context().get_memory_info()
+    except Exception:                       # noqa: BLE001 - no device information: collect
+        free, total = 0, 1
+    if free < full_below * total:
+        gc.collect()
 
 
 def add_speedups(rows: list[dict], keys: Iterable[str] = ()) -> list[dict]:
