@@ -172,7 +172,8 @@ SIBLING = "fig7_dtans"
 
 #: config keys that do not change what a row measures (time limits, and how much a reuser may
 #: measure itself): a sibling's rows are reused when the rest of the config agrees
-UNCOMPARED_KEYS = ("budget_s", "method_cap_s", "measure_missing_s")
+#: settings that change no row of the paper's methods (``variants`` only adds rows of its own)
+UNCOMPARED_KEYS = ("budget_s", "method_cap_s", "measure_missing_s", "variants")
 
 
 def _compared(cfg: dict) -> dict:
@@ -236,6 +237,11 @@ def reuse_rows(sibling: str, cfg: dict, needs_gpu: bool):
 #: out of that matrix's choice, and the figures name the baselines the rows actually hold.
 BASELINES = ("cusparse", "cusparse_coo", "cusparse_sell")
 BASELINE_LABELS = {"cusparse": "CSR", "cusparse_coo": "COO", "cusparse_sell": "SELL"}
+#: beyond the paper: CSR-dtANS with each row's first delta taken from its row index
+#: (``first_delta="diagonal"``: banded and stencil rows stop escaping their first column),
+#: timed beside the paper's layout (the config's ``variants``) and reported apart; the
+#: figures and tables stay the paper's layout
+DIAGONAL = "csr_dtans[first_delta=diagonal]"
 
 
 def baselines_timed(rows: list[dict], baselines=BASELINES) -> list[str]:
@@ -413,7 +419,7 @@ GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[22],
                        ["uniform16", 24]],
                 dtypes=["float64", "float32"], methods=[*BASELINES, "csr_dtans"],
                 caches=["warm", "cold"], reps=20, warmup=3, budget_s=420, method_cap_s=5.0,
-                measure_missing_s=0.0, seed=0)
+                measure_missing_s=0.0, seed=0, variants=[DIAGONAL])
 GPU_QUICK = dict(real=["HB/bcsstk13", "SNAP/ego-Facebook"], synthetic=["stencil5", "watts20"],
                  log2_nnz=[16, 20], large=[], reps=5, budget_s=120, measure_missing_s=120.0)
 #: Tables II and III: nnz columns <= 2^20, <= 2^25, > 2^25
@@ -504,7 +510,8 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
                 if left() <= 0:
                     skipped.append(f"{name} {dt}")
                     continue
-                names = (only or {}).get(name, {}).get(dt) or cfg["methods"]
+                names = (only or {}).get(name, {}).get(dt) or [*cfg["methods"],
+                                                                *cfg.get("variants", [])]
                 inflight = []
                 rows += time_matrix(A, dt, names, reps=cfg["reps"], warmup=cfg["warmup"],
                                     caches=cfg["caches"], extra=extra,
@@ -680,11 +687,11 @@ def speed_cells(rows: list[dict], cache: str, dtypes) -> list[dict]:
     return out
 
 
-def speed_summary(rows: list[dict], cache: str, dtypes) -> list[dict]:
-    """Per dtype: the best speedup and, for matrices > 2^25 nonzeros, how many are faster and
-    the median speedup (the issue's goal: a majority, fp64 cold)."""
+def speed_summary(rows: list[dict], cache: str, dtypes, ours: str = "csr_dtans") -> list[dict]:
+    """Per dtype: the best speedup of ``ours`` and, for matrices > 2^25 nonzeros, how many
+    are faster and the median speedup (the issue's goal: a majority, fp64 cold)."""
     out = []
-    prs = pairs(rows, cache)
+    prs = pairs(rows, cache, ours)
     for dt in dtypes:
         ps = [p for p in prs if p["dtype"] == dt]
         if not ps:
@@ -695,6 +702,19 @@ def speed_summary(rows: list[dict], cache: str, dtypes) -> list[dict]:
                         best_speedup=best["speedup"], best_matrix=best["matrix"],
                         large=len(big), large_faster=sum(p["faster"] for p in big),
                         large_median_speedup=float(np.median([p["speedup"] for p in big])) if big else None))
+    return out
+
+
+def summary_lines(results: dict, cache: str) -> list[str]:
+    """The reports' summary: per dtype, the paper's layout and each of the config's
+    ``variants`` whose rows the results hold, against the fastest baseline."""
+    out = []
+    for ours in ["csr_dtans", *(results["config"].get("variants") or [])]:
+        for s in speed_summary(results["rows"], cache, results["config"]["dtypes"], ours):
+            out.append(f"{cache} {s['dtype']} {ours}: {s['faster']}/{s['matrices']} faster, best "
+                       f"{s['best_speedup']:.2f}x ({s['best_matrix']}); > 2^25 nnz: "
+                       f"{s['large_faster']}/{s['large']} faster, median "
+                       f"{s['large_median_speedup'] or float('nan'):.2f}x")
     return out
 
 

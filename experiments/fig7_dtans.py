@@ -12,8 +12,11 @@ CuPy (``spmvlab.methods``: ``cusparse``, ``cusparse_coo``) and SELL with slices 
 ``CUSPARSE_SPMV_SELL_ALG1``). A baseline that cannot be built or fails its check on a matrix
 gets an ``error`` row and drops out of that matrix's choice; the figure titles name the
 baselines the rows hold. Ours: ``csr_dtans`` (``spmvlab.kernels.csr_dtans``, decode on the fly,
-encoded by the fast encoder on the host). Every method is checked on the GPU against the
-float64 product before it is timed (median of ``reps`` calls).
+encoded by the fast encoder on the host); beside it, beyond the paper, the config's
+``variants``: ``csr_dtans[first_delta=diagonal]`` (each row's first delta from its row
+index), in the report's summary only (the figure and the tables are the paper's layout).
+Every method is checked on the GPU against the float64 product before it is timed (median
+of ``reps`` calls).
 
 Matrices, in this order: the local SuiteSparse matrices (``SPMVLAB_DATA``), then seeded
 synthetic ones (small value alphabets; ``experiments/_dtans.py``): eight families at 2^26 and
@@ -102,10 +105,8 @@ def report(results: dict):
     for cache in results["config"]["caches"]:
         print(f"-- {cache} L2")
         print(P.format_table(sorted(D.pairs(results["rows"], cache), key=lambda r: (r["dtype"], r["nnz"])), cols))
-        for s in D.speed_summary(results["rows"], cache, results["config"]["dtypes"]):
-            print(f"{cache} {s['dtype']}: {s['faster']}/{s['matrices']} faster, best {s['best_speedup']:.2f}x "
-                  f"({s['best_matrix']}); > 2^25 nnz: {s['large_faster']}/{s['large']} faster, median "
-                  f"{s['large_median_speedup'] or float('nan'):.2f}x")
+        for line in D.summary_lines(results, cache):
+            print(line)
     errors = [r for r in results["rows"] if "error" in r]
     for r in errors[:10]:
         print(f"error: {r['matrix']} {r['dtype']} {r['method']}: {r['error']}")

@@ -50,9 +50,8 @@ def report(results: dict):
     cols = [("matrix", "matrix", ""), ("dtype", "dtype", ""), ("nnz", "nnz", ""),
             ("baseline", "fastest", ""), ("speedup", "speedup", ".2f"), ("size_ratio", "size", ".2f")]
     print(P.format_table(sorted(D.pairs(results["rows"], CACHE), key=lambda r: (r["dtype"], r["nnz"])), cols))
-    for s in D.speed_summary(results["rows"], CACHE, results["config"]["dtypes"]):
-        print(f"{CACHE} {s['dtype']}: {s['faster']}/{s['matrices']} faster, best {s['best_speedup']:.2f}x "
-              f"({s['best_matrix']}); > 2^25 nnz: {s['large_faster']}/{s['large']} faster")
+    for line in D.summary_lines(results, CACHE):
+        print(line)
 
 
 if __name__ == "__main__":

@@ -334,9 +334,11 @@ def test_a_stop_saves_the_rows_in_flight(monkeypatch):
     with pytest.raises(X.Stopped):
         D.measure_gpu(cfg, "t")
     first, last = saved
-    assert first["done"] == ["stencil5_2^10"] and "stopped" not in first and len(first["rows"]) == 8
+    per_matrix = 2 * len([*cfg["methods"], *cfg["variants"]])     # both cache states
+    assert first["done"] == ["stencil5_2^10"] and "stopped" not in first
+    assert len(first["rows"]) == per_matrix
     assert last["stopped"]["matrix"] == "watts20_2^10" and last["stopped"]["reason"] == "signal 15"
-    assert len(last["rows"]) == 10 and last["done"] == ["stencil5_2^10"]
+    assert len(last["rows"]) == per_matrix + 2 and last["done"] == ["stencil5_2^10"]
     assert D.missing(cfg, last["rows"]) == {"watts20_2^10": {"float32": D.GPU_FULL["methods"][1:]}}
 
 
@@ -393,3 +395,31 @@ def test_fig7_stopped_by_sigterm_keeps_partial_results_the_reusers_take(tmp_path
     with pytest.raises(OptionError, match="fig7_dtans.py first"):
         fig8.measure(fig8.config(budget_s=0))
     assert calls == []
+
+
+def test_variants_are_timed_beside_the_paper_layout_and_summarised_apart(monkeypatch):
+    """The config's ``variants`` (CSR-dtANS beyond the paper's layout) are timed with the
+    other methods of every matrix, left out of what a stopped run misses, and each gets its
+    own summary line; the pairs (figures, tables) stay the paper's layout."""
+    _fake_gpu(monkeypatch)
+    seen = []
+
+    def timing(A, dt, names, **kw):
+        seen.append(list(names))
+        new = [_row(kw["extra"]["matrix"], dt, m, {"csr_dtans": 5.0, D.DIAGONAL: 2.0}.get(m, 8.0),
+                    int(A.nnz), A.shape[0], 100, cache) for m in names for cache in ("warm", "cold")]
+        kw["into"].extend(new)
+        return new
+
+    monkeypatch.setattr(D, "time_matrix", timing)
+    cfg = dict(D.GPU_FULL, real=[], synthetic=["stencil5"], log2_nnz=[10], large=[],
+               dtypes=["float32"], budget_s=None)
+    assert cfg["variants"] == [D.DIAGONAL]
+    res = D.measure_gpu(cfg, "t", checkpoint=lambda r: None)
+    assert seen == [[*D.GPU_FULL["methods"], D.DIAGONAL]]
+    assert D.missing(cfg, res["rows"]) == {}
+    res["config"] = cfg
+    lines = D.summary_lines(res, "cold")
+    assert len(lines) == 2 and lines[0].startswith("cold float32 csr_dtans: 1/1 faster, best 1.60x")
+    assert lines[1].startswith(f"cold float32 {D.DIAGONAL}: 1/1 faster, best 4.00x")
+    assert [p["dtans_us"] for p in D.pairs(res["rows"], "cold")] == [5.0]
