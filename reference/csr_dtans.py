@@ -83,9 +83,9 @@ from ._common import (
 )
 from .dtans import ESCAPE, Params
 
-__all__ = ["PARAMS", "WARP", "LANES_PER_ROW", "FIRST_DELTAS", "unit_deltas", "CSRDtansMatrix", "encode", "spmv", "spmm",
-           "decode_warp", "cusparse_bytes", "row_symbols", "delta_raw_bits", "stream_ptr",
-           "ROWS_PER_LANE"]
+__all__ = ["PARAMS", "WARP", "LANES_PER_ROW", "ROWS_PER_LANE", "FIRST_DELTAS", "CSRDtansMatrix",
+           "encode", "spmv", "spmm", "decode_warp", "cusparse_bytes", "row_symbols", "unit_deltas",
+           "delta_raw_bits", "stream_ptr"]
 
 #: the named parameter sets ``encode(params=...)`` takes
 PARAMS = {"paper": Params.paper(), "toy": Params.toy()}

@@ -915,11 +915,12 @@ def spmm(D, X, out=None, config: CSRDtansConfig = CSRDtansConfig(), out_t: bool 
 
 def ptx_targets():
     """SpMV, SpMM and the check: every value dtype with the paper's parameters and int32
-    indices (SpMM with one-column tiles and with one and several vector groups); int64 indices (float64) and the toy parameters
-    (float32) once each; the kernels with escape events for deltas only (float64), with 32 lanes per row
-    (float16: LLM weights; its SpMM also into Y's transpose, ``out_t``), with 4 rows per
-    lane (float64) and the SpMV of ``first_delta = "diagonal"`` (float64, delta escapes). The walk is long to compile,
-    so the combinations that change no typing are left out."""
+    indices (SpMM with one-column tiles and with one and several vector groups); int64
+    indices (float64) and the toy parameters (float32) once each; the kernels with escape
+    events for deltas only (float64), with 32 lanes per row (float16: LLM weights; its SpMM
+    also into Y's transpose, ``out_t``), with 4 rows per lane (float64) and the SpMV of
+    ``first_delta = "diagonal"`` (float64, delta escapes). The walk is long to compile, so
+    the combinations that change no typing are left out."""
     out = []
     cfg = CSRDtansConfig()
     cases = [("paper", dt, "int32") for dt in KERNEL_DTYPES]
@@ -938,7 +939,8 @@ def ptx_targets():
         layouts = [("", ESC_BOTH, 1, 1, False)]
         if (params, it) == ("paper", "int32"):
             if dt == "float64":
-                layouts += [(",deltaesc", ESC_DELTAS, 1, 1, False), (",rows4", ESC_BOTH, 1, 4, False),
+                layouts += [(",deltaesc", ESC_DELTAS, 1, 1, False),
+                            (",rows4", ESC_BOTH, 1, 4, False),
                             (",deltaesc,diag", ESC_DELTAS, 1, 1, True)]
             if dt == "float16":
                 layouts += [(",lanes32", ESC_BOTH, 32, 1, False)]
