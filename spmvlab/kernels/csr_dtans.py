@@ -519,8 +519,27 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
     # with escape events (the domains in ``escapes``) and without: a segment in which no
     # lane of the warp meets an escape slot takes the second, shorter code (its escape
     # events would read nothing)
-    group0, group1 = chain(0, HALF, escapes), chain(HALF, L, escapes)
-    plain0, plain1 = chain(0, HALF, 0), chain(HALF, L, 0)
+    def segment(esc_mask: int):
+        """``groups(...)``: a segment's two digit groups, positions [0, l/2) and [l/2, l),
+        each with its (D, B) from (0, 1)."""
+        group0, group1 = chain(0, HALF, esc_mask), chain(HALF, L, esc_mask)
+
+        @inline_device
+        def groups(w0, w1, w2, rem, col, pos, bad, start, below, words, end, sval, sdel,
+                   sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols,
+                   rowleft, ri, lens, Y, row0):
+            col, D0, B0, pos, bad, rowleft, ri = group0(
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, start, below, words, end,
+                sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                accs, n_cols, rowleft, ri, lens, Y, row0)
+            col, D1, B1, pos, bad, rowleft, ri = group1(
+                w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, start, below, words, end,
+                sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
+                accs, n_cols, rowleft, ri, lens, Y, row0)
+            return col, D0, B0, D1, B1, pos, bad, rowleft, ri
+        return groups
+
+    with_escapes, plain = segment(escapes), segment(0)
 
     def scan(k: int):
         """``hit(...)``: whether one of this lane's valid positions k .. l - 1 of the segment
@@ -599,23 +618,15 @@ def _walk(dtype_name: str, params: str, check: bool, ct: int = 1, g: int = 1,
             notlast = j < nseg - 1
             rem = i32(max(min(left, i64(L)), i64(0)))
             if split and not cuda.any_sync(FULL_MASK, any_escape(w0, w1, w2, rem, v_esc, d_esc)):
-                col, D0, B0, pos, bad, rowleft, ri = plain0(
-                    w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
-                    sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                    accs, n_cols, rowleft, ri, lens, Y, row0)
-                col, D1, B1, pos, bad, rowleft, ri = plain1(
-                    w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
-                    sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                    accs, n_cols, rowleft, ri, lens, Y, row0)
+                col, D0, B0, D1, B1, pos, bad, rowleft, ri = plain(
+                    w0, w1, w2, rem, col, pos, bad, base, below, words, end, sval, sdel, sinfo,
+                    vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols, rowleft,
+                    ri, lens, Y, row0)
             else:
-                col, D0, B0, pos, bad, rowleft, ri = group0(
-                    w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
-                    sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                    accs, n_cols, rowleft, ri, lens, Y, row0)
-                col, D1, B1, pos, bad, rowleft, ri = group1(
-                    w0, w1, w2, rem, col, u32(0), u32(1), pos, bad, base, below, words, end,
-                    sval, sdel, sinfo, vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid,
-                    accs, n_cols, rowleft, ri, lens, Y, row0)
+                col, D0, B0, D1, B1, pos, bad, rowleft, ri = with_escapes(
+                    w0, w1, w2, rem, col, pos, bad, base, below, words, end, sval, sdel, sinfo,
+                    vsym, v_esc, v_used, d_esc, d_used, Xf, nx, j0, nvalid, accs, n_cols, rowleft,
+                    ri, lens, Y, row0)
             # the two checks: group g's digits join the state, then word g is extracted
             # from it (radix >= W) or read
             for grp in range(2):
