@@ -85,7 +85,7 @@ from .dtans import ESCAPE, Params
 
 __all__ = ["PARAMS", "WARP", "LANES_PER_ROW", "ROWS_PER_LANE", "FIRST_DELTAS", "CSRDtansMatrix",
            "encode", "spmv", "spmm", "decode_warp", "cusparse_bytes", "row_symbols", "unit_deltas",
-           "delta_raw_bits", "stream_ptr"]
+           "stored_delta_table", "delta_raw_bits", "stream_ptr"]
 
 #: the named parameter sets ``encode(params=...)`` takes
 PARAMS = {"paper": Params.paper(), "toy": Params.toy()}
@@ -266,8 +266,9 @@ def delta_raw_bits(n_cols: int) -> int:
 
 
 def _delta_symbols(deltas: np.ndarray, first_delta: str, n_cols: int) -> np.ndarray:
-    """The coder's symbols of stored kept ``deltas``: themselves (int64), or for
-    ``first_delta = "diagonal"`` modulo ``2**delta_raw_bits(n_cols)`` (uint64)."""
+    """The coder's symbols of ``deltas`` (a matrix's kept ones, or every nonzero's): the
+    deltas themselves (int64), or for ``first_delta = "diagonal"`` modulo
+    ``2**delta_raw_bits(n_cols)`` (uint64)."""
     if first_delta != "diagonal":
         return deltas.astype(np.int64)
     raw = delta_raw_bits(n_cols)
@@ -275,12 +276,15 @@ def _delta_symbols(deltas: np.ndarray, first_delta: str, n_cols: int) -> np.ndar
     return u if raw == 64 else u & np.uint64((1 << raw) - 1)
 
 
-def _signed_deltas(q: dict, idx: np.dtype, n_cols: int) -> dict:
-    """``first_delta = "diagonal"``: multiplicities ``q`` keyed by the signed deltas (the
-    stored form) instead of their symbols modulo ``2**raw_bits``."""
-    raw = delta_raw_bits(n_cols)
-    half, full = 1 << (raw - 1), 1 << raw
-    return {s if s is ESCAPE or int(s) < half else int(s) - full: c for s, c in q.items()}
+def stored_delta_table(q: dict, idx: np.dtype, n_cols: int, first_delta: str) -> tuple:
+    """:func:`stored_table` of the delta multiplicities ``q`` (keyed by symbol) in index
+    dtype ``idx``: for ``first_delta = "diagonal"`` the kept deltas are stored as the signed
+    values their symbols modulo ``2**raw_bits`` stand for."""
+    if first_delta == "diagonal":
+        raw = delta_raw_bits(n_cols)
+        half, full = 1 << (raw - 1), 1 << raw
+        q = {s if s is ESCAPE or int(s) < half else int(s) - full: c for s, c in q.items()}
+    return stored_table(q, idx)
 
 
 def unit_deltas(indptr: np.ndarray, cols: np.ndarray, lanes_per_row: int = 1,
@@ -297,12 +301,7 @@ def unit_deltas(indptr: np.ndarray, cols: np.ndarray, lanes_per_row: int = 1,
     base = np.arange(uptr.size - 1, dtype=np.int64)[np.diff(uptr) > 0] // int(lanes_per_row)
     if cols.size:
         prev[starts] = base if first_delta == "diagonal" else 0
-    d = cols - prev
-    if first_delta != "diagonal":
-        return d
-    raw = delta_raw_bits(n_cols)
-    u = d.view(np.uint64)
-    return u if raw == 64 else u & np.uint64((1 << raw) - 1)
+    return _delta_symbols(cols - prev, first_delta, n_cols)
 
 
 def _tables(deltas, delta_counts, values, value_counts, P: Params, n_cols: int) -> tuple:
@@ -517,7 +516,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
         warp_ptr.append(len(words))
     idx = index_dtype_for(csr.nnz, len(words), n_rows, n_cols)
     v_syms, v_counts = stored_table(vq, dt, _uint(dt))
-    d_syms, d_counts = stored_table(dq if first_delta == "column" else _signed_deltas(dq, idx, n_cols), idx)
+    d_syms, d_counts = stored_delta_table(dq, idx, n_cols, first_delta)
     return CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
                           row_lengths=np.diff(indptr).astype(idx), warp_ptr=np.array(warp_ptr, dtype=idx),
                           words=np.array(words, dtype=P.word_dtype), shape=(int(n_rows), int(n_cols)),

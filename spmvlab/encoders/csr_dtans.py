@@ -342,7 +342,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     idx = index_dtype_for(nnz, words.size, n_rows, n_cols)
 
     v_syms, v_counts = R.stored_table(vq, dt, uint)
-    d_syms, d_counts = R.stored_table(R._signed_deltas(dq, idx, n_cols) if diagonal else dq, idx)
+    d_syms, d_counts = R.stored_delta_table(dq, idx, n_cols, first_delta)
     return R.CSRDtansMatrix(values=v_syms, value_counts=v_counts, deltas=d_syms, delta_counts=d_counts,
                             row_lengths=np.diff(indptr).astype(idx), warp_ptr=warp_ptr.astype(idx),
                             words=words, shape=(n_rows, n_cols), params=params,
