@@ -418,7 +418,7 @@ GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[22],
                        ["power_law8", 26], ["banded17", 27], ["stencil5", 24], ["banded17", 24], ["watts20", 24],
                        ["uniform16", 24]],
                 dtypes=["float64", "float32"], methods=[*BASELINES, "csr_dtans"],
-                caches=["warm", "cold"], reps=20, warmup=3, budget_s=420, method_cap_s=5.0,
+                caches=["warm", "cold"], reps=20, warmup=3, budget_s=530, method_cap_s=5.0,
                 measure_missing_s=0.0, seed=0, variants=[DIAGONAL])
 GPU_QUICK = dict(real=["HB/bcsstk13", "SNAP/ego-Facebook"], synthetic=["stencil5", "watts20"],
                  log2_nnz=[16, 20], large=[], reps=5, budget_s=120, measure_missing_s=120.0)

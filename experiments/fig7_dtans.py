@@ -26,7 +26,7 @@ encoding in both value types, SELL layout, COO arrays and the reference product)
 docs/experiments.md lists each saved run's duration. On the GPU a call is short at 2^26-2^27
 nonzeros (5 to 44 nonzeros per row: every lane's row is short), but one lane decodes a whole
 row, so power_law8/32 at 2^22 (longest rows 198018 and 131072 nonzeros) are far slower per
-call: ``method_cap_s`` = 5 s cuts their reps (``reps_capped``, at least 3). ``budget_s`` = 420:
+call: ``method_cap_s`` = 5 s cuts their reps (``reps_capped``, at least 3). ``budget_s`` = 530:
 no matrix, value type or method is begun after it, nor a matrix expected to end after it
 (target nonzeros x the seconds per nonzero of the largest matrix so far); skipped ones are
 listed in ``skipped``. The results file is rewritten after every matrix (``"partial": true``

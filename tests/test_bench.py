@@ -467,11 +467,7 @@ _NEWER_KEYS = {"spmm_macko": {"fp32_methods", "fp32_ks"}, "fig4_macko": {"budget
                "fig7_macko": {"public_macko", "public_sparsities"},
                "fig1_macko": {"public_macko", "public_sparsities"},
                "search_gs": {"anchors"},          # the guarded search's anchors, after its run
-               "e2e_decode": {"lean"},            # how models are held, after its run
-               # CSR-dtANS layouts beyond the paper's timed beside it, after the runs: they
-               # add rows of their own; the paper's methods' rows are what those runs did
-               **{n: {"variants"} for n in ("fig7_dtans", "fig8_dtans", "table2_dtans",
-                                             "table3_dtans")}}
+               "e2e_decode": {"lean"}}            # how models are held, after its run
 
 
 def _run_flags(name, device):
