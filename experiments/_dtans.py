@@ -238,10 +238,12 @@ def reuse_rows(sibling: str, cfg: dict, needs_gpu: bool):
 BASELINES = ("cusparse", "cusparse_coo", "cusparse_sell")
 BASELINE_LABELS = {"cusparse": "CSR", "cusparse_coo": "COO", "cusparse_sell": "SELL"}
 #: beyond the paper: CSR-dtANS with each row's first delta taken from its row index
-#: (``first_delta="diagonal"``: banded and stencil rows stop escaping their first column),
-#: timed beside the paper's layout (the config's ``variants``) and reported apart; the
-#: figures and tables stay the paper's layout
-DIAGONAL = "csr_dtans[first_delta=diagonal]"
+#: (``first_delta="diagonal"``: banded and stencil rows stop escaping their first column) and
+#: short rows packed several to a lane (``rows_per_lane="auto"``: 1 on rows of a dozen
+#: nonzeros or more), timed beside the paper's layout (the config's ``variants``) and
+#: reported apart; the figures and tables stay the paper's layout. Its rows record the layout
+#: chosen (``stored_options``).
+PACKED = "csr_dtans[first_delta=diagonal,rows_per_lane=auto]"
 
 
 def baselines_timed(rows: list[dict], baselines=BASELINES) -> list[str]:
@@ -333,6 +335,8 @@ def time_matrix(A, dtype, names, *, reps: int, warmup: int, caches=("warm", "col
                                  median_us=t.median_us, p10_us=t.p10_us, p90_us=t.p90_us,
                                  mean_us=t.mean_us, reps=t.reps, cold=t.cold, flush="read",
                                  bytes=m.nbytes, format_bytes=int(m.format_bytes),
+                                 **({"stored_options": m.stored_options}
+                                    if getattr(m, "stored_options", None) else {}),
                                  tb_s=effective_bandwidth(m.nbytes, t.median_us),
                                  problem_s=problem_s, build_s=build_s, check_s=check_s,
                                  time_s=time_s))
@@ -419,7 +423,7 @@ GPU_FULL = dict(real=None, synthetic=list(FAMILIES), log2_nnz=[22],
                        ["uniform16", 24]],
                 dtypes=["float64", "float32"], methods=[*BASELINES, "csr_dtans"],
                 caches=["warm", "cold"], reps=20, warmup=3, budget_s=530, method_cap_s=5.0,
-                measure_missing_s=0.0, seed=0, variants=[DIAGONAL])
+                measure_missing_s=0.0, seed=0, variants=[PACKED])
 GPU_QUICK = dict(real=["HB/bcsstk13", "SNAP/ego-Facebook"], synthetic=["stencil5", "watts20"],
                  log2_nnz=[16, 20], large=[], reps=5, budget_s=120, measure_missing_s=120.0)
 #: Tables II and III: nnz columns <= 2^20, <= 2^25, > 2^25

@@ -13,8 +13,9 @@ CuPy (``spmvlab.methods``: ``cusparse``, ``cusparse_coo``) and SELL with slices 
 gets an ``error`` row and drops out of that matrix's choice; the figure titles name the
 baselines the rows hold. Ours: ``csr_dtans`` (``spmvlab.kernels.csr_dtans``, decode on the fly,
 encoded by the fast encoder on the host); beside it, beyond the paper, the config's
-``variants``: ``csr_dtans[first_delta=diagonal]`` (each row's first delta from its row
-index), in the report's summary only (the figure and the tables are the paper's layout).
+``variants``: ``csr_dtans[first_delta=diagonal,rows_per_lane=auto]`` (each row's first delta
+from its row index, short rows packed several to a lane; its rows' ``stored_options`` say
+how many), in the report's summary only (the figure and the tables are the paper's layout).
 Every method is checked on the GPU against the float64 product before it is timed (median
 of ``reps`` calls).
 

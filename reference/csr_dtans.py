@@ -48,7 +48,8 @@ Arrays (index = int32 unless a count needs int64, one dtype for all index arrays
 ``params`` (an option) names the dtANS parameters: ``"paper"`` (32-bit words, K = 4096,
 M = 256, l = 8, o = 3, f = 2) or ``"toy"`` (the paper's 2-bit example, K = 8, M = 4, l = 2).
 ``lanes_per_row`` (an option, 1, 2, 4, 8, 16 or 32): streams per row, the layout above; 1 is
-the paper's layout. ``rows_per_lane`` (an option, 1, 2, 4 or 8): rows per stream; at most
+the paper's layout. ``rows_per_lane`` (an option, 1, 2, 4 or 8, or ``"auto"``): rows per
+stream (``"auto"``: :func:`choose_rows_per_lane` picks from the mean row length); at most
 one of the two is above 1. ``first_delta`` (an option, ``"column"`` or ``"diagonal"``): what a
 unit's first delta is relative to (column 0, the paper's, or its row index).
 
@@ -95,6 +96,10 @@ WARP = 32
 LANES_PER_ROW = (1, 2, 4, 8, 16, 32)
 #: the rows per stream ``encode(rows_per_lane=...)`` takes
 ROWS_PER_LANE = (1, 2, 4, 8)
+#: ``encode(rows_per_lane=AUTO)``: :func:`choose_rows_per_lane` picks one of ROWS_PER_LANE
+AUTO = "auto"
+#: the nonzeros per stream :func:`choose_rows_per_lane` packs rows up to
+STREAM_NNZ = 24
 #: what a unit's first delta is relative to, ``encode(first_delta=...)``: column 0 (the
 #: paper's) or the unit's row index
 FIRST_DELTAS = ("column", "diagonal")
@@ -446,18 +451,39 @@ def check_lanes_per_row(lanes_per_row) -> int:
     return int(lanes_per_row)
 
 
-def check_rows_per_lane(rows_per_lane, lanes_per_row: int) -> int:
-    """``rows_per_lane`` as an int, or OptionError (a value it does not take, or above 1 with
-    ``lanes_per_row`` above 1)."""
+def check_rows_per_lane(rows_per_lane, lanes_per_row: int) -> int | str:
+    """``rows_per_lane`` as an int (or :data:`AUTO` as given), or OptionError (a value it
+    does not take, or above 1 with ``lanes_per_row`` above 1)."""
     from ._common import OptionError, problem
+    if isinstance(rows_per_lane, str) and rows_per_lane == AUTO:
+        return AUTO
     if isinstance(rows_per_lane, (bool, np.bool_)) or rows_per_lane not in ROWS_PER_LANE:
-        raise OptionError(problem("rows_per_lane", f"one of {ROWS_PER_LANE}", repr(rows_per_lane),
-                                  "pass 1 (a lane per row) or 2-8 for rows of a few nonzeros"))
+        raise OptionError(problem("rows_per_lane", f"one of {ROWS_PER_LANE} or {AUTO!r}",
+                                  repr(rows_per_lane), "pass 1 (a lane per row), 2-8 for rows "
+                                  "of a few nonzeros, or 'auto'"))
     if rows_per_lane > 1 and lanes_per_row > 1:
         raise OptionError(problem("rows_per_lane", "1 when lanes_per_row is above 1",
                                   f"{rows_per_lane} with lanes_per_row {lanes_per_row}",
                                   "choose one of the two layouts"))
     return int(rows_per_lane)
+
+
+def choose_rows_per_lane(rows_per_lane: int | str, indptr: np.ndarray, lanes_per_row: int) -> int:
+    """``rows_per_lane`` itself, or for :data:`AUTO` the most rows per stream (of
+    :data:`ROWS_PER_LANE`) whose mean nonzeros stay within :data:`STREAM_NNZ` (1 with
+    ``lanes_per_row`` above 1, or for rows longer than that). Why: a stream's fixed costs (its
+    initial words, its final segment's unfilled slots and end) weigh on rows of a few
+    nonzeros, and packing rows shares them; a longer stream lengthens the warp's lockstep
+    walk wherever its lanes' streams differ in length. The bound lies between what timing 1,
+    2 and 4 rows per lane found best on rows of 5 nonzeros (4) and of 17 (1)
+    (docs/performance.md)."""
+    if not (isinstance(rows_per_lane, str) and rows_per_lane == AUTO):
+        return int(rows_per_lane)
+    n_rows = int(indptr.size) - 1
+    if lanes_per_row > 1 or n_rows <= 0:
+        return 1
+    mean = float(indptr[-1] - indptr[0]) / n_rows
+    return max([r for r in ROWS_PER_LANE if r * mean <= STREAM_NNZ], default=1)
 
 
 def check_first_delta(first_delta) -> str:
@@ -476,8 +502,9 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
 
     ``params``: ``"paper"`` or ``"toy"`` (:data:`PARAMS`); ``dtype`` the value dtype
     (default: A's own); ``lossy``: accept values that overflow or underflow in ``dtype``;
-    ``lanes_per_row``: streams per row; ``rows_per_lane``: rows per stream (module docstring;
-    1 and 1: the paper's layout); ``first_delta``: a unit's first delta from column 0
+    ``lanes_per_row``: streams per row; ``rows_per_lane``: rows per stream, or ``"auto"``
+    (:func:`choose_rows_per_lane`) (module docstring; 1 and 1: the paper's layout);
+    ``first_delta``: a unit's first delta from column 0
     (``"column"``, the paper's) or from its row (``"diagonal"``)."""
     if params not in PARAMS:
         from ._common import OptionError, problem
@@ -493,6 +520,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     vbits = vals.view(_uint(dt))
     indptr = csr.indptr.astype(np.int64)
     cols = csr.indices.astype(np.int64)
+    rpl = choose_rows_per_lane(rpl, indptr, lanes)
     uptr = stream_ptr(indptr, lanes)                  # units: rows or pieces
     dsym = unit_deltas(indptr, cols, lanes, first_delta, n_cols).tolist()
     vsym = vbits.tolist()

@@ -288,7 +288,9 @@ register(FormatInfo(
                                      "long-row layout for LLM weights; 1: the paper's)"),
              "rows_per_lane": Option(1, None, "rows per stream, 1, 2, 4 or 8: that many short "
                                      "rows decoded one after another by one lane, sharing "
-                                     "segments (lanes_per_row must then be 1)"),
+                                     "segments (lanes_per_row must then be 1); 'auto': as many "
+                                     "as keep a stream's mean nonzeros within "
+                                     "reference.csr_dtans.STREAM_NNZ"),
              "first_delta": Option("column", None, "'column' or 'diagonal': what a row's (or piece's) "
                                    "first delta counts from: column 0 (the paper's) or the row "
                                    "index, so banded and stencil rows' first columns need no "

@@ -125,3 +125,29 @@ def test_encode_stream_is_the_reference_coder(P):
         assert [tuple(ev) for ev, _ in ref] == sorted(tuple(ev) for ev, _ in ref)
         escaped += int(esc.sum())
     assert escaped > 0
+
+
+def _rows_of(length, n_rows=96, n_cols=300, seed=0):
+    """``n_rows`` rows of ``length`` nonzeros each at random columns, a few values."""
+    rng = np.random.default_rng(seed)
+    cols = np.concatenate([np.sort(rng.choice(n_cols, length, replace=False)) for _ in range(n_rows)])
+    vals = rng.integers(1, 5, cols.size).astype(np.float64)
+    return sp.csr_matrix((vals, cols, np.arange(n_rows + 1) * length), shape=(n_rows, n_cols))
+
+
+@pytest.mark.parametrize("length, expected", [(5, 4), (6, 4), (9, 2), (12, 2), (17, 1), (40, 1)])
+def test_rows_per_lane_auto_packs_short_rows(length, expected):
+    """``rows_per_lane="auto"`` packs as many rows per stream as keep its mean nonzeros within
+    STREAM_NNZ: both encoders pick the same, store it, and write the bytes of that explicit
+    choice; one lane per row with ``lanes_per_row`` above 1, and on a matrix without rows."""
+    A = _rows_of(length)
+    M = _assert_same(A, rows_per_lane="auto", first_delta="diagonal")
+    assert M.rows_per_lane == expected and M.options()["rows_per_lane"] == expected
+    explicit = R.encode(A, rows_per_lane=expected, first_delta="diagonal")
+    assert all(a.tobytes() == b.tobytes() for (_, a), (_, b) in zip(M.arrays(), explicit.arrays()))
+    assert _assert_same(A, rows_per_lane="auto", lanes_per_row=2).rows_per_lane == 1
+    assert _assert_same(sp.csr_matrix((0, 7)), rows_per_lane="auto").rows_per_lane == 1
+    for bad in ("Auto", "4", 3):
+        for enc in (R.encode, E.encode):
+            with pytest.raises(OptionError, match="rows_per_lane"):
+                enc(A, rows_per_lane=bad)

@@ -265,6 +265,11 @@ def test_time_matrix_caps_slow_methods_and_logs(monkeypatch):
     rows = D.time_matrix(A, "float32", ["cusparse"], reps=20, warmup=3, caches=("warm",),
                          extra=dict(matrix="m"), method_cap_s=1e9)
     assert calls == [(1, 0), (20, 3)] and "reps_capped" not in rows[0]
+    assert "stored_options" not in rows[0]               # a baseline records no layout
+    Slow.stored_options = {"rows_per_lane": 4, "first_delta": "diagonal"}   # what auto became
+    rows = D.time_matrix(A, "float32", ["csr_dtans"], reps=20, warmup=3, caches=("warm",),
+                         extra=dict(matrix="m"), method_cap_s=1e9)
+    assert rows[0]["stored_options"] == {"rows_per_lane": 4, "first_delta": "diagonal"}
     saved = []
     monkeypatch.setattr(D, "time_matrix", lambda A, dt, names, **kw: [dict(matrix=kw["extra"]["matrix"])])
     monkeypatch.setattr(bench, "copy_bandwidth", lambda: {"tb_s": 1.0})
@@ -406,7 +411,7 @@ def test_variants_are_timed_beside_the_paper_layout_and_summarised_apart(monkeyp
 
     def timing(A, dt, names, **kw):
         seen.append(list(names))
-        new = [_row(kw["extra"]["matrix"], dt, m, {"csr_dtans": 5.0, D.DIAGONAL: 2.0}.get(m, 8.0),
+        new = [_row(kw["extra"]["matrix"], dt, m, {"csr_dtans": 5.0, D.PACKED: 2.0}.get(m, 8.0),
                     int(A.nnz), A.shape[0], 100, cache) for m in names for cache in ("warm", "cold")]
         kw["into"].extend(new)
         return new
@@ -414,12 +419,12 @@ def test_variants_are_timed_beside_the_paper_layout_and_summarised_apart(monkeyp
     monkeypatch.setattr(D, "time_matrix", timing)
     cfg = dict(D.GPU_FULL, real=[], synthetic=["stencil5"], log2_nnz=[10], large=[],
                dtypes=["float32"], budget_s=None)
-    assert cfg["variants"] == [D.DIAGONAL]
+    assert cfg["variants"] == [D.PACKED]
     res = D.measure_gpu(cfg, "t", checkpoint=lambda r: None)
-    assert seen == [[*D.GPU_FULL["methods"], D.DIAGONAL]]
+    assert seen == [[*D.GPU_FULL["methods"], D.PACKED]]
     assert D.missing(cfg, res["rows"]) == {}
     res["config"] = cfg
     lines = D.summary_lines(res, "cold")
     assert len(lines) == 2 and lines[0].startswith("cold float32 csr_dtans: 1/1 faster, best 1.60x")
-    assert lines[1].startswith(f"cold float32 {D.DIAGONAL}: 1/1 faster, best 4.00x")
+    assert lines[1].startswith(f"cold float32 {D.PACKED}: 1/1 faster, best 4.00x")
     assert [p["dtans_us"] for p in D.pairs(res["rows"], "cold")] == [5.0]

@@ -32,6 +32,10 @@ def test_format_settings_come_from_the_registry():
     assert m.options == {"delta_bits": 2}
     spec = methods.format_method("macko", "macko_small", {"threads_per_block": 32})
     assert methods.build(spec, p).name == "macko_small"
+    # what an "auto" option became is on the method: rows of 1 nonzero, 8 to a lane
+    m = methods.build("csr_dtans[first_delta=diagonal,rows_per_lane=auto]", p)
+    assert m.options["rows_per_lane"] == "auto"
+    assert m.stored_options["rows_per_lane"] == 8 and m.stored_options["first_delta"] == "diagonal"
 
 
 @pytest.mark.parametrize("bad", ["csrx", "macko[prefetch]", "nope", "cusparse_csr"])

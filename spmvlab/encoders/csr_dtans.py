@@ -282,7 +282,8 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
            first_delta: str = "column") -> R.CSRDtansMatrix:
     """Any scipy.sparse matrix or dense 2-D array -> :class:`reference.csr_dtans.CSRDtansMatrix`,
     byte for byte ``reference.csr_dtans.encode(A, dtype, lossy, params, lanes_per_row,
-    rows_per_lane, first_delta)`` (and its errors and warning). Deltas restart at each unit
+    rows_per_lane, first_delta)`` (and its errors and warning; ``rows_per_lane="auto"`` the
+    same pick, ``reference.csr_dtans.choose_rows_per_lane``). Deltas restart at each unit
     (row or piece; from 0, or from its row with ``first_delta="diagonal"``)
     and the streams (pieces, rows or groups of rows: ``reference.csr_dtans.stream_ptr``) are
     coded as rows."""
@@ -300,6 +301,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     uint = R._uint(dt)
     vbits = vals.view(uint).astype(np.uint64)
     indptr = csr.indptr.astype(np.int64)
+    rpl = R.choose_rows_per_lane(rpl, indptr, lanes)
     uptr = R.stream_ptr(indptr, lanes)             # units: a delta from 0 at each start
     sptr = R.stream_ptr(indptr, lanes, rpl)        # streams: the lanes' symbol sequences
     n_streams = sptr.size - 1

@@ -24,7 +24,8 @@ class FormatMethod(Method):
     ``options``: encode options (the registry's defaults for the rest). ``encoded``: optional
     ``encoded(problem) -> matrix`` giving the problem's matrix already encoded (in the
     problem's dtype, e.g. one encoding shared by several problems of the same pattern); the
-    check still compares the kernel's product with the problem's own exact one."""
+    check still compares the kernel's product with the problem's own exact one.
+    ``stored_options``: the options the encoded matrix records (what ``"auto"`` became)."""
 
     events = "numba"
 
@@ -53,6 +54,7 @@ class FormatMethod(Method):
                                           f"{type(M).__name__} {getattr(M, 'shape', '?')} "
                                           f"{getattr(M, 'dtype', '?')}"))
         self.format_bytes = int(M.nbytes)
+        self.stored_options = dict(M.options())
         K = info.kernel_module()
         self._D = K.to_device(M)
         self._fn = K.spmv if p.kind == "spmv" else K.spmm
