@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite on a GPU machine in 11 shards run in parallel, spread over the GPUs
+# The whole test suite on a GPU machine in 14 shards run in parallel, spread over the GPUs
 # the machine shows (or those CUDA_VISIBLE_DEVICES names), in one log:
 #
 #     SPMVLAB_GIT_HASH=<commit> tools/suite_shards.sh OUTDIR
@@ -22,14 +22,21 @@ s5="tests/test_datasets.py tests/test_entropy.py tests/test_cli.py tests/test_cr
 s6="tests/test_anchors.py tests/test_codec.py tests/test_csr_dtans_encoder.py tests/test_cudasim.py tests/test_dtans.py tests/test_ec_experiments.py tests/test_graphs.py tests/test_macko_kernel.py tests/test_ptx.py tests/test_sell.py"
 # kernel files that compile many variants, apart from the harness and codegen files
 s7="tests/test_bench.py tests/test_codegen.py"
-s10="tests/test_csr_dtans_kernel.py tests/test_ec_csr_encoder.py"
+# test_csr_dtans_kernel.py in four: on a GPU each of its layouts compiles its own kernels
+# (one shard held the whole file past any call's limit)
+K="tests/test_csr_dtans_kernel.py"
+L="$K::test_layouts_other_than_a_lane_per_row"
+s10="$L -k lanes_per_row"
+s12="$L -k rows_per_lane"
+s13="$K::test_diagonal_first_deltas tests/test_ec_csr_encoder.py"
+s14="$K --deselect $L --deselect $K::test_diagonal_first_deltas"
 # host-side files and the GeneralSparse sweeps, apart so that no shard runs much longer than
 # the others
 s9="tests/test_macko_reference.py tests/test_readme.py tests/test_tans.py tests/test_gs_experiments.py"
 s8="tests/test_block_extraction.py tests/test_coo.py tests/test_csr_dtans.py tests/test_density.py tests/test_ec_csr_kernel.py tests/test_gallery.py tests/test_io.py tests/test_methods.py tests/test_repro.py tests/test_tune.py"
 s11=""
 for f in tests/test_*.py; do
-  case " $F $s9 $s5 $s6 $s7 $s8 $s10 " in *" $f "*) ;; *) s11="$s11 $f";; esac
+  case " $F $s9 $s5 $s6 $s7 $s8 $s13 $s14 " in *" $f "*) ;; *) s11="$s11 $f";; esac
 done
 # the GPUs to spread the shards over: CUDA_VISIBLE_DEVICES's list, else every GPU shown
 if [ -n "${CUDA_VISIBLE_DEVICES:-}" ]; then IFS=, read -ra gpus <<< "$CUDA_VISIBLE_DEVICES"
@@ -46,7 +53,7 @@ for enc in (csr_dtans, ec_csr, macko):
 PY
 keys=("macko" "ec_csr or coo" "csr_dtans" "not macko and not ec_csr and not coo and not csr_dtans")
 i=0
-shards=("${keys[@]}" "$s5" "$s6" "$s7" "$s8" "$s9" "$s10" "$s11")
+shards=("${keys[@]}" "$s5" "$s6" "$s7" "$s8" "$s9" "$s10" "$s12" "$s13" "$s14" "$s11")
 # each shard's log in a folder of OUTDIR while it runs (a run stopped by a time limit leaves
 # them there), joined into the one log at the end
 logs="$out/shards_${H}"
