@@ -79,10 +79,13 @@ def plot(results: dict, fig_path: str) -> list[str]:
 
 
 def throughput(results: dict) -> list[dict]:
-    """CSR-dtANS decode rate (symbols/s, two per nonzero, cold L2) beside the rate that would
-    read its bytes at the measured copy bandwidth (``needed``) and the share reached, for the
-    matrices of 2^23 nonzeros and more."""
+    """CSR-dtANS decode rate (symbols/s, two per nonzero, cold L2; and per SM per clock, at
+    the GPU's SM count and the clock it reports) beside the rate that would read its bytes
+    at the measured copy bandwidth (``needed``) and the share reached, for the matrices of
+    2^23 nonzeros and more."""
     bw = (results.get("copy_bandwidth") or {}).get("tb_s")
+    dev = (results.get("meta") or {}).get("device") or {}
+    sm_hz = (dev.get("sm_count") or 0) * (dev.get("clock_khz") or 0) * 1e3
     out = []
     for p in D.pairs(results["rows"], "cold"):
         if p["nnz"] >= 2 ** 23 and bw:
@@ -90,7 +93,8 @@ def throughput(results: dict) -> list[dict]:
             out.append(dict(matrix=p["matrix"], dtype=p["dtype"], nnz=p["nnz"],
                             symbols_per_s=p["symbols_per_s"], needed_symbols_per_s=need,
                             share=p["symbols_per_s"] / need, dtans_tb_s=p["dtans_tb_s"],
-                            speedup=p["speedup"]))
+                            speedup=p["speedup"],
+                            **({"symbols_per_sm_clock": p["symbols_per_s"] / sm_hz} if sm_hz else {})))
     return out
 
 
@@ -115,6 +119,7 @@ def report(results: dict):
     if t:
         print(P.format_table(t, [("matrix", "matrix", ""), ("dtype", "dtype", ""),
                                  ("symbols_per_s", "symbols/s", ".3g"),
+                                 ("symbols_per_sm_clock", "per SM-clock", ".2f"),
                                  ("needed_symbols_per_s", "at copy BW", ".3g"), ("share", "share", ".2f")]))
 
 

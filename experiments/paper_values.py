@@ -755,19 +755,33 @@ DTANS = [
     _dtans_large("Table III", "cold", "float64", "64/80; 46/75"),
     _dtans_large("Table III", "cold", "float32", "37/80; 46/75"),
     dict(label="Fig. 8 (issue 28)", what="SpMV speedup over the fastest cuSPARSE format, cold L2, "
-         "float64, synthetic matrices of 2^25-2^26 nnz (decode benchmark)",
-         script="tools/time_csr_dtans.py", paper=3.48,
+         "float64, synthetic matrices above 2^25 nnz, the paper's layout",
+         script="experiments/fig7_dtans.py", paper=3.48,
          paper_note="the paper's best case over all its matrices (RTX 5090)",
-         ours=dict(results="time_csr_dtans", where={"method": "csr_dtans", "dtype": "float64"},
-                   agg="list", field="speedup_vs_best_baseline", fmt=".2f", unit="×",
-                   item="{matrix} {v}"),
-         why="the kernel after issue 28's first steps (results of 05e2507); faster on none yet"),
+         ours=dict(results="fig7_dtans", view="fig7_dtans:throughput",
+                   where={"dtype": "float64", "nnz": (">", 2 ** 25)},
+                   agg="list", field="speedup", fmt=".2f", unit="×", item="{matrix} {v}"),
+         why="bound by the instructions the walk issues per symbol (ncu, docs/performance.md); "
+             "first deltas from the row and packed short rows beyond the paper's layout: "
+             "docs/performance.md"),
     dict(label="(issue 28)", what="CSR-dtANS decode rate, symbols per SM per clock, float64, same "
-         "matrices", script="tools/time_csr_dtans.py", paper=2.0,
+         "matrices", script="experiments/fig7_dtans.py", paper=2.0,
          paper_note="worked back from the 3.48x best case on the RTX 5090 (issue 28's estimate)",
-         ours=dict(results="time_csr_dtans", where={"method": "csr_dtans", "dtype": "float64"},
+         ours=dict(results="fig7_dtans", view="fig7_dtans:throughput",
+                   where={"dtype": "float64", "nnz": (">", 2 ** 25)},
                    field="symbols_per_sm_clock", agg="range", fmt=".2f"),
-         why="latency-bound at the 48 warps per SM its tables allow; docs/performance.md"),
+         why="a lane per row: short rows pay a stream's set-up (docs/performance.md)"),
+    dict(label="(beyond, issue 28)", what="SpMV speedup over the fastest cuSPARSE format, cold L2, "
+         "2^25 nnz, first deltas from the row and 1 / 2 / 4 rows per lane (rows_per_lane)",
+         script="tools/time_csr_dtans.py", paper=None,
+         ours=dict(results="time_csr_dtans_rows_per_lane_b53fee4",
+                   where={"method": ("in", ["csr_dtans[first_delta='diagonal']",
+                                            "csr_dtans[first_delta='diagonal',rows_per_lane=2]",
+                                            "csr_dtans[first_delta='diagonal',rows_per_lane=4]"])},
+                   agg="list", field="speedup_vs_best_baseline", fmt=".2f", unit="×",
+                   item="{matrix} {dtype} {method} {v}"),
+         why="short rows gain from packing, 17-nonzero rows lose; rows_per_lane='auto' packs by "
+             "mean row length (reference.csr_dtans.choose_rows_per_lane)"),
     dict(label="(ours)", what="fast encoder, 2^25 nnz (fp16 values, 8–24 per row): seconds and "
                               "symbols/s vs the reference",
          script="tools/time_csr_dtans_encoder.py", script_note="CPU, 2 cores",

@@ -105,6 +105,10 @@ def test_gpu_experiments_plot_fabricated_results(name, tmp_path, monkeypatch, ca
         assert {r["matrix"] for r in t} == {"big", "wide"}        # >= 2^23 nonzeros
         big = next(r for r in t if r["matrix"] == "big" and r["dtype"] == "float64")
         assert big["needed_symbols_per_s"] == pytest.approx(2 * 2 ** 26 * 4e12 / (3 * 2 ** 26))
+        assert "symbols_per_sm_clock" not in big             # the fake device names no SMs
+        res["meta"]["device"].update(sm_count=100, clock_khz=2_000_000)
+        big = next(r for r in mod.throughput(res) if r["matrix"] == "big" and r["dtype"] == "float64")
+        assert big["symbols_per_sm_clock"] == pytest.approx(big["symbols_per_s"] / 2e11)
         assert "error: broken" in text
     if name == "fig8_dtans":
         assert all(r.get("cache", "cold") == "cold" for r in res["rows"])
