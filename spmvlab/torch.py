@@ -142,10 +142,11 @@ class _GeneralSparseWeight:
         self.plans[N] = (codegen.upload(p, codegen.generate(p)), label)
         return self.plans[N][0]
 
-    def multiply(self, X, Y):
-        """Y = A @ X for (K, N) / (M, N) device arrays (NumPy arrays in the simulator)."""
+    def multiply(self, X, Yt):
+        """Yt = (A @ X)^T for (K, N) / (N, M) device arrays (NumPy arrays in the simulator):
+        the generated kernel writes the transpose itself (``codegen.spmm(out_t=True)``)."""
         from .generalsparse import codegen
-        codegen.spmm(self.plan(int(X.shape[1])), X, out=Y)
+        codegen.spmm(self.plan(int(X.shape[1])), X, out=Yt, out_t=True)
 
 
 class SparseLinear(torch.nn.Module):
@@ -271,8 +272,7 @@ class SparseLinear(torch.nn.Module):
     def _multiply(self, x: torch.Tensor) -> torch.Tensor:
         """The product without the bias: SpMV for one token, else SpMM on the tokens as
         X's columns (the kernels' Y = W @ X, written as Y's transpose straight into the
-        result; GeneralSparse's generated kernels write Y, which is copied), on torch's
-        stream and allocator."""
+        result, GeneralSparse's generated kernels too), on torch's stream and allocator."""
         lead = tuple(x.shape[:-1])
         n = int(np.prod(lead, dtype=np.int64)) if lead else 1
         out = torch.empty(lead + (self.out_features,), dtype=x.dtype, device=x.device)
@@ -285,14 +285,12 @@ class SparseLinear(torch.nn.Module):
                                    out=_view(out.view(self.out_features)), config=self._config)
                 return out
             X = _aligned(x2.t())                                       # (in, n)
-            if self.format != GENERALSPARSE:
-                # the kernel writes the (tokens, out_features) result itself: no copy after it
-                Yt = _view(out.view(n, self.out_features))
+            # the kernel writes the (tokens, out_features) result itself: no copy after it
+            Yt = _view(out.view(n, self.out_features))
+            if self.format == GENERALSPARSE:
+                self._matrix.multiply(_view(X), Yt)
+            else:
                 self._kernels.spmm(self._matrix, _view(X), out=Yt, config=self._config, out_t=True)
-                return out
-            Y = torch.empty((self.out_features, n), dtype=x.dtype, device=x.device)
-            self._matrix.multiply(_view(X), _view(Y))
-        out.view(n, self.out_features).copy_(Y.t())
         return out
 
 

@@ -18,7 +18,7 @@ import scipy.sparse as sp
 
 import reference.generalsparse as GS
 from parity import assert_close, garbage_like
-from reference._common import DTypeError, OptionError, canonical_csr
+from reference._common import DTypeError, OptionError, ShapeError, canonical_csr
 from spmvlab.generalsparse import codegen
 from spmvlab.generalsparse.codegen import UnsupportedStrategy
 
@@ -106,6 +106,36 @@ def test_generated_kernel_equals_reference(name, N, s, dtype):
     assert_close(R, csr, B, dtype, "reference")
     tol = 1e-5 if dtype == np.float32 else 2e-3
     np.testing.assert_allclose(C.astype(np.float64), R.astype(np.float64), rtol=tol, atol=tol)
+
+
+def _out_t_sample():
+    """SAMPLE's first case of each (atomic, sorted rows, dtype): the store sites the
+    transposed kernel changes (plain stores, atomic adds, rows through row_order)."""
+    seen, out = set(), []
+    for name, N, s, dt in SAMPLE:
+        p = GS.plan(MATRICES[name](), s, dtype=np.float32)
+        k = (p.reduction.atomic, s.sort_rows, np.dtype(dt).name)
+        if k not in seen:
+            seen.add(k)
+            out.append((name, N, s, dt))
+    return out
+
+
+@pytest.mark.parametrize("name,N,s,dtype", _out_t_sample(),
+                         ids=[f"{m}-N{n}-{np.dtype(d).name}-{s.label}" for m, n, s, d in _out_t_sample()])
+def test_out_t_writes_the_transpose(name, N, s, dtype):
+    """``spmm(out_t=True)`` (what SparseLinear runs): the kernel writes C's transpose into a
+    garbage-filled (N, M) array, the product the plain kernel writes; a (M, N) out is refused."""
+    A = MATRICES[name]()
+    p, B, C = _run(A, s, dtype, N)
+    Ct = garbage_like((N, A.shape[0]), dtype)
+    assert codegen.spmm(p, B, out=Ct, out_t=True) is Ct
+    assert_close(Ct.T, canonical_csr(A, dtype, lossy=True), B, dtype, f"out_t ({s.label})")
+    tol = 1e-5 if dtype == np.float32 else 2e-3
+    np.testing.assert_allclose(Ct.T.astype(np.float64), C.astype(np.float64), rtol=tol, atol=tol)
+    if N != A.shape[0]:
+        with pytest.raises(ShapeError):
+            codegen.spmm(p, B, out=garbage_like(C.shape, dtype), out_t=True)
 
 
 def _uniform_matrix(rows=64, per_row=5, k=40, seed=11):

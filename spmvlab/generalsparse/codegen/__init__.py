@@ -420,11 +420,25 @@ def _b_arg(d: DevicePlan, dB):
     return dB.reshape(int(dB.shape[0]) * int(dB.shape[1]))
 
 
-def spmm(plan, B, out=None, generated: Generated | None = None):
+def transposed(g: Generated) -> Generated:
+    """``g``'s kernel writing the product's transpose (``Spec.out_t``: C of shape N x M,
+    what ``spmvlab.torch.SparseLinear`` wants: tokens x features), generated once."""
+    spec = dataclasses.replace(g.spec, out_t=True)
+    key = (g.strategy, spec.dtype, spec)
+    with _CACHE_LOCK:
+        t = _CACHE.get(key)
+        if t is None:
+            t = _CACHE[key] = Generated(g.strategy, spec, _emit.kernel_source(spec))
+    return t
+
+
+def spmm(plan, B, out=None, generated: Generated | None = None, out_t: bool = False):
     """C = A @ B with the generated kernel of ``plan`` (a Plan, or a :class:`DevicePlan`
     from :func:`upload`). ``B`` (K x N, the plan's dtype, C-contiguous, host or device);
     ``out`` (M x N) is written and returned when given (host or device), else a new host
-    array is returned for a host B and a device array for a device B."""
+    array is returned for a host B and a device array for a device B. ``out_t``: the result
+    is C's transpose (N x M, ``out`` of that shape), written by the kernel itself
+    (:func:`transposed`)."""
     from ..._cuda import cuda
     d = plan if isinstance(plan, DevicePlan) else upload(plan, generated)
     M, K = d.shape
@@ -433,25 +447,27 @@ def spmm(plan, B, out=None, generated: Generated | None = None):
     if N < 1:
         raise ShapeError(problem("B.shape[1]", "at least 1 column", N))
     _check_b_vector(d, N)
+    shape = (N, M) if out_t else (M, N)
     if out is not None:
-        check_out(out, (M, N), d.dtype)
+        check_out(out, shape, d.dtype)
     host = isinstance(B, np.ndarray)
     dB = cuda.to_device(B) if host else B
     dC = (cuda.to_device(out) if isinstance(out, np.ndarray) else out) if out is not None else \
-        scratch((M, N), d.dtype)
+        scratch(shape, d.dtype)
     acc = np.dtype(accumulator_dtype(d.dtype))
     target = dC
     if d.atomic and acc != d.dtype:
-        target = scratch((M, N), acc)
+        target = scratch(shape, acc)
     stream = launch_stream()
     if (d.zero_init or d.atomic) and M:
-        g2, b2 = _runtime.grid2((M, N))
+        g2, b2 = _runtime.grid2(shape)
         _runtime.zero2[g2, b2, stream](target)
     grid = (d.grid_x, -(-N // d.block_cols))
+    kernel = (transposed(d.generated) if out_t else d.generated).kernel
     if grid[0] and M:
-        d.generated.kernel[grid, d.threads, stream](*d.arrays, _b_arg(d, dB), target, np.int64(N))
+        kernel[grid, d.threads, stream](*d.arrays, _b_arg(d, dB), target, np.int64(N))
     if target is not dC and M:
-        g2, b2 = _runtime.grid2((M, N))
+        g2, b2 = _runtime.grid2(shape)
         _runtime.narrow[g2, b2, stream](target, dC)
     if isinstance(out, np.ndarray):
         dC.copy_to_host(out)
@@ -538,7 +554,8 @@ def ptx_targets():
     reduction, atomic or not, interleaved or not, one or several columns per thread (and the
     first for each block reduction over several warp-groups with each warp reduction, atomic
     or not, in one dtype, the two alternating); one
-    kernel from a bare strategy per dtype (offsets loaded); the two fixed kernels."""
+    kernel from a bare strategy per dtype (offsets loaded); the two fixed kernels; two
+    kernels writing C's transpose (``out_t``: atomic adds, and a compact N = 8 float16 one)."""
     from ...kernels._common import PTXTarget, array_sig
     out = []
     seen = set()
@@ -567,6 +584,10 @@ def ptx_targets():
                              f"{'/atomic' if red.atomic else ''}"
                              f" tc{s.thread_cols}{' ilv' if s.interleave else ''} <{s.label}>")
                     out.append(PTXTarget(label, (lambda g=g: g.kernel), f"void({', '.join(sig_args)})"))
+                    if red.atomic and blk is None and not any("out_t" in t.label for t in out):
+                        t = transposed(g)         # SparseLinear's transposed stores, atomic adds
+                        out.append(PTXTarget(label.replace("<", "out_t <", 1), (lambda t=t: t.kernel),
+                                             f"void({', '.join(sig_args)})"))
     # compact storage with vector loads: the shortlist's compact strategies (N = 64 and 8,
     # both dtypes; 16-bit columns as they are), and strategy-only kernels (u16 + base, int32)
     A = _ptx_matrices()[0]
@@ -580,6 +601,10 @@ def ptx_targets():
                 out.append(PTXTarget(f"codegen[{dt}] compact N{N} <{s.label}>", (lambda g=g: g.kernel),
                                      _sig(g, p, dt), expects=(r"ld\.global(\.nc)?\.v4\.",)))
                 if N == 8 and s.cyclic and s.groups_per_block > 1:     # the fig14 picks' kind, code options
+                    t = transposed(g)                                    # as SparseLinear runs it
+                    out.append(PTXTarget(f"codegen[{dt}] compact N{N} out_t <{s.label}>",
+                                         (lambda t=t: t.kernel), _sig(g, p, dt),
+                                         expects=(r"ld\.global(\.nc)?\.v4\.",)))
                     for tag, opts in (("plain", dict(batch=False)), ("prefetch", dict(prefetch=True, batch=False)),
                                       ("prefetch+batch", dict(prefetch=True, batch=True))):
                         g = generate(p, **opts)

@@ -37,7 +37,8 @@ def _emit_docstring(emit: _Writer, spec: Spec):
     emit("Who handles what:")
     emit(f"* block (x, y): warp-groups x*{spec.groups_per_block} .. x*{spec.groups_per_block}+"
          f"{spec.groups_per_block - 1} of the plan and columns y*{spec.block_cols} .. "
-         f"y*{spec.block_cols}+{spec.block_cols - 1} of C;")
+         f"y*{spec.block_cols}+{spec.block_cols - 1} of C"
+         + (" (C is passed transposed, N x M: its rows are those columns);" if spec.out_t else ";"))
     emit(f"* warp w of a block: warp-group w // {spec.group_warps} of the block, columns "
          f"(w % {spec.group_warps})*{spec.warp_cols} onwards;")
     emit(f"* lane l of a warp: thread-group l // {L} of the warp-group ({T} per warp-group), "

@@ -72,6 +72,7 @@ class Spec:
     sort_out: bool = False     # compact with sorted rows: row_order maps rows to C
     prefetch: bool = False     # compact vector loads (THREAD_TOTAL): the next load of A issued first
     batch: bool = False        # compact vector loads: a full load's gathers of B all issued first
+    out_t: bool = False        # C is the product's transpose (N x M): stores go to C[column, row]
 
     @property
     def pattern_arrays(self) -> tuple:
@@ -106,12 +107,14 @@ def _columns(spec: Spec):
 
 
 def _emit_write(emit: _Writer, spec: Spec, row: str, vals: str, atomic: bool):
-    """Write (or atomically add) the accumulators ``vals{j}`` to row ``row`` of C."""
+    """Write (or atomically add) the accumulators ``vals{j}`` to row ``row`` of C (to
+    column ``row`` of C, the transpose, with ``spec.out_t``)."""
     for j in _columns(spec):
+        at = f"col0 + {j}, {row}" if spec.out_t else f"{row}, col0 + {j}"
         if atomic:
-            emit(f"if ok{j}:\n    cuda.atomic.add(C, ({row}, col0 + {j}), {vals}{j})")
+            emit(f"if ok{j}:\n    cuda.atomic.add(C, ({at}), {vals}{j})")
         else:
-            emit(f"if ok{j}:\n    C[{row}, col0 + {j}] = {vals}{j}")
+            emit(f"if ok{j}:\n    C[{at}] = {vals}{j}")
 
 
 def block_mode(spec: Spec) -> bool:
