@@ -299,7 +299,12 @@ def generate(target, dtype=None, col_bits: int = 16, prefetch: bool = False,
                 prefetch=bool(prefetch) and s.compact and s.vector_width > 1 and red.thread == GS.THREAD_TOTAL,
                 batch=bool(batch) and s.compact and s.vector_width > 1 and s.b_vector > 1
                 and red.thread == GS.THREAD_TOTAL)
-    key = (s, dt.name, spec)
+    return _cached(s, spec)
+
+
+def _cached(s: GS.Strategy, spec: Spec) -> Generated:
+    """The one :class:`Generated` of (strategy, spec), made from its text on first use."""
+    key = (s, spec.dtype, spec)
     with _CACHE_LOCK:
         g = _CACHE.get(key)
         if g is None:
@@ -423,13 +428,7 @@ def _b_arg(d: DevicePlan, dB):
 def transposed(g: Generated) -> Generated:
     """``g``'s kernel writing the product's transpose (``Spec.out_t``: C of shape N x M,
     what ``spmvlab.torch.SparseLinear`` wants: tokens x features), generated once."""
-    spec = dataclasses.replace(g.spec, out_t=True)
-    key = (g.strategy, spec.dtype, spec)
-    with _CACHE_LOCK:
-        t = _CACHE.get(key)
-        if t is None:
-            t = _CACHE[key] = Generated(g.strategy, spec, _emit.kernel_source(spec))
-    return t
+    return _cached(g.strategy, dataclasses.replace(g.spec, out_t=True))
 
 
 def spmm(plan, B, out=None, generated: Generated | None = None, out_t: bool = False):
