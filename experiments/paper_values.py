@@ -781,7 +781,8 @@ DTANS = [
                    agg="list", field="speedup_vs_best_baseline", fmt=".2f", unit="×",
                    item="{matrix} {dtype} {method} {v}"),
          why="short rows gain from packing, 17-nonzero rows lose; rows_per_lane='auto' packs by "
-             "mean row length (reference.csr_dtans.choose_rows_per_lane)"),
+             "mean row length where x's gathers are local and enough streams remain "
+             "(reference.csr_dtans.choose_rows_per_lane)"),
     dict(label="(ours)", what="fast encoder, 2^25 nnz (fp16 values, 8–24 per row): seconds and "
                               "symbols/s vs the reference",
          script="tools/time_csr_dtans_encoder.py", script_note="CPU, 2 cores",

@@ -49,7 +49,8 @@ Arrays (index = int32 unless a count needs int64, one dtype for all index arrays
 M = 256, l = 8, o = 3, f = 2) or ``"toy"`` (the paper's 2-bit example, K = 8, M = 4, l = 2).
 ``lanes_per_row`` (an option, 1, 2, 4, 8, 16 or 32): streams per row, the layout above; 1 is
 the paper's layout. ``rows_per_lane`` (an option, 1, 2, 4 or 8, or ``"auto"``): rows per
-stream (``"auto"``: :func:`choose_rows_per_lane` picks from the mean row length); at most
+stream (``"auto"``: :func:`choose_rows_per_lane` picks from the mean row length and how
+local the rows' columns are); at most
 one of the two is above 1. ``first_delta`` (an option, ``"column"`` or ``"diagonal"``): what a
 unit's first delta is relative to (column 0, the paper's, or its row index).
 
@@ -100,6 +101,14 @@ ROWS_PER_LANE = (1, 2, 4, 8)
 AUTO = "auto"
 #: the nonzeros per stream :func:`choose_rows_per_lane` packs rows up to
 STREAM_NNZ = 24
+#: x's sectors per nonzero (:func:`x_sectors`) above which :func:`choose_rows_per_lane` keeps
+#: one row per lane
+X_SECTORS = 0.5
+#: the bytes of a sector, the unit in which the GPU's caches and DRAM move x
+SECTOR_BYTES = 32
+#: the fewest streams :func:`choose_rows_per_lane` packs rows down to: about twice the lanes a
+#: large GPU holds at once (an H200: 132 SMs of 2048 threads), so packing never starves it
+MIN_STREAMS = 1 << 19
 #: what a unit's first delta is relative to, ``encode(first_delta=...)``: column 0 (the
 #: paper's) or the unit's row index
 FIRST_DELTAS = ("column", "diagonal")
@@ -468,22 +477,58 @@ def check_rows_per_lane(rows_per_lane, lanes_per_row: int) -> int | str:
     return int(rows_per_lane)
 
 
-def choose_rows_per_lane(rows_per_lane: int | str, indptr: np.ndarray, lanes_per_row: int) -> int:
+def x_sectors(indptr: np.ndarray, cols: np.ndarray, itemsize: int, warps: int = 4096) -> float:
+    """The distinct :data:`SECTOR_BYTES`-byte sectors of x (of ``itemsize``-byte elements) that
+    each warp's 32 consecutive rows read, per nonzero: near 1 where the rows' columns scatter
+    (every gather its own sector), a small fraction where neighbouring rows read neighbouring
+    columns (stencils, bands). Counted on up to ``warps`` warps spread evenly over the rows
+    (0.0 without nonzeros)."""
+    n_rows = int(indptr.size) - 1
+    n_warps = -(-n_rows // WARP)
+    if n_warps <= 0:
+        return 0.0
+    pick = np.unique(np.linspace(0, n_warps - 1, min(n_warps, warps)).astype(np.int64))
+    lo = indptr[pick * WARP]
+    hi = indptr[np.minimum((pick + 1) * WARP, n_rows)]
+    lens = hi - lo
+    total = int(lens.sum())
+    if total == 0:
+        return 0.0
+    warp_of = np.repeat(np.arange(pick.size), lens)
+    at = np.repeat(lo - (np.cumsum(lens) - lens), lens) + np.arange(total)
+    sector = cols[at] * int(itemsize) // SECTOR_BYTES
+    order = np.lexsort((sector, warp_of))
+    sector, warp_of = sector[order], warp_of[order]
+    new = (sector[1:] != sector[:-1]) | (warp_of[1:] != warp_of[:-1])
+    return float(1 + int(np.count_nonzero(new))) / total
+
+
+def choose_rows_per_lane(rows_per_lane: int | str, indptr: np.ndarray, lanes_per_row: int,
+                         cols: np.ndarray, itemsize: int) -> int:
     """``rows_per_lane`` itself, or for :data:`AUTO` the most rows per stream (of
-    :data:`ROWS_PER_LANE`) whose mean nonzeros stay within :data:`STREAM_NNZ` (1 with
-    ``lanes_per_row`` above 1, or for rows longer than that). Why: a stream's fixed costs (its
-    initial words, its final segment's unfilled slots and end) weigh on rows of a few
-    nonzeros, and packing rows shares them; a longer stream lengthens the warp's lockstep
-    walk wherever its lanes' streams differ in length. The bound lies between what timing 1,
-    2 and 4 rows per lane found best on rows of 5 nonzeros (4) and of 17 (1)
-    (docs/performance.md)."""
+    :data:`ROWS_PER_LANE`) whose mean nonzeros stay within :data:`STREAM_NNZ` and that leave
+    at least :data:`MIN_STREAMS` streams, where x's gathers are local (:func:`x_sectors` at
+    most :data:`X_SECTORS` for values of ``itemsize`` bytes); else 1, as with
+    ``lanes_per_row`` above 1. Why: a stream's fixed costs (its initial words, its final
+    segment's unfilled slots and end) weigh on rows of a few nonzeros, and packing rows
+    shares them; but it leaves fewer, longer streams: a warp's lockstep walk lengthens
+    wherever its lanes' streams differ in length, a lane's rows are written at a stride, and
+    a matrix of too few streams leaves the GPU's lanes idle. Where the rows' columns scatter,
+    x's gathers (a sector per nonzero) outweigh the stream's bytes, so the bytes packing
+    saves are a small share of the traffic and its costs win. The bounds come from timing
+    1, 2, 4 and 8 rows per lane on stencils, bands, random graphs and the SuiteSparse
+    matrices (docs/performance.md)."""
     if not (isinstance(rows_per_lane, str) and rows_per_lane == AUTO):
         return int(rows_per_lane)
     n_rows = int(indptr.size) - 1
     if lanes_per_row > 1 or n_rows <= 0:
         return 1
     mean = float(indptr[-1] - indptr[0]) / n_rows
-    return max([r for r in ROWS_PER_LANE if r * mean <= STREAM_NNZ], default=1)
+    best = max([r for r in ROWS_PER_LANE
+                if r * mean <= STREAM_NNZ and -(-n_rows // r) >= MIN_STREAMS], default=1)
+    if best > 1 and x_sectors(indptr, cols, itemsize) > X_SECTORS:
+        return 1
+    return best
 
 
 def check_first_delta(first_delta) -> str:
@@ -520,7 +565,7 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     vbits = vals.view(_uint(dt))
     indptr = csr.indptr.astype(np.int64)
     cols = csr.indices.astype(np.int64)
-    rpl = choose_rows_per_lane(rpl, indptr, lanes)
+    rpl = choose_rows_per_lane(rpl, indptr, lanes, cols, dt.itemsize)
     uptr = stream_ptr(indptr, lanes)                  # units: rows or pieces
     dsym = unit_deltas(indptr, cols, lanes, first_delta, n_cols).tolist()
     vsym = vbits.tolist()

@@ -290,7 +290,8 @@ register(FormatInfo(
                                      "rows decoded one after another by one lane, sharing "
                                      "segments (lanes_per_row must then be 1); 'auto': as many "
                                      "as keep a stream's mean nonzeros within "
-                                     "reference.csr_dtans.STREAM_NNZ"),
+                                     "reference.csr_dtans.STREAM_NNZ where x's gathers are "
+                                     "local and enough streams remain (choose_rows_per_lane)"),
              "first_delta": Option("column", None, "'column' or 'diagonal': what a row's (or piece's) "
                                    "first delta counts from: column 0 (the paper's) or the row "
                                    "index, so banded and stencil rows' first columns need no "

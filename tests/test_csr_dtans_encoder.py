@@ -127,19 +127,43 @@ def test_encode_stream_is_the_reference_coder(P):
     assert escaped > 0
 
 
-def _rows_of(length, n_rows=96, n_cols=300, seed=0):
-    """``n_rows`` rows of ``length`` nonzeros each at random columns, a few values."""
+def _rows_of(length, n_rows=96, n_cols=300, seed=0, scatter=False):
+    """``n_rows`` rows of ``length`` nonzeros each, a few values: at columns next to the
+    row's (neighbouring rows read neighbouring x), or with ``scatter`` at random columns of
+    ``n_cols``."""
     rng = np.random.default_rng(seed)
-    cols = np.concatenate([np.sort(rng.choice(n_cols, length, replace=False)) for _ in range(n_rows)])
+    if scatter:
+        rows = [np.sort(rng.choice(n_cols, length, replace=False)) for _ in range(n_rows)]
+    else:
+        rows = [np.sort((i + np.arange(length)) % n_cols) for i in range(n_rows)]
+    cols = np.concatenate(rows)
     vals = rng.integers(1, 5, cols.size).astype(np.float64)
     return sp.csr_matrix((vals, cols, np.arange(n_rows + 1) * length), shape=(n_rows, n_cols))
 
 
+def test_x_sectors_counts_a_warps_distinct_sectors_per_nonzero():
+    """32 rows of one nonzero each on the diagonal read 8 sectors of float64 x (4 of float32):
+    0.25 (0.125) a nonzero; columns 64 apart give each nonzero its own sector; a sector two
+    warps both read counts once per warp; no nonzeros: 0."""
+    eye = sp.identity(64, format="csr")
+    ip, c = eye.indptr.astype(np.int64), eye.indices.astype(np.int64)
+    assert R.x_sectors(ip, c, 8) == 0.25 and R.x_sectors(ip, c, 4) == 0.125
+    far = sp.csr_matrix((np.ones(64), np.arange(64) * 64, np.arange(65)), shape=(64, 4096))
+    assert R.x_sectors(far.indptr.astype(np.int64), far.indices.astype(np.int64), 4) == 1.0
+    col0 = np.zeros(64, np.int64)
+    assert R.x_sectors(np.arange(65, dtype=np.int64), col0, 8) == 2 / 64
+    assert R.x_sectors(np.zeros(5, np.int64), np.zeros(0, np.int64), 8) == 0.0
+    assert R.x_sectors(np.zeros(1, np.int64), np.zeros(0, np.int64), 8) == 0.0
+
+
 @pytest.mark.parametrize("length, expected", [(5, 4), (6, 4), (9, 2), (12, 2), (17, 1), (40, 1)])
-def test_rows_per_lane_auto_packs_short_rows(length, expected):
+def test_rows_per_lane_auto_packs_short_rows(length, expected, monkeypatch):
     """``rows_per_lane="auto"`` packs as many rows per stream as keep its mean nonzeros within
-    STREAM_NNZ: both encoders pick the same, store it, and write the bytes of that explicit
-    choice; one lane per row with ``lanes_per_row`` above 1, and on a matrix without rows."""
+    STREAM_NNZ where neighbouring rows read neighbouring x (MIN_STREAMS lowered to fit these
+    small matrices): both encoders pick the same, store it, and write the bytes of that
+    explicit choice; one lane per row with ``lanes_per_row`` above 1, and on a matrix
+    without rows."""
+    monkeypatch.setattr(R, "MIN_STREAMS", 8)
     A = _rows_of(length)
     M = _assert_same(A, rows_per_lane="auto", first_delta="diagonal")
     assert M.rows_per_lane == expected and M.options()["rows_per_lane"] == expected
@@ -151,3 +175,18 @@ def test_rows_per_lane_auto_packs_short_rows(length, expected):
         for enc in (R.encode, E.encode):
             with pytest.raises(OptionError, match="rows_per_lane"):
                 enc(A, rows_per_lane=bad)
+
+
+@pytest.mark.parametrize("fast", [False, True])
+def test_rows_per_lane_auto_keeps_a_lane_per_row(fast, monkeypatch):
+    """``rows_per_lane="auto"`` keeps one row per lane where rows of 5 nonzeros scatter
+    their columns (each gather its own sector of x), and where packing would leave fewer
+    than MIN_STREAMS streams (96 rows, at the module's own bound); 2 rows where 4 would
+    leave too few."""
+    enc = E.encode if fast else R.encode
+    assert enc(_rows_of(5), rows_per_lane="auto").rows_per_lane == 1
+    monkeypatch.setattr(R, "MIN_STREAMS", 8)
+    assert enc(_rows_of(5, n_cols=1 << 20, scatter=True), rows_per_lane="auto").rows_per_lane == 1
+    assert enc(_rows_of(5, n_rows=40), rows_per_lane="auto").rows_per_lane == 4
+    monkeypatch.setattr(R, "MIN_STREAMS", 11)
+    assert enc(_rows_of(5, n_rows=40), rows_per_lane="auto").rows_per_lane == 2

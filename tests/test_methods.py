@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from reference import csr_dtans as csr_dtans_ref
 from spmvlab import bench, formats, methods
 from spmvlab.check import compare, reference_product, relative_error
 from spmvlab.errors import (
@@ -23,7 +24,7 @@ def test_every_name_resolves_to_itself():
     assert {"cublas", "cusparse", "csr_vector", "csr_scalar", "macko"} <= set(methods.names())
 
 
-def test_format_settings_come_from_the_registry():
+def test_format_settings_come_from_the_registry(monkeypatch):
     p = methods.Problem.make(np.eye(4, dtype=np.float32), np.float32)
     m = methods.build("csr_vector1", p)
     assert m.name == "csr_vector1" and m.config == formats.get("csr").make_config(vec=1)
@@ -32,7 +33,9 @@ def test_format_settings_come_from_the_registry():
     assert m.options == {"delta_bits": 2}
     spec = methods.format_method("macko", "macko_small", {"threads_per_block": 32})
     assert methods.build(spec, p).name == "macko_small"
-    # what an "auto" option became is on the method: rows of 1 nonzero, 8 to a lane
+    # what an "auto" option became is on the method: rows of 1 nonzero, 8 to a lane (the
+    # bound on streams lowered to fit a 4 x 4 matrix)
+    monkeypatch.setattr(csr_dtans_ref, "MIN_STREAMS", 1)
     m = methods.build("csr_dtans[first_delta=diagonal,rows_per_lane=auto]", p)
     assert m.options["rows_per_lane"] == "auto"
     assert m.stored_options["rows_per_lane"] == 8 and m.stored_options["first_delta"] == "diagonal"

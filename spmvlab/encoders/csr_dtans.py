@@ -301,11 +301,11 @@ def encode(A, dtype=None, lossy: bool = False, params: str = "paper",
     uint = R._uint(dt)
     vbits = vals.view(uint).astype(np.uint64)
     indptr = csr.indptr.astype(np.int64)
-    rpl = R.choose_rows_per_lane(rpl, indptr, lanes)
+    cols = csr.indices.astype(np.int64)
+    rpl = R.choose_rows_per_lane(rpl, indptr, lanes, cols, dt.itemsize)
     uptr = R.stream_ptr(indptr, lanes)             # units: a delta from 0 at each start
     sptr = R.stream_ptr(indptr, lanes, rpl)        # streams: the lanes' symbol sequences
     n_streams = sptr.size - 1
-    cols = csr.indices.astype(np.int64)
     nnz = int(cols.size)
     deltas = np.empty(nnz, np.uint64)
     vraw, draw = dt.itemsize * 8, R.delta_raw_bits(n_cols)
