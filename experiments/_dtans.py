@@ -432,10 +432,22 @@ GPU_EDGES = (20, 25)
 
 #: seconds per nonzero and value type a matrix is expected to take (generation, encoding,
 #: SELL layout, uploads, checks and timing), until the run has measured a matrix of >= 2^20
-#: nonzeros (then the rate of the largest one measured is used: small matrices' fixed costs
-#: would overstate it). A rough prior, per target nonzero: the host work (generation,
-#: encoding, SELL layout) dominates a matrix's time.
+#: nonzeros (then :func:`expected_s_per_nnz`). A rough prior, per target nonzero: the host
+#: work (generation, encoding, SELL layout) dominates a matrix's time.
 PRIOR_S_PER_NNZ = 0.5e-6
+
+
+def expected_s_per_nnz(rates: list[tuple[int, float]]) -> float:
+    """Seconds per nonzero and value type the next synthetic matrix is expected to take, from
+    the (nonzeros, seconds per nonzero and value type) of the matrices of >= 2^20 nonzeros
+    measured so far: the median over those of at least half the largest one's nonzeros
+    (small matrices' fixed costs would overstate it, and a matrix that first needs a
+    kernel compiled, such as the first packed one, would charge that to every later one if
+    it stood alone); :data:`PRIOR_S_PER_NNZ` before any."""
+    if not rates:
+        return PRIOR_S_PER_NNZ
+    top = max(n for n, _ in rates)
+    return float(np.median([r for n, r in rates if 2 * n >= top]))
 
 
 def missing(cfg: dict, rows: list[dict]) -> dict:
@@ -460,8 +472,8 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
     not begun, "<matrix> <dtype>" or "<matrix> <dtype> <method>").
 
     Bounds: no matrix is begun after ``budget_s``, nor one expected to end after it (its
-    target nonzeros times the seconds per nonzero of the largest matrix measured so far,
-    :data:`PRIOR_S_PER_NNZ` before); no value type or method is begun after it. The results
+    target nonzeros times :func:`expected_s_per_nnz` of the matrices measured so far); no
+    value type or method is begun after it. The results
     are saved after every matrix (:func:`spmvlab.experiment.checkpoint`); stopped by a
     signal (SIGTERM from ``timeout``) or Ctrl-C, the rows so far (the current matrix's
     methods done included) are saved with ``stopped``, then the stop goes on. ``checkpoint``: what saves them (default
@@ -498,7 +510,7 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
                 skipped.append(name)
                 continue
             if spec is not None:
-                rate = max(rates)[1] if rates else PRIOR_S_PER_NNZ
+                rate = expected_s_per_nnz(rates)
                 est = rate * 2 ** spec["log2_nnz"] * len(dtypes)
                 if est > left():
                     skipped.append(name)

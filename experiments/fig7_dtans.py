@@ -29,8 +29,8 @@ nonzeros (5 to 44 nonzeros per row: every lane's row is short), but one lane dec
 row, so power_law8/32 at 2^22 (longest rows 198018 and 131072 nonzeros) are far slower per
 call: ``method_cap_s`` = 5 s cuts their reps (``reps_capped``, at least 3). ``budget_s`` = 530:
 no matrix, value type or method is begun after it, nor a matrix expected to end after it
-(target nonzeros x the seconds per nonzero of the largest matrix so far); skipped ones are
-listed in ``skipped``. The results file is rewritten after every matrix (``"partial": true``
+(target nonzeros x the median seconds per nonzero of the largest matrices so far,
+``_dtans.expected_s_per_nnz``); skipped ones are listed in ``skipped``. The results file is rewritten after every matrix (``"partial": true``
 and ``done`` until the end) and on SIGTERM (what ``timeout`` sends: the rows of the methods
 done and ``stopped``), so a run killed by a time limit keeps what it measured and
 fig8/table2/table3 and ``--plot-only`` work on it. One stderr line per method gives its build,

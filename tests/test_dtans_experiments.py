@@ -215,6 +215,18 @@ def test_measure_gpu_order_and_budget(monkeypatch):
     assert seen == [] and len(res["skipped"]) == 3
 
 
+def test_expected_rate_is_the_median_of_the_largest_matrices():
+    """The budget's estimate: the prior before any matrix; then the median rate of the
+    matrices of at least half the largest one's nonzeros, so one slow first matrix (kernels
+    compiling) does not stand for the ones after it, and small matrices do not count."""
+    assert D.expected_s_per_nnz([]) == D.PRIOR_S_PER_NNZ
+    big = 2 ** 26
+    assert D.expected_s_per_nnz([(2 ** 20, 9e-6), (big, 1.4e-6)]) == 1.4e-6
+    rates = [(2 ** 20, 9e-6), (big, 1.4e-6), (big - 5, 0.4e-6), (big - 9, 0.7e-6)]
+    assert D.expected_s_per_nnz(rates) == 0.7e-6
+    assert D.expected_s_per_nnz(rates + [(2 * big, 0.6e-6)]) == pytest.approx(1.0e-6)
+
+
 def test_sell_joins_the_baselines_when_timed():
     rows = _fake_rows()
     assert D.baselines_timed(rows) == ["cusparse", "cusparse_coo"]
