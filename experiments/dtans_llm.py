@@ -18,6 +18,9 @@ Per weight matrix, sparsity and value dtype:
   matrix's own tables (the bound with K = 4096 slots, multiplicity <= M = 256, escapes);
 * ``dense``: rows x cols x value bytes.
 
+``escaped_values``: the nonzeros whose value CSR-dtANS's value table does not keep (each
+coded as the escape symbol and its raw bits; the table's report gives their share).
+
 Sizes are given as bytes per weight of the dense matrix (``*_bpw``; dense fp16 = 2) and per
 stored nonzero (``*_bpnz``). The fp32 weights are rounded to fp16 for the fp16 rows
 (``lossy=True``; a few tiny weights underflow to zero and are dropped from every format).
@@ -82,7 +85,16 @@ def sizes(A, dtype, delta_bits: int = 4, params: str = "paper") -> dict:
                 dtans_meta=int(M.row_lengths.nbytes + M.warp_ptr.nbytes),
                 h_deltas=ent["delta_bits"], h_values=ent["value_bits"],
                 kept_values=int(M.values.size), value_escape_slots=int(M.value_counts[-1]),
-                distinct_values=int(np.unique(csr.data.astype(dt)).size))
+                distinct_values=int(np.unique(csr.data.astype(dt)).size),
+                escaped_values=escaped_values(csr.data.astype(dt), M.values))
+
+
+def escaped_values(values: np.ndarray, kept: np.ndarray) -> int:
+    """How many of the nonzeros' ``values`` the value table does not keep (compared bit for
+    bit, so -0.0 and 0.0 differ as they do in the coder): each is coded as the escape
+    symbol plus its raw bits."""
+    u = np.dtype(f"u{values.dtype.itemsize}")
+    return int(np.count_nonzero(~np.isin(values.view(u), kept.astype(values.dtype).view(u))))
 
 
 #: a cluster sweep's cells (``--cluster``, ``spmvlab.cluster``): one per weight matrix,
@@ -132,6 +144,8 @@ def table(results: dict) -> list[dict]:
             row["dtans_vs_csr"] = row["csr_bpw"] / row["csr_dtans_bpw"]
             row["dtans_vs_macko"] = row["macko_bpw"] / row["csr_dtans_bpw"]
             row["dtans_over_entropy"] = row["csr_dtans_bpw"] / row["entropy_bpw"] - 1
+            if all("escaped_values" in r for r in rs):
+                row["escaped_share"] = sum(r["escaped_values"] for r in rs) / max(sum(r["nnz"] for r in rs), 1)
             out.append(row)
     return out
 
@@ -164,7 +178,8 @@ def report(results: dict):
         ("macko_bpw", "MACKO", ".3f"), ("csr_dtans_bpw", "dtANS", ".3f"),
         ("csr_dtans_lanes32_bpw", "dtANS 32 lanes", ".3f"),
         ("entropy_tables_bpw", "tables", ".3f"), ("entropy_bpw", "H0", ".3f"),
-        ("dense_bpw", "dense", ".1f"), ("dtans_over_entropy", "dtANS/H0-1", ".2f")]))
+        ("dense_bpw", "dense", ".1f"), ("dtans_over_entropy", "dtANS/H0-1", ".2f"),
+        ("escaped_share", "values escaped", ".3f")]))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 
 from experiments import _dtans as D
@@ -444,3 +445,22 @@ def test_variants_are_timed_beside_the_paper_layout_and_summarised_apart(monkeyp
     assert len(lines) == 2 and lines[0].startswith("cold float32 csr_dtans: 1/1 faster, best 1.60x")
     assert lines[1].startswith(f"cold float32 {D.PACKED}: 1/1 faster, best 4.00x")
     assert [p["dtans_us"] for p in D.pairs(res["rows"], "cold")] == [5.0]
+
+
+def test_dtans_llm_counts_the_escaped_values():
+    """``escaped_values``: nonzeros whose value the table does not keep, bit for bit (-0.0 is
+    not 0.0); on a matrix of 6000 distinct values, each once, every value past the kept ones
+    escapes; on one of three values none does."""
+    mod = X.load_experiment("dtans_llm")
+    vals = np.array([1.0, 2.0, -0.0, 3.0, 1.0], np.float16)
+    assert mod.escaped_values(vals, np.array([1.0, 0.0], np.float16)) == 3
+    rng = np.random.default_rng(0)
+    n = 6000
+    cols = np.tile(np.arange(15) * 20, n // 15)          # 15 distinct columns a row
+    many = sp.csr_matrix((np.arange(1, n + 1, dtype=np.float32), cols,
+                          np.arange(0, n + 1, 15)), shape=(n // 15, 400))
+    r = mod.sizes(many, "float32")
+    assert r["kept_values"] < r["nnz"] == n and r["escaped_values"] == n - r["kept_values"]
+    few = sp.csr_matrix((rng.integers(1, 4, n).astype(np.float32), cols,
+                         np.arange(0, n + 1, 15)), shape=(n // 15, 400))
+    assert mod.sizes(few, "float32")["escaped_values"] == 0
