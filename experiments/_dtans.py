@@ -239,10 +239,10 @@ BASELINES = ("cusparse", "cusparse_coo", "cusparse_sell")
 BASELINE_LABELS = {"cusparse": "CSR", "cusparse_coo": "COO", "cusparse_sell": "SELL"}
 #: beyond the paper: CSR-dtANS with each row's first delta taken from its row index
 #: (``first_delta="diagonal"``: banded and stencil rows stop escaping their first column) and
-#: short rows packed several to a lane (``rows_per_lane="auto"``: 1 on rows of a dozen
-#: nonzeros or more), timed beside the paper's layout (the config's ``variants``) and
-#: reported apart; the figures and tables stay the paper's layout. Its rows record the layout
-#: chosen (``stored_options``).
+#: short rows packed several to a lane (``rows_per_lane="auto"``: only where x's gathers are
+#: local and enough streams remain, ``reference.csr_dtans.choose_rows_per_lane``), timed beside
+#: the paper's layout (the config's ``variants``) and reported apart; the figures and tables
+#: stay the paper's layout. Its rows record the layout chosen (``stored_options``).
 PACKED = "csr_dtans[first_delta=diagonal,rows_per_lane=auto]"
 
 
@@ -473,12 +473,12 @@ def measure_gpu(cfg: dict, desc: str, only: dict | None = None, checkpoint=None)
 
     Bounds: no matrix is begun after ``budget_s``, nor one expected to end after it (its
     target nonzeros times :func:`expected_s_per_nnz` of the matrices measured so far); no
-    value type or method is begun after it. The results
-    are saved after every matrix (:func:`spmvlab.experiment.checkpoint`); stopped by a
-    signal (SIGTERM from ``timeout``) or Ctrl-C, the rows so far (the current matrix's
-    methods done included) are saved with ``stopped``, then the stop goes on. ``checkpoint``: what saves them (default
-    :func:`spmvlab.experiment.checkpoint`; the reusers, whose rows are not timing rows, pass
-    one that does nothing)."""
+    value type or method is begun after it. The results are saved after every matrix
+    (:func:`spmvlab.experiment.checkpoint`); stopped by a signal (SIGTERM from
+    ``timeout``) or Ctrl-C, the rows so far (the current matrix's methods done included)
+    are saved with ``stopped``, then the stop goes on. ``checkpoint``: what saves them
+    (default :func:`spmvlab.experiment.checkpoint`; the reusers, whose rows are not timing
+    rows, pass one that does nothing)."""
     import time
 
     from spmvlab import bench, runinfo

@@ -11,13 +11,13 @@ CuPy (``spmvlab.methods``: ``cusparse``, ``cusparse_coo``) and SELL with slices 
 ``spmvlab.methods.cusparse_sell`` calls the device's libcusparse through ctypes with
 ``CUSPARSE_SPMV_SELL_ALG1``). A baseline that cannot be built or fails its check on a matrix
 gets an ``error`` row and drops out of that matrix's choice; the figure titles name the
-baselines the rows hold. Ours: ``csr_dtans`` (``spmvlab.kernels.csr_dtans``, decode on the fly,
-encoded by the fast encoder on the host); beside it, beyond the paper, the config's
+baselines the rows hold. Ours: ``csr_dtans`` (``spmvlab.kernels.csr_dtans``, decode on the
+fly, encoded by the fast encoder on the host); beside it, beyond the paper, the config's
 ``variants``: ``csr_dtans[first_delta=diagonal,rows_per_lane=auto]`` (each row's first delta
-from its row index, short rows packed several to a lane; its rows' ``stored_options`` say
-how many), in the report's summary only (the figure and the tables are the paper's layout).
-Every method is checked on the GPU against the float64 product before it is timed (median
-of ``reps`` calls).
+from its row index, short rows packed several to a lane where x's gathers are local; its rows'
+``stored_options`` say how many), in the report's summary only (the figure and the tables are
+the paper's layout). Every method is checked on the GPU against the float64 product before it
+is timed (median of ``reps`` calls).
 
 Matrices, in this order: the local SuiteSparse matrices (``SPMVLAB_DATA``), then seeded
 synthetic ones (small value alphabets; ``experiments/_dtans.py``): eight families at 2^26 and
@@ -27,16 +27,16 @@ encoding in both value types, SELL layout, COO arrays and the reference product)
 docs/experiments.md lists each saved run's duration. On the GPU a call is short at 2^26-2^27
 nonzeros (5 to 44 nonzeros per row: every lane's row is short), but one lane decodes a whole
 row, so power_law8/32 at 2^22 (longest rows 198018 and 131072 nonzeros) are far slower per
-call: ``method_cap_s`` = 5 s cuts their reps (``reps_capped``, at least 3). ``budget_s`` = 530:
-no matrix, value type or method is begun after it, nor a matrix expected to end after it
+call: ``method_cap_s`` = 5 s cuts their reps (``reps_capped``, at least 3). ``budget_s`` =
+530: no matrix, value type or method is begun after it, nor a matrix expected to end after it
 (target nonzeros x the median seconds per nonzero of the largest matrices so far,
-``_dtans.expected_s_per_nnz``); skipped ones are listed in ``skipped``. The results file is rewritten after every matrix (``"partial": true``
-and ``done`` until the end) and on SIGTERM (what ``timeout`` sends: the rows of the methods
-done and ``stopped``), so a run killed by a time limit keeps what it measured and
-fig8/table2/table3 and ``--plot-only`` work on it. One stderr line per method gives its build,
-check and timing seconds. ``to_device`` checks a CSR-dtANS matrix on the device from
-``spmvlab.kernels.csr_dtans.HOST_CHECK_MAX_NNZ`` nonzeros on, because the reference's Python
-decoder on the host is too slow for the large matrices.
+``_dtans.expected_s_per_nnz``); skipped ones are listed in ``skipped``. The results file is
+rewritten after every matrix (``"partial": true`` and ``done`` until the end) and on SIGTERM
+(what ``timeout`` sends: the rows of the methods done and ``stopped``), so a run killed by a
+time limit keeps what it measured and fig8/table2/table3 and ``--plot-only`` work on it. One
+stderr line per method gives its build, check and timing seconds. ``to_device`` checks a
+CSR-dtANS matrix on the device from ``spmvlab.kernels.csr_dtans.HOST_CHECK_MAX_NNZ`` nonzeros
+on, because the reference's Python decoder on the host is too slow for the large matrices.
 ``--quick``: six small matrices.
 
     python experiments/fig7_dtans.py [--quick] [--plot-only] [--budget-s S] [--method-cap-s S]
