@@ -28,13 +28,10 @@ NEEDS_GPU = True
 # joins the table too (each run times cuBLAS beside it: speedups never cross runs)
 SPLIT_KEYS = ("shapes", "sparsities", "ks", "methods")
 CELL_KEYS = ("shapes", "sparsities", "ks")     # a cluster task: every method of one cell
-# split24 with its default launch settings only: the committed h200 run also timed
-# warps_per_band 4, 8, 16 and cols_per_warp 16 (its rows and docs/performance.md keep them),
+# split24 with its default launch settings only: an earlier h200 run also timed
+# warps_per_band 4, 8, 16 and cols_per_warp 16 (docs/performance.md, "Split 2:4 kernels"),
 # and the default (4 warps from FULL_GRID_BLOCKS blocks, 8 under) is what that sweep chose
 METHODS = ["cublas", "macko", "csr_vector", "ec_csr", "generalsparse", "split24"]
-#: the methods of the committed h200 run (results/h200/spmm_llm.json)
-H200_METHODS = METHODS + ["split24[warps_per_band=4]", "split24[warps_per_band=8]",
-                          "split24[warps_per_band=16]", "split24[cols_per_warp=16]"]
 FULL = dict(shapes=[[4096, 11008], [7168, 7168], [28672, 7168]], sparsities=[0.5, 0.7, 0.9],
             ks=[8, 32, 64], dtype="float16", methods=METHODS, reps=50, warmup=5, seed=0)
 QUICK = dict(shapes=[[4096, 11008]], sparsities=[0.7], ks=[8, 32], reps=20)

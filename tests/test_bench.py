@@ -486,8 +486,6 @@ def _run_flags(name, device):
         return dict(formats=["macko", "ec_csr", "csr", "csr_dtans"])   # before coo joined
     if name in ("fig7_dtans", "fig8_dtans", "table2_dtans", "table3_dtans") and device == "h200":
         return dict(variants=["csr_dtans[first_delta=diagonal]"])    # before rows_per_lane=auto
-    if (name, device) == ("spmm_llm", "h200"):           # with split24's launch-setting sweep
-        return dict(methods=X.load_experiment(name).H200_METHODS)
     if (name, device) == ("fig4_gs", "h200"):             # before generalsparse_fixed existed
         return dict(methods=["generalsparse", "csr_vector", "generalsparse_best"])
     return _RUN_FLAGS.get(name, {})
