@@ -465,20 +465,22 @@ GENERALSPARSE = [
            ours=dict(results="fig14_gs", where=_gs_at(n=n), field="speedup_vs_cusparse", agg="mean",
                      fmt=".2f", unit="×"),
            why="arithmetic mean over all 24 matrices (6 shapes x 2 prunings x 70/90 %), measured "
-               "at several commits (each part's commit in the file): 7168×7168 at 6ea8d2a (with "
-               "the generalsparse default timed beside the tuned pick); 9216×36864 and "
+               "at several commits (each part's commit in the file), the generalsparse default "
+               "timed beside the tuned pick in the first two: 7168×7168 at 6ea8d2a; "
+               "28672×7168 and 9216×9216 at 70 % and 7168×28672 at 70 % random at 990e90d; "
+               "9216×36864 and "
                "36864×9216 at 70 % at f679411 (gathers of B batched, the default since then); "
                "7168×28672 and 9216×36864 at 90 % at a531de0, 9216×9216 at 90 % at 4025fb4, "
-               "7168×28672 at 70 % at 156e0b1, 9216×9216 at 70 % and "
+               "7168×28672 at 70 % magnitude at 156e0b1, "
                "28672×7168 at 90 % at cbae4a5 (all with the cyclic thread division, unbatched); "
-               "28672×7168 at 70 % and 36864×9216 at 90 % at 573d07c and 06dd8fa (before it). "
+               "36864×9216 at 90 % at 06dd8fa (before it). "
                "Batching took -0.4 to 30 % off the re-measured cells (7168×7168 magnitude N = 64: 303 -> "
                "220 us). Below the paper: from N = 8 "
                "to 64 our time grows 3.1-8.6x (a gather of B and N products per nonzero on CUDA "
                "cores), torch's cuSPARSE's 1.1-1.3x. Our picks are faster than CSR SpMM in all 72 "
-               "cases (N = 8: geometric mean 1.10x, 1.01-1.52x). cuSPARSE fp16 "
+               "cases (N = 8: geometric mean 1.12x, 1.01-1.52x). cuSPARSE fp16 "
                "is torch's CSR path (GPU_NOTES: 10-100x slower than cuBLAS at these shapes), whose "
-               "results miss our fp32-accumulation error bound in 41 of the 72 cases (n_bad > 0; "
+               "results miss our fp32-accumulation error bound in 42 of the 72 cases (n_bad > 0; "
                "max error ≈ 5e-4 of sum |a||b|: fp16 rounding of partial sums); their times are "
                "kept")
       for n, p in ((8, 17.15), (32, 19.14), (64, 20.82))],
@@ -509,7 +511,7 @@ GENERALSPARSE = [
                      field="mean_timed", fmt=".2f", unit="×", agg="list",
                      item="{v} ({timed_shapes} shapes; cuSPARSE within the error bound in {shapes})"),
            why="mean over the six shapes, every timed cuSPARSE result counted: torch's fp16 "
-               "cuSPARSE misses our error bound in 41 of the 72 fig14 cases (table4_gs also "
+               "cuSPARSE misses our error bound in 42 of the 72 fig14 cases (table4_gs also "
                "gives the mean over those within it)")
       for (pr, s, n, p) in (("magnitude", 0.7, 8, 23.71), ("magnitude", 0.9, 8, 7.40),
                             ("random", 0.7, 8, 26.13), ("random", 0.9, 8, 11.35),
@@ -526,9 +528,11 @@ GENERALSPARSE = [
          script="experiments/fig14_gs.py", paper=None,
          ours=dict(results="fig14_gs", view="fig14_gs:default_gap", field="gap", agg="max",
                    fmt=".2f", unit="×"),
-         why="issue 29's goal: at most 1.2 on every cell. The default is timed so far on "
-             "7168×7168 only (6ea8d2a; the other shapes' rows predate it); below 1 the "
-             "default is the faster of the two"),
+         why="issue 29's goal: at most 1.2 on every cell. The default is timed on 27 of the "
+             "72 cells so far: 7168×7168 (6ea8d2a), 28672×7168 and 9216×9216 at 70 % and "
+             "7168×28672 at 70 % random (990e90d; the other cells' rows predate it); above 1.2 "
+             "on two (7168×7168 random 90 %, N = 32 and 64); below 1 the default is the faster "
+             "of the two"),
     *[dict(label="Table 5", what=f"mean speedup over cuSPARSE, random ({b},{b}) blocks, "
                                  f"{int(100 * s)} %, col = {n}",
            script="experiments/table5_gs.py", paper=p, paper_note=_A100,
