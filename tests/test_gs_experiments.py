@@ -140,6 +140,29 @@ def test_evaluate_scores_the_guarded_search():
     assert s["top_within_10pct"] == 0.0 and all(c["anchors"] == len(keys) for c in ev["cases"])
 
 
+def test_evaluate_counts_the_default_in_the_guarded_search():
+    """search_within_10pct also counts the untimed default (the model's first strategy that
+    keeps rows within a block), which the guarded search times and confirms."""
+    from spmvlab.generalsparse import fit
+    res = _fabricated_search(slow_anchors=True)
+    short = tune.default_shortlist(32)
+    split = {tune.strategy_key(s) for s in short if s.block.split}
+    anchors = {tune.strategy_key(s) for s in tune.anchors(32, "float16")}
+    assert split and anchors and len(split | anchors) < len(short)
+    _, held = fit.split_matrices(res["config"]["matrices"], 4)
+    for r in res["rows"]:
+        if r["method"] == "gs":
+            r["dtype"] = "float16"
+            if r["key"] in split:                  # the model learns to rank these first
+                r["us"] /= 20
+            elif r["key"] in anchors:              # and these last
+                r["us"] *= 1000
+            elif r["matrix"] in held:
+                r["us"] = 1e-6                     # on unseen matrices the whole-row ones win
+    s = fit.evaluate(res, top=1)["summary"]
+    assert s["cases"] == 2 and s["top_within_10pct"] == 0.0 and s["search_within_10pct"] == 1.0
+
+
 def test_evaluate_recovers_a_known_law(capsys, tmp_path):
     from spmvlab.generalsparse import fit
     res = _fabricated_search()

@@ -315,6 +315,43 @@ def test_guarded_search_keeps_an_anchor_when_the_model_picks_are_slow_on_the_mat
     assert r.strategy not in anchors and not any(s in anchors for _, s in seen)
 
 
+def test_guarded_search_never_keeps_a_pick_slower_than_the_default():
+    """The generalsparse method's untimed default (model_ranking's first pick on A) is timed
+    with the search's candidates and always confirmed on A: where it is slow on the sample
+    and the fastest on the matrix (as on 28672x7168 at N = 32 in fig14_gs, docs/performance.md
+    "GeneralSparse search"), the search keeps it."""
+    A = sp.random(400, 50, density=0.3, format="csr", random_state=np.random.default_rng(5))
+    anchors = tune.anchors(8, "float32")
+    cands = tune.candidates(tune.proxy(A, max_nnz=2000), 8, dtype="float32")
+    split = next(s for s in cands if s.block.split)
+    want = next(s for s in cands if not s.block.split and s not in anchors)
+    feats = tune.features(A, 8)
+    m = tune.CostModel.fit([dict(features=feats, strategy=s, time_us=0.5 if s == split else
+                                 1.0 if s == want else 5.0 + i) for i, s in enumerate(cands)],
+                           min_samples=1)
+    assert tune.model_ranking(A, 8, "float32", model=m, max_nnz=2000)[0][0] == want
+    seen = []
+
+    def timer(P, s, N, dt):
+        whole = P.shape[0] == A.shape[0]
+        seen.append((whole, s))
+        if s == want:
+            return 20.0 if whole else 100.0
+        if s in anchors:
+            return 50.0 + anchors.index(s) if whole else 30.0 + 10 * anchors.index(s)
+        return 500.0 if whole else 10.0
+
+    r = tune.best_strategy(A, 8, "float32", model=m, top=1, timer=timer, max_nnz=2000)
+    assert [s for w, s in seen if not w] == [split] + anchors + [want]
+    assert [s for w, s in seen if w] == [split, anchors[0], want] and r.strategy == want
+    entry = r.summary()["search_timed"][-1]
+    assert entry["default"] and entry["rank"] is None and entry["full_us"] == 20.0
+    assert not any(t.get("default") for t in r.summary()["search_timed"][:-1])
+    seen.clear()
+    r = tune.best_strategy(A, 8, "float32", model=m, top=1, timer=timer, max_nnz=2000, guard=False)
+    assert want not in [s for _, s in seen] and r.strategy == split
+
+
 def test_proxy_keeps_columns_and_bounds_nnz():
     A = sp.random(5000, 300, density=0.05, format="csr", random_state=np.random.default_rng(2))
     P = tune.proxy(A, max_nnz=10000, run=64)

@@ -24,10 +24,11 @@ The evaluation (:func:`evaluate`), per held-out (matrix, N):
                           where the results did not time it);
 * ``top_rel``             the same for the best of the model's first ``top`` (what
                           ``best_strategy(guard=False)`` keeps);
-* ``search_rel``          the same for the best of those and the anchors
-                          (``shortlist.anchors``) the results timed: what the guarded
-                          ``best_strategy`` keeps; ``anchors`` counts the anchors timed
-                          (search_gs times them all with ``anchors=True``);
+* ``search_rel``          the same for the best of those, the anchors
+                          (``shortlist.anchors``) the results timed and the untimed default
+                          above: what the guarded ``best_strategy`` keeps; ``anchors``
+                          counts the anchors timed (search_gs times them all with
+                          ``anchors=True``);
 * the search analysis     iterations and seconds (each try: its measured plan and timing
                           seconds plus one kernel's compile seconds, ``_compile_s``) until a
                           strategy within 90 % of the best is timed, in the model's order;
@@ -118,7 +119,8 @@ def _judge(model: CostModel, recs: list, matrices: list, top: int, per_compile: 
             whole = [k for k in keys if not key_splits_blocks(k) and np.isfinite(pred[k])]
             dt = rs[0].get("dtype")
             first = strategy_key(default_shortlist(int(n), dt)[0]) if dt else None
-            search_best = min([top_best] + [times[k] for k in guards])
+            search_best = min([top_best] + [times[k] for k in guards]
+                              + [times[k] for k in whole[:1]])
             out.append(dict(matrix=m, n=n, strategies=len(rs),
                             accuracy=1 - float(np.median(rel)) if rel else None,
                             within10=float(np.mean(np.array(rel) <= 0.1)) if rel else None,

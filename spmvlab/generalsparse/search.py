@@ -148,7 +148,8 @@ class SearchResult:
                     strategy=self.strategy.label, strategy_key=strategy_key(self.strategy),
                     search_timed=[dict(key=t["key"], rank=t["rank"], us=_round(t["us"]),
                                        full_us=_round(t.get("full_us")),
-                                       predicted_us=_round(t.get("predicted_us")))
+                                       predicted_us=_round(t.get("predicted_us")),
+                                       **({"default": True} if t.get("default") else {}))
                                   for t in self.timed])
 
 
@@ -180,7 +181,11 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
     (10 %) of the fastest of them on the proxy is confirmed on A with the others, so the kept
     strategy is never slower than the best of those anchors measured on A. (A row sample
     does not rank the anchors: on long rows they take alike times on it and differ widely on
-    the matrix, where the cyclic ones are fast: docs/probes.md.)"""
+    the matrix, where the cyclic ones are fast: docs/probes.md.) The ``generalsparse``
+    method's untimed default, :func:`model_ranking`'s first pick on A, is timed as well
+    (where ``where`` accepts it) and always confirmed on A, so the search never keeps a
+    strategy it measured slower than that default (the default ranks on A's features, the
+    search on the sample's, so the two can differ; its entry has ``default`` True)."""
     t0 = time.perf_counter()
     if model == "default":
         model = load_model()
@@ -203,8 +208,14 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
         predicted = {s: model.predict_us(feats, s) for s in cands}
         ranked, source, n_cand = model.rank(feats, cands)[:top], "model", len(cands)
     n_ranked = len(ranked)
+    default = None
     if guard and source == "model":
         ranked += [s for s in anchors(N, dt) if s not in ranked and (where is None or where(s))]
+        pick = model_ranking(A, N, dt, model=model, max_nnz=max_nnz)[0][0]
+        if where is None or where(pick):
+            if pick not in ranked:
+                ranked.append(pick)
+            default = ranked.index(pick)
     def attempt(M, s) -> tuple[float, float]:
         """(microseconds of ``s`` on ``M``, seconds the try took)."""
         t1 = time.perf_counter()
@@ -218,7 +229,8 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
     for i, s in enumerate(ranked):
         us, secs = attempt(P, s)
         timed.append(dict(label=s.label, key=strategy_key(s), us=us, seconds=secs,
-                          predicted_us=predicted.get(s), rank=i if i < n_ranked else None))
+                          predicted_us=predicted.get(s), rank=i if i < n_ranked else None,
+                          default=i == default))
     finite = [i for i, r in enumerate(timed) if np.isfinite(r["us"])]
     if not finite:
         raise OptionError(problem("best_strategy", "at least one strategy that runs",
@@ -226,10 +238,12 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
     best = min(finite, key=lambda i: timed[i]["us"])
     if confirm > 0 and P.shape[0] < A.shape[0] and len(finite) > 1:
         again = sorted(finite, key=lambda i: timed[i]["us"])[:confirm]
-        guards = [i for i in finite if i >= n_ranked]
+        guards = [i for i in finite if i >= n_ranked and i != default]
         if guards:
             fastest = min(timed[i]["us"] for i in guards)
             again += [i for i in guards if timed[i]["us"] <= (1 + tie) * fastest and i not in again]
+        if default in finite and default not in again:
+            again.append(default)
         for i in again:
             timed[i]["full_us"], secs = attempt(A, ranked[i])
             timed[i]["seconds"] += secs
