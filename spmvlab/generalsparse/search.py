@@ -207,10 +207,11 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
         feats = features(P, N, dt)      # the matrix timed, as in training
         predicted = {s: model.predict_us(feats, s) for s in cands}
         ranked, source, n_cand = model.rank(feats, cands)[:top], "model", len(cands)
-    n_ranked = len(ranked)
+    n_ranked = n_guarded = len(ranked)  # the model's picks, then the anchors, then the default
     default = None
     if guard and source == "model":
         ranked += [s for s in anchors(N, dt) if s not in ranked and (where is None or where(s))]
+        n_guarded = len(ranked)
         pick = model_ranking(A, N, dt, model=model, max_nnz=max_nnz)[0][0]
         if where is None or where(pick):
             if pick not in ranked:
@@ -238,7 +239,7 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
     best = min(finite, key=lambda i: timed[i]["us"])
     if confirm > 0 and P.shape[0] < A.shape[0] and len(finite) > 1:
         again = sorted(finite, key=lambda i: timed[i]["us"])[:confirm]
-        guards = [i for i in finite if i >= n_ranked and i != default]
+        guards = [i for i in finite if n_ranked <= i < n_guarded]
         if guards:
             fastest = min(timed[i]["us"] for i in guards)
             again += [i for i in guards if timed[i]["us"] <= (1 + tie) * fastest and i not in again]
