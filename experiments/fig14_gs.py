@@ -2,9 +2,9 @@
 random pruning at 70 and 90 %, N = 8, 32, 64 (fp16 values, fp32 accumulation, cold L2,
 median): the tuned GeneralSparse kernel (``generalsparse_best``: the cost model's top
 candidates, or the default shortlist while no model is fitted, timed on a <= 2M-nonzero row
-sample of the matrix with the compact shortlist anchors (``tune.anchors``), the two
-fastest and the fastest anchor again on the whole matrix; the winner run with the code
-optimizer) against cuBLAS GEMM fp16
+sample of the matrix with the compact shortlist anchors (``tune.anchors``) and the
+``generalsparse`` default below, the two fastest, the fastest anchor and the default again
+on the whole matrix; the winner run with the code optimizer) against cuBLAS GEMM fp16
 (CuPy), cuSPARSE SpMM (torch, fp16), our MACKO SpMM and CSR SpMM (``csr_vector``) and the
 ``generalsparse`` method's default strategy (the fitted cost model's pick for the matrix and
 N, no timing search: issue 29 asks it to stay within 1.2x of the tuned kernel on every
