@@ -346,6 +346,7 @@ def test_guarded_search_never_keeps_a_pick_slower_than_the_default():
     assert [s for w, s in seen if w] == [split, anchors[0], want] and r.strategy == want
     entry = r.summary()["search_timed"][-1]
     assert entry["default"] and entry["rank"] is None and entry["full_us"] == 20.0
+    assert entry["key"] == tune.strategy_key(want)
     assert not any(t.get("default") for t in r.summary()["search_timed"][:-1])
     seen.clear()
     r = tune.best_strategy(A, 8, "float32", model=m, top=1, timer=timer, max_nnz=2000, guard=False)

@@ -98,13 +98,18 @@ def model_ranking(A, N: int, dtype="float16", *, model="default", max_nnz: int =
     if model is None:
         return default_shortlist(N, dt), "shortlist", None
     C = canonical_csr(A, dt, True)
-    cands = [s for s in candidates(proxy(C, max_nnz), N, dtype=dt) if not s.block.split]
     feats = features(C, N, dt)
-    ranked = model.rank(feats, cands)
+    ranked = _whole_rows_ranked(model, feats, candidates(proxy(C, max_nnz), N, dtype=dt))
     if not ranked:
         return default_shortlist(N, dt), "shortlist", None
     first = model.predict_us(feats, ranked[0])
     return ranked, "model", (first if np.isfinite(first) else None)
+
+
+def _whole_rows_ranked(model: CostModel, feats, cands: list) -> list:
+    """``cands`` that keep each row within one block, best first by ``model`` on ``feats``
+    (:func:`model_ranking`'s order; the guarded search's default pick)."""
+    return model.rank(feats, [s for s in cands if not s.block.split])
 
 
 def first_that_plans(ranked: list, plan) -> tuple:
@@ -194,7 +199,8 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
     if top < 1:
         raise OptionError(problem("top", "at least 1", top))
     dt = resolve_dtype(A, dtype)
-    P = proxy(canonical_csr(A, dt, True), max_nnz)
+    C = canonical_csr(A, dt, True)
+    P = proxy(C, max_nnz)
     if model is None and where is None:
         ranked, source, predicted = default_shortlist(N, dt), "shortlist", {}
         n_cand = len(ranked)
@@ -203,7 +209,8 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
         pick = np.unique(np.linspace(0, len(cands) - 1, min(top, len(cands))).astype(int)) if cands else []
         ranked, source, predicted, n_cand = [cands[i] for i in pick], "listing", {}, len(cands)
     else:
-        cands = [s for s in candidates(P, N, dtype=dt) if where is None or where(s)]
+        every = candidates(P, N, dtype=dt)
+        cands = [s for s in every if where is None or where(s)]
         feats = features(P, N, dt)      # the matrix timed, as in training
         predicted = {s: model.predict_us(feats, s) for s in cands}
         ranked, source, n_cand = model.rank(feats, cands)[:top], "model", len(cands)
@@ -212,7 +219,8 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
     if guard and source == "model":
         ranked += [s for s in anchors(N, dt) if s not in ranked and (where is None or where(s))]
         n_guarded = len(ranked)
-        pick = model_ranking(A, N, dt, model=model, max_nnz=max_nnz)[0][0]
+        whole = _whole_rows_ranked(model, features(C, N, dt), every)     # model_ranking's
+        pick = whole[0] if whole else default_shortlist(N, dt)[0]
         if where is None or where(pick):
             if pick not in ranked:
                 ranked.append(pick)
