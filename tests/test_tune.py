@@ -348,6 +348,10 @@ def test_guarded_search_never_keeps_a_pick_slower_than_the_default():
     assert entry["default"] and entry["rank"] is None and entry["full_us"] == 20.0
     assert entry["key"] == tune.strategy_key(want)
     assert not any(t.get("default") for t in r.summary()["search_timed"][:-1])
+    # each try's wall seconds, on the sample and (where confirmed) on the matrix
+    tries = r.summary()["search_timed"]
+    assert all(t["s"] >= 0 for t in tries)
+    assert [t["full_s"] is not None for t in tries] == [t["full_us"] is not None for t in tries]
     seen.clear()
     r = tune.best_strategy(A, 8, "float32", model=m, top=1, timer=timer, max_nnz=2000, guard=False)
     assert want not in [s for _, s in seen] and r.strategy == split

@@ -132,10 +132,12 @@ def first_that_plans(ranked: list, plan) -> tuple:
 @dataclasses.dataclass
 class SearchResult:
     """What :func:`best_strategy` found: ``strategy`` the fastest timed; ``timed`` one dict
-    per try (label, key, us, seconds, predicted_us, rank, and ``full_us`` where it was timed
-    again on the whole matrix); ``source`` "model" or
+    per try (label, key, us, seconds, predicted_us, rank, default, and ``full_us`` and
+    ``full_seconds`` where it was timed again on the whole matrix: the seconds are each
+    try's wall time, plan, compile, check and timing together); ``source`` "model" or
     "shortlist"; ``seconds`` the whole search; ``proxy_rows``/``proxy_nnz`` the matrix timed
-    (A itself when small)."""
+    (A itself when small). :meth:`summary` keeps the seconds per try as ``s`` and
+    ``full_s`` (where a search's time goes)."""
 
     strategy: GS.Strategy
     timed: list
@@ -154,6 +156,9 @@ class SearchResult:
                     search_timed=[dict(key=t["key"], rank=t["rank"], us=_round(t["us"]),
                                        full_us=_round(t.get("full_us")),
                                        predicted_us=_round(t.get("predicted_us")),
+                                       s=round(t["seconds"], 2),
+                                       full_s=(round(t["full_seconds"], 2)
+                                               if "full_seconds" in t else None),
                                        **({"default": True} if t.get("default") else {}))
                                   for t in self.timed])
 
@@ -254,8 +259,7 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
         if default in finite and default not in again:
             again.append(default)
         for i in again:
-            timed[i]["full_us"], secs = attempt(A, ranked[i])
-            timed[i]["seconds"] += secs
+            timed[i]["full_us"], timed[i]["full_seconds"] = attempt(A, ranked[i])
         full = [i for i in finite if np.isfinite(timed[i].get("full_us", float("inf")))]
         if full:
             best = min(full, key=lambda i: timed[i]["full_us"])
