@@ -26,8 +26,9 @@ and the GPU timer of the search, which builds them.
     candidates, the compact anchors (:func:`.shortlist.anchors`) and the ``"default"``
     pick timed (the shortlist without a model; their bare-strategy kernels, as the model
     was trained) on a row sample of a large matrix, the two fastest, the fastest anchor and
-    the default timed again on the matrix itself, the fastest there kept and run with ``optimize``; the search is summarised in
-    ``row_extra`` (the results row gets it, ``search_timed`` listing every try).
+    the default timed again on the matrix itself, the fastest there kept and run with
+    ``optimize``; the search is summarised in ``row_extra`` (the results row gets it,
+    ``search_timed`` listing every try).
 ``search={"formats": (name, ...)}`` (with ``"best"``)
     our other formats' SpMM methods as anchors of the search (``spmvlab.methods`` names,
     e.g. ``split24``, ``macko``, ``csr_vector``): after the search each is built for the

@@ -224,8 +224,8 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
     if guard and source == "model":
         ranked += [s for s in anchors(N, dt) if s not in ranked and (where is None or where(s))]
         n_guarded = len(ranked)
-        whole = _whole_rows_ranked(model, features(C, N, dt), every)     # model_ranking's
-        pick = whole[0] if whole else default_shortlist(N, dt)[0]
+        whole = _whole_rows_ranked(model, features(C, N, dt), every)
+        pick = whole[0] if whole else default_shortlist(N, dt)[0]     # model_ranking's first
         if where is None or where(pick):
             if pick not in ranked:
                 ranked.append(pick)
