@@ -465,9 +465,9 @@ GENERALSPARSE = [
            ours=dict(results="fig14_gs", where=_gs_at(n=n), field="speedup_vs_cusparse", agg="mean",
                      fmt=".2f", unit="×"),
            why="arithmetic mean over all 24 matrices (6 shapes x 2 prunings x 70/90 %), measured "
-               "at several commits (each part's commit in the file), the generalsparse default "
-               "timed beside the tuned pick in the first two: 7168×7168 at 6ea8d2a; "
-               "28672×7168 and 9216×9216 at 70 % and 7168×28672 at 70 % random at 990e90d; "
+               "at several commits (each part's commit in the file): 7168×7168 at 6ea8d2a and "
+               "28672×7168 and 9216×9216 at 70 % and 7168×28672 at 70 % random at 990e90d "
+               "(these two with the generalsparse default timed beside the tuned pick); "
                "9216×36864 and "
                "36864×9216 at 70 % at f679411 (gathers of B batched, the default since then); "
                "7168×28672 and 9216×36864 at 90 % at a531de0, 9216×9216 at 90 % at 4025fb4, "
