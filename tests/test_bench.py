@@ -486,6 +486,12 @@ def _run_flags(name, device):
         return dict(formats=["macko", "ec_csr", "csr", "csr_dtans"])   # before coo joined
     if name in ("fig7_dtans", "fig8_dtans", "table2_dtans", "table3_dtans") and device == "h200":
         return dict(variants=["csr_dtans[first_delta=diagonal]"])    # before rows_per_lane=auto
+    if (name, device) == ("spmm_macko", "h200"):   # before spmm_mma_double left the code
+        return dict(methods=["cublas", "macko", "macko[spmm_smem_threads=512]",
+                             "macko[spmm_smem=False]", "macko[spmm_mma=True]",
+                             "macko[spmm_mma=True,spmm_mma_window=512]",
+                             "macko[spmm_mma=True,spmm_mma_double=True,spmm_mma_window=512]",
+                             "csr_vector"])
     if (name, device) == ("fig4_gs", "h200"):             # before generalsparse_fixed existed
         return dict(methods=["generalsparse", "csr_vector", "generalsparse_best"])
     return _RUN_FLAGS.get(name, {})

@@ -188,21 +188,17 @@ def test_tensor_core_spmm_config_and_tiles():
             K.MackoConfig(spmm_mma_window=bad)
     with pytest.raises(OptionError, match="spmm_mma: expected True or False"):
         K.MackoConfig(spmm_mma=1)
-    with pytest.raises(OptionError, match="spmm_mma_double: expected True or False"):
-        K.MackoConfig(spmm_mma_double=2)
     assert [K.mma_tile(n) for n in (2, 8, 9, 16, 17, 64)] == [8, 8, 16, 16, 32, 32]
     # tile (16 rows of window + 8 halves) + X window; the partial sums fit in the same bytes
     assert K.mma_smem_bytes(1024, 8) == 16 * 1032 * 2 + 1024 * 8 * 2 + 16
     assert K.mma_smem_bytes(64, 32) == 16 * 16 * 32 * 4 + 16
-    assert K.mma_smem_bytes(1024, 8, 2) == 2 * (16 * 1032 * 2 + 1024 * 8 * 2) + 16
 
 
-def _mma_agrees(lengths, n_cols, ks, window, seed, double=False, out_t=False):
+def _mma_agrees(lengths, n_cols, ks, window, seed, out_t=False):
     from parity import assert_close, garbage_like
     M, rng = _rows_of(lengths, n_cols, seed, np.float16)
     csr = M.to_csr()
-    cfg = K.MackoConfig(threads_per_block=64, spmm_mma=True, spmm_mma_window=window,
-                        spmm_mma_double=double)
+    cfg = K.MackoConfig(threads_per_block=64, spmm_mma=True, spmm_mma_window=window)
     for k in ks:
         X = rng.standard_normal((n_cols, k)).astype(np.float16)
         out = garbage_like((len(lengths), k), np.float16)
@@ -228,14 +224,11 @@ def test_tensor_core_spmm_agrees_on_edge_rows_and_windows():
     assert M.row_ptr[3] % 8
 
 
-@pytest.mark.parametrize("double", [False, True], ids=["one-stage", "two-stages"])
-def test_tensor_core_spmm_agrees_on_column_tiles(double):
+def test_tensor_core_spmm_agrees_on_column_tiles():
     """8 rows, 200 columns in four 64-column windows (the last partial): N = 3 (one 8-column
     tile, 5 columns zero) and N = 40 (two 32-column tiles, 16-byte X copies, the second
-    tile 8 columns wide); with one stage and with two (alternate windows in two copies of
-    the tile, one barrier per window); with one stage also Y's transpose (``out_t``), the
-    same values."""
-    _mma_agrees([150, 0, 70, 9, 1, 0, 200, 33], 200, (3, 40), 64, 6, double, out_t=not double)
+    tile 8 columns wide); also Y's transpose (``out_t``), the same values."""
+    _mma_agrees([150, 0, 70, 9, 1, 0, 200, 33], 200, (3, 40), 64, 6, out_t=True)
 
 
 def test_tensor_core_spmm_inf_nan_fall_back_to_csr_semantics():

@@ -23,9 +23,7 @@ in windows of ``spmm_mma_window`` (KW) columns:
    2t + 9), its B fragments (X window rows 2t, 2t + 1, 2t + 8, 2t + 9 at column 8j + g for each
    8-column group j), issues ct / 8 mma into its float32 D fragments (D[g, 8j + 2t + {0, 1}],
    D[g + 8, ...]), then zeroes the k-step's 16 x 16 part of the tile (lane: row l // 2,
-   8 columns); block barrier. With ``spmm_mma_double`` alternate windows use two copies of
-   the tile and the X window and this barrier goes: a warp's stores for window i + 1 go to
-   the stage that every warp finished reading before the barrier of window i.
+   8 columns); block barrier.
 
 At the end the 16 warps' D fragments go to shared memory and thread i < 16 ct sums them in
 warp order for row i // ct, column i % ct (deterministic) and writes Y. Inserted zeros (and
@@ -76,13 +74,13 @@ def mma_tile(k_cols: int) -> int:
     return ct
 
 
-def mma_smem_bytes(window: int, ct: int, stages: int = 1) -> int:
-    """Dynamic shared memory of one tensor-core SpMM block: per stage (2 with
-    ``spmm_mma_double``) the dense tile (16 rows of ``window + 8`` float16, the 8 of padding
-    put consecutive rows 16 bytes apart in the banks) and the X window (``window`` rows of
-    ``ct`` float16), or, at the end, the 16 warps' partial sums (16 x 16 x ct float32) in the
-    same bytes; then 16 bytes for the block's flag."""
-    main = max(stages * (MMA_ROWS * (window + 8) * 2 + window * ct * 2), MMA_ROWS * MMA_ROWS * ct * 4)
+def mma_smem_bytes(window: int, ct: int) -> int:
+    """Dynamic shared memory of one tensor-core SpMM block: the dense tile (16 rows of
+    ``window + 8`` float16, the 8 of padding put consecutive rows 16 bytes apart in the
+    banks) and the X window (``window`` rows of ``ct`` float16), or, at the end, the 16
+    warps' partial sums (16 x 16 x ct float32) in the same bytes; then 16 bytes for the
+    block's flag."""
+    main = max(MMA_ROWS * (window + 8) * 2 + window * ct * 2, MMA_ROWS * MMA_ROWS * ct * 4)
     return main + 16
 
 
@@ -95,11 +93,10 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
         raise OptionError(problem("tensor-core SpMM", f"float16 values and ct in {MMA_TILES}",
                                   f"{dtype_name}, ct={ct}"))
     KW = cfg.spmm_mma_window
-    STAGES = 2 if cfg.spmm_mma_double else 1
     STRIDE = KW + 8                  # halves per dense-tile row
-    XOFF = MMA_ROWS * STRIDE         # halves: the X window's start in a stage
-    BUF = XOFF + KW * ct             # halves per stage (tile and X window)
-    FLAG = mma_smem_bytes(KW, ct, STAGES) // 4 - 4   # int32 index of the block's flag
+    XOFF = MMA_ROWS * STRIDE         # halves: the X window's start
+    BUF = XOFF + KW * ct             # halves of the tile and the X window
+    FLAG = mma_smem_bytes(KW, ct) // 4 - 4   # int32 index of the block's flag
     KSTEPS = KW // 16
     NT = ct // 8
     ND = 4 * NT                      # D fragment floats per lane
@@ -183,7 +180,7 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
             col = put_masked(sA, row0, w, 7, v7, p + 7, start, end, col, k0)
 
     @inline_device
-    def fill_x(Xf, n, K, j0, k0, sm, tid, off):
+    def fill_x(Xf, n, K, j0, k0, sm, tid):
         """The block's threads copy X[k0:k0 + KW, j0:j0 + ct] into the X window (row kk at
         XOFF + kk * ct), zero past K rows and N columns; 16 bytes per copy when g == 8."""
         if g == 8:
@@ -194,7 +191,7 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
                 w0 = w1 = w2 = w3 = zero32
                 if k0 + kk < K and jj < n:
                     w0, w1, w2, w3 = vwords4(Xf, np.int64(k0 + kk) * n + jj)
-                sstore4(sm, u32(off + XOFF + 8 * q), w0, w1, w2, w3)
+                sstore4(sm, u32(XOFF + 8 * q), w0, w1, w2, w3)
                 q += MMA_THREADS
         else:
             q = tid
@@ -204,7 +201,7 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
                 v = f16(0)
                 if k0 + kk < K and j < n:
                     v = Xf[np.int64(k0 + kk) * n + j]
-                sm[off + XOFF + q] = v
+                sm[XOFF + q] = v
                 q += MMA_THREADS
 
     @cuda.jit(**jit_options(max_registers=64))
@@ -218,8 +215,7 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
         16-column k-steps w, w + 16, ...: lane (g, t) = (lane // 4, lane % 4) loads its A
         fragment (4 words of the tile), its B fragments from the X window, does ct / 8
         mma.sync into its float32 D fragments, and zeroes the k-step's 16 x 16 tile part
-        (lane: row lane // 2, 8 columns); barrier (with ``spmm_mma_double`` none: window i + 1
-        uses the other stage, whose last readers passed the barrier of window i). At the end the 16 warps' D fragments are
+        (lane: row lane // 2, 8 columns); barrier. At the end the 16 warps' D fragments are
         summed in warp order (thread i < 16 ct: row i // ct, column i % ct) and written; a
         tile with a result that is not finite is redone by its warps on the careful path
         (gather from global X, stored zeros skipped: CSR semantics). ``out_t``: Y is the
@@ -240,7 +236,7 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
         if tid == 0:
             flag[FLAG] = 0
         q = tid
-        while q < STAGES * BUF // 8:               # zero dense tiles (and X windows)
+        while q < BUF // 8:                         # zero the dense tile (and X window)
             sstore4(sm, 8 * q, zero32, zero32, zero32, zero32)
             q += MMA_THREADS
         cuda.syncthreads()                          # before any warp writes its row
@@ -272,13 +268,12 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
         n_win = (K + KW - 1) // KW
         for win in range(n_win):
             k0 = int32(win * KW)
-            off = u32((win % STAGES) * BUF)         # this window's stage
-            fill_x(Xf, n, K, j0, k0, sm, tid, off)
+            fill_x(Xf, n, K, j0, k0, sm, tid)
             while live:                             # warp-uniform
                 # the chunk's columns are [running, running + total) at most
                 past = int32(running + total) > int32(k0 + KW)
                 inside = interior and running >= k0 and not past
-                scatter(sm, off + row0, w, vals, interior, inside, col, p, start, end, k0)
+                scatter(sm, row0, w, vals, interior, inside, col, p, start, end, k0)
                 if past:                            # it goes on in the next window
                     break
                 running = int32(running + total)
@@ -297,13 +292,13 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
             ks = warp
             while ks < KSTEPS:
                 kc = u32(ks * 16 + 2 * tq)
-                ar = off + u32(gq * STRIDE) + kc
+                ar = u32(gq * STRIDE) + kc
                 a0 = sword(sm, ar)
                 a1 = sword(sm, ar + 8 * STRIDE)
                 a2 = sword(sm, ar + 8)
                 a3 = sword(sm, ar + (8 * STRIDE + 8))
                 for nt in range(NT):
-                    xb = off + u32(XOFF + kc * ct + nt * 8 + gq)
+                    xb = u32(XOFF + kc * ct + nt * 8 + gq)
                     b0 = pack_half2(sget(sm, xb), sget(sm, xb + ct))
                     b1 = pack_half2(sget(sm, xb + 8 * ct), sget(sm, xb + 9 * ct))
                     e0, e1, e2, e3 = mma16816(a0, a1, a2, a3, b0, b1,
@@ -312,12 +307,9 @@ def _spmm_mma_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: int
                     d[4 * nt + 1] = e1
                     d[4 * nt + 2] = e2
                     d[4 * nt + 3] = e3
-                sstore4(sm, off + u32((lane >> 1) * STRIDE + ks * 16 + 8 * (lane & 1)),
+                sstore4(sm, u32((lane >> 1) * STRIDE + ks * 16 + 8 * (lane & 1)),
                         zero32, zero32, zero32, zero32)
                 ks += MMA_ROWS
-            if STAGES == 1:     # with two stages the next window's stores go to the other one
-                cuda.syncthreads()
-        if STAGES == 2:
             cuda.syncthreads()
         for nt in range(NT):                        # the warps' partial sums, then their total
             c = nt * 8 + 2 * tq
@@ -366,6 +358,6 @@ def launch_mma(D: DeviceMacko, X, out, config: MackoConfig, spmv_kernel, out_t: 
         grid = (blocks_for(n_rows, MMA_ROWS), blocks_for(k_cols, ct))
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
         launch_smem(kernel, grid, MMA_THREADS,
-                    mma_smem_bytes(config.spmm_mma_window, ct, 2 if config.spmm_mma_double else 1),
+                    mma_smem_bytes(config.spmm_mma_window, ct),
                     (*arrays, flat, ops.out, np.int64(k_cols)))
     return finish(ops, out)

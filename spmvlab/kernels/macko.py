@@ -97,10 +97,6 @@ class MackoConfig:
                        float32 values ignore it
     spmm_mma_window    that kernel's columns per window (64, 128, 256, 512 or 1024): the
                        16 x window dense tile a block decodes before each round of mma
-    spmm_mma_double    that kernel with two stages (tile and X window) in shared memory, used
-                       by alternate windows: one block barrier per window instead of two, so
-                       a warp stores window i + 1 while others multiply window i; twice the
-                       shared memory (mma_smem_bytes)
 
     The SpMV defaults (256 threads, prefetch 1, 40 registers) come from the tuning sweep
     (experiments/tune_macko.py; the numbers are in docs/performance.md): a 40-register cap
@@ -118,7 +114,6 @@ class MackoConfig:
     spmm_smem_fp32: bool = False
     spmm_mma: bool = False
     spmm_mma_window: int = 1024
-    spmm_mma_double: bool = False
 
     def __post_init__(self):
         check_threads_per_block("MackoConfig", self.threads_per_block)
@@ -129,7 +124,7 @@ class MackoConfig:
         if self.spmm_mma_window not in MMA_WINDOWS or isinstance(self.spmm_mma_window, bool):
             raise OptionError(problem("MackoConfig.spmm_mma_window", f"one of {MMA_WINDOWS}",
                                       repr(self.spmm_mma_window)))
-        for name in ("spmm_smem", "spmm_smem_fp32", "spmm_mma", "spmm_mma_double"):
+        for name in ("spmm_smem", "spmm_smem_fp32", "spmm_mma"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(problem(f"MackoConfig.{name}", "True or False",
                                           repr(getattr(self, name))))
@@ -407,14 +402,11 @@ def ptx_targets():
                                  head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)",
                                  wide + (r"ld\.shared\.v[24]",)))
             if dt == "float16":
-                cases = ((8, 8, False), (16, 8, False), (32, 8, False), (8, 1, False),
-                         (8, 8, True)) if b == 4 else ((8, 8, False),)
-                for ct, g, dbl in cases:
-                    out.append(PTXTarget(f"macko.spmm_mma[{dt},b{b},tile{ct},g{g}"
-                                         f"{',double' if dbl else ''}]",
+                cases = ((8, 8), (16, 8), (32, 8), (8, 1)) if b == 4 else ((8, 8),)
+                for ct, g in cases:
+                    out.append(PTXTarget(f"macko.spmm_mma[{dt},b{b},tile{ct},g{g}]",
                                          functools.partial(_spmm_mma_kernel, dt, b,
-                                                           MackoConfig(spmm_mma=True,
-                                                                       spmm_mma_double=dbl), ct, g),
+                                                           MackoConfig(spmm_mma=True), ct, g),
                                          head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)",
                                          (r"mma\.sync\.aligned\.m16n8k16\.row\.col\.f32\.f16\.f16\.f32",
                                           r"st\.shared\.v4", r"bar\.sync|barrier\.sync")))
