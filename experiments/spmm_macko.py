@@ -36,7 +36,7 @@ FP32_METHODS = ["cublas", "csr_vector"]
 #: shared-memory kernels, browns for the tensor-core ones; the methods as ``plotting.METHODS``.
 #: The last two are for saved runs only: 512-column windows lost to 1024 in every cell and
 #: the two-stage tensor-core kernel (``spmm_mma_double``) lost to one stage, so it left the
-#: code (results/h200/spmm_macko.json at b6b8eeb; docs/performance.md)
+#: code (results/h200/spmm_macko.json; docs/performance.md)
 VARIANTS = {"macko[spmm_smem_threads=512]": ("MACKO, 512 threads", "#fdae6b", "x", "--"),
             "macko[spmm_smem_fp32=True]": ("MACKO, X as float32", "#fd8d3c", "s", "-."),
             "macko[spmm_smem=False]": ("MACKO, X from global memory", "#f16913", "v", ":"),
