@@ -94,58 +94,28 @@ def key_sampled(key: str, fraction: float) -> bool:
 
 
 def _warm(spec: str, n: int, strategies: list) -> dict:
-    """Compile the bare-strategy kernels of ``strategies`` (one launch each on the matrix of
-    ``spec`` with N = ``n``), so that their compiled code lands in the kernel cache
-    (``spmvlab.generalsparse.codegen``, ``SPMVLAB_KERNEL_CACHE``). Runs in a worker process."""
+    """Compile the bare-strategy kernels of ``strategies`` on the matrix of ``spec`` with
+    N = ``n`` (``spmvlab.generalsparse.warm.compile_strategies``). Runs in a worker process."""
     from spmvlab import methods
-    from spmvlab._cuda import cuda
-    from spmvlab.generalsparse.method import GeneralSparse
+    from spmvlab.generalsparse import warm
     A, dtype = load(spec)
-    p = methods.Problem.make(A, dtype, k=n, seed=1, lossy=True)
-    out = dict(compiled=0, loaded=0, failed=0)
-    for s in strategies:
-        try:
-            m = GeneralSparse(p, s, optimize=False)
-            m.run()
-            cuda.synchronize()
-            hits = sum(getattr(m.generated.kernel, "_cache_hits", {}).values())   # numba's counter
-            out["loaded" if hits else "compiled"] += 1
-        except Exception:   # noqa: BLE001 (the timed pass records the error)
-            out["failed"] += 1
-    return out
+    return warm.compile_strategies(methods.Problem.make(A, dtype, k=n, seed=1, lossy=True), strategies)
 
 
 def warm_tasks(work: list, size: int = 8) -> list:
     """``(spec, n, strategies)`` tasks of at most ``size`` strategies that together name each
     distinct kernel of ``work`` once, at the first (matrix, N) that lists it."""
-    from reference.generalsparse import SPAN16
+    from spmvlab.generalsparse.warm import kernel_key
     seen, tasks = set(), []
     for spec, n, dtype, k, cands in work:
         mine = []
         for st in cands:
-            key = (st, dtype, bool(st.compact and k > SPAN16))   # wider: 32-bit columns possible
+            key = kernel_key(st, dtype, k)
             if key not in seen:
                 seen.add(key)
                 mine.append(st)
         tasks += [(spec, n, mine[i:i + size]) for i in range(0, len(mine), size)]
     return tasks
-
-
-_POOL: list = []
-
-
-def compile_pool(workers: int):
-    """The compile processes, started once per process and kept (a cluster sweep's worker
-    measures one (matrix, N) cell after another: starting 16 processes that import numba for
-    each cell cost about as much as the compiles once the kernel cache holds them)."""
-    import concurrent.futures as cf
-    import multiprocessing as mp
-    if _POOL and _POOL[0][0] == workers and not getattr(_POOL[0][1], "_broken", False):
-        return _POOL[0][1]
-    while _POOL:
-        _POOL.pop()[1].shutdown(wait=False, cancel_futures=True)
-    _POOL.append((workers, cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))))
-    return _POOL[0][1]
 
 
 def warm_kernels(work: list, workers: int) -> dict:
@@ -154,6 +124,7 @@ def warm_kernels(work: list, workers: int) -> dict:
     strategy's for a dtype (and, for compact storage, 16- or 32-bit columns: K above
     ``SPAN16`` may need 32), so each is compiled for the first (matrix, N) that lists it."""
     import concurrent.futures as cf
+    from spmvlab.generalsparse.warm import compile_pool
     tasks = warm_tasks(work)
     t0 = time.perf_counter()
     done = dict(kernels=sum(len(t[2]) for t in tasks), compiled=0, loaded=0, failed=0, workers=workers)
@@ -173,7 +144,7 @@ def warm_kernels(work: list, workers: int) -> dict:
 def measure(cfg: dict) -> dict:
     import numpy as np
     from spmvlab import methods
-    from spmvlab.generalsparse import codegen, tune
+    from spmvlab.generalsparse import codegen, tune, warm
     from spmvlab._cuda import SIMULATOR
     from spmvlab.generalsparse.method import GeneralSparse
     work, loaded = [], {}
@@ -190,7 +161,7 @@ def measure(cfg: dict) -> dict:
                 cands += [st for st in tune.anchors(n, dtype) if st not in cands]
             work.append((spec, n, dtype, A.shape[1], cands))
     extra = {}
-    workers = int(os.environ.get("SPMVLAB_COMPILE_WORKERS", min(16, os.cpu_count() or 1)))
+    workers = int(os.environ.get(warm.WORKERS_ENV, min(16, os.cpu_count() or 1)))
     if not SIMULATOR and workers > 1:
         # compiled kernels shared through files: compile them all in parallel first
         os.environ.setdefault(codegen.CACHE_ENV, os.path.join(tempfile.gettempdir(), "spmvlab_kernels"))

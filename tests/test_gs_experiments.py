@@ -81,17 +81,17 @@ def test_the_compile_pool_is_kept_between_cells():
     """A cluster worker measures cell after cell: its compile processes start once (the same
     processes answer the next cell's tasks) and a different worker count replaces them."""
     import os
-    exp = X.load_experiment("search_gs")
+    from spmvlab.generalsparse import warm
     try:
-        a = exp.compile_pool(2)
+        a = warm.compile_pool(2)
         assert a.submit(os.getpid).result() != os.getpid()
-        assert exp.compile_pool(2) is a
+        assert warm.compile_pool(2) is a
         assert a.submit(os.getpid).result() != os.getpid()        # still running
-        b = exp.compile_pool(1)
-        assert b is not a and exp.compile_pool(1) is b
+        b = warm.compile_pool(1)
+        assert b is not a and warm.compile_pool(1) is b
     finally:
-        while exp._POOL:
-            exp._POOL.pop()[1].shutdown(wait=True)
+        while warm._POOL:
+            warm._POOL.pop()[1].shutdown(wait=True)
 
 
 def _fabricated_search(n_mat=8, seed=0, slow_anchors=False):

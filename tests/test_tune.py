@@ -3,6 +3,7 @@ features with a known law, recovered), ranking, JSON round trip, the search's ch
 analysis, plan reuse; the GeneralSparse method on the simulator."""
 import dataclasses
 import json
+import os
 
 import numpy as np
 import pytest
@@ -439,3 +440,93 @@ def test_anchor_formats_run_when_faster_than_the_search_pick():
     assert m.row_extra["picked_format"] is None and "codegen" in m.impl and m.check().passed
     with pytest.raises(OptionError):
         GeneralSparse(p, "default", search={"formats": ("macko",)})
+
+
+def test_search_hands_every_strategy_it_will_time_to_the_timers_prepare():
+    """A timer with ``prepare`` (on the GPU: compile the tries' kernels in parallel first)
+    gets, once and before any try, the sample, N, dtype and exactly the strategies the
+    search then times on the sample, in that order; what it returns is kept as
+    ``search_warm``."""
+    A = sp.random(400, 50, density=0.3, format="csr", random_state=np.random.default_rng(5))
+    cands = tune.candidates(tune.proxy(A, max_nnz=2000), 8, dtype="float32")
+    m = tune.CostModel.fit([dict(features=tune.features(A, 8), strategy=s, time_us=1.0 + i)
+                            for i, s in enumerate(cands)], min_samples=1)
+    events = []
+
+    def timer(P, s, N, dt):
+        events.append(("time", P.shape, s))
+        return 10.0 + len(events)
+
+    def prepare(P, strategies, N, dt):
+        events.append(("prepare", P.shape, list(strategies), N, dt))
+        return dict(kernels=len(strategies), seconds=0.5)
+
+    timer.prepare = prepare
+    r = tune.best_strategy(A, 8, "float32", model=m, top=2, timer=timer, max_nnz=2000)
+    assert events[0][0] == "prepare" and [e[0] for e in events].count("prepare") == 1
+    sample = [e for e in events if e[0] == "time" and e[1][0] < A.shape[0]]
+    assert events[0][1] == sample[0][1] and events[0][3:] == (8, np.dtype("float32"))
+    assert events[0][2] == [e[2] for e in sample] and len(sample) >= 2 + 4   # picks + anchors
+    assert r.summary()["search_warm"] == dict(kernels=len(sample), seconds=0.5)
+    timer.prepare = lambda *a: None
+    assert "search_warm" not in tune.best_strategy(A, 8, "float32", model=m, top=2, timer=timer,
+                                                   max_nnz=2000).summary()
+
+
+class _Pool:
+    """A stand-in for the compile processes: records each task, answers at once."""
+
+    def __init__(self, fail=()):
+        self.tasks, self.fail = [], fail
+
+    def submit(self, fn, *args):
+        import concurrent.futures as cf
+        self.tasks.append((fn, args))
+        f = cf.Future()
+        if args[3][0] in self.fail:
+            f.set_exception(RuntimeError("worker died"))
+        else:
+            f.set_result(dict(compiled=1, loaded=0, failed=0))
+        return f
+
+
+def test_warm_prepare_compiles_each_new_kernel_once_on_a_sample_of_a(monkeypatch):
+    from spmvlab.generalsparse import codegen, warm
+    monkeypatch.setattr(warm, "_MET", set())
+    monkeypatch.delenv(warm.WORKERS_ENV, raising=False)
+    monkeypatch.setenv(codegen.CACHE_ENV, "/nonexistent/kernels")
+    rng = np.random.default_rng(3)
+    A = sp.random(600, 70, density=0.2, format="csr", random_state=rng)
+    A = sp.vstack([sp.csr_matrix((5, 70)), A]).tocsr()          # empty first rows
+    ss = tune.anchors(8, "float32")[:3]
+    pool = _Pool(fail=(ss[1],))
+    assert warm.prepare(A, ss, 8, "float32", pool=pool) is None       # no workers asked for
+    monkeypatch.setenv(warm.WORKERS_ENV, "1")
+    assert warm.prepare(A, ss, 8, "float32", pool=pool) is None and not pool.tasks
+    monkeypatch.setenv(warm.WORKERS_ENV, "4")
+    got = warm.prepare(A, ss, 8, "float32", pool=pool)
+    assert {k: got[k] for k in ("kernels", "compiled", "failed")} == dict(kernels=3, compiled=2, failed=1)
+    assert [a[3] for _, a in pool.tasks] == [[s] for s in ss]         # one strategy a task
+    for fn, (S, n, dt, _) in pool.tasks:
+        assert fn is warm._compile_on and (n, dt) == (8, "float32")
+        assert S.shape == (warm.SAMPLE_ROWS, 70) and np.diff(S.indptr).min() > 0
+        assert (S != A[5:5 + warm.SAMPLE_ROWS]).nnz == 0             # A's first non-empty rows
+    pool.tasks.clear()
+    assert warm.prepare(A, ss + tune.anchors(8, "float32")[3:4], 8, "float32", pool=pool)["kernels"] == 1
+    assert warm.prepare(A, ss, 8, "float32", pool=pool) is None       # all met before
+    assert warm.prepare(A, ss[:1], 8, "float16", pool=pool)["kernels"] == 1   # another dtype
+    assert os.environ[codegen.CACHE_ENV] == "/nonexistent/kernels"    # a cache set is kept
+    from spmvlab.generalsparse.method import gpu_timer
+    assert gpu_timer().prepare is warm.prepare            # bare kernels: compiled ahead
+    assert not hasattr(gpu_timer(optimize=True), "prepare")   # one kernel per plan: not
+
+
+def test_warm_compile_strategies_counts_what_failed():
+    """In a worker: each strategy's kernel launched once; one that cannot run is counted."""
+    from spmvlab import methods
+    from spmvlab.generalsparse import warm
+    A = sp.random(40, 30, density=0.3, format="csr", random_state=np.random.default_rng(6))
+    p = methods.Problem.make(A, "float32", k=8, seed=1)
+    good = tune.anchors(8, "float32")[0]
+    got = warm.compile_strategies(p, [good, "not a strategy"])
+    assert got == dict(compiled=1, loaded=0, failed=1)

@@ -55,7 +55,7 @@ import reference.generalsparse as GS
 from reference._common import OptionError, problem
 
 from ..methods.base import Method, Problem
-from . import codegen, planner
+from . import codegen, planner, warm
 from .model import strategy_key
 from .search import _round, best_strategy, first_that_plans, model_ranking
 from .shortlist import default_shortlist
@@ -201,7 +201,10 @@ def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = False, keep=None
     that runs the chosen strategy applies the code optimizer to it. ``keep``: a
     ``Problem`` of the searched matrix; the problem of the timed sample is kept among its
     shared values (``Problem.shared``), so the searches for the other N of that matrix
-    (``Problem.with_rhs``) reuse the sample's plans (the same X and timings either way)."""
+    (``Problem.with_rhs``) reuse the sample's plans (the same X and timings either way).
+    With ``optimize`` False the timer has ``prepare`` (:func:`.warm.prepare`): the search
+    hands it the strategies it will time, whose kernels then compile in parallel processes
+    where ``SPMVLAB_COMPILE_WORKERS`` asks for them."""
     cache = {}
 
     def timer(A, s, N, dtype):
@@ -224,4 +227,6 @@ def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = False, keep=None
             return float("inf")
         return m.time(reps=reps, warmup=warmup, cold=True).median_us
 
+    if not optimize:        # bare-strategy kernels: the same for every matrix, so compiled ahead
+        timer.prepare = warm.prepare
     return timer

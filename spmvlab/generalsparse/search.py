@@ -136,8 +136,9 @@ class SearchResult:
     ``full_seconds`` where it was timed again on the whole matrix: the seconds are each
     try's wall time, plan, compile, check and timing together); ``source`` "model" or
     "shortlist"; ``seconds`` the whole search; ``proxy_rows``/``proxy_nnz`` the matrix timed
-    (A itself when small). :meth:`summary` keeps the seconds per try as ``s`` and
-    ``full_s`` (where a search's time goes)."""
+    (A itself when small); ``warm`` what the timer's ``prepare`` did before the tries (None
+    without one: :func:`.warm.prepare`'s counts and seconds). :meth:`summary` keeps the
+    seconds per try as ``s`` and ``full_s`` (where a search's time goes)."""
 
     strategy: GS.Strategy
     timed: list
@@ -146,9 +147,10 @@ class SearchResult:
     n_candidates: int
     proxy_rows: int
     proxy_nnz: int
+    warm: dict | None = None
 
     def summary(self) -> dict:
-        return dict(search_source=self.source, search_tried=len(self.timed),
+        return dict(**({"search_warm": self.warm} if self.warm else {}), search_source=self.source, search_tried=len(self.timed),
                     search_candidates=self.n_candidates, search_s=round(self.seconds, 3),
                     search_proxy_rows=self.proxy_rows, search_proxy_nnz=self.proxy_nnz,
                     search_confirmed=sum("full_us" in t for t in self.timed),
@@ -174,7 +176,9 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
     """The fastest of the model's ``top`` candidates (or of the default shortlist when
     ``model`` is None or no model has been fitted), timed by ``timer`` (``timer(A, strategy,
     N, dtype) -> microseconds``; on the GPU :func:`.method.gpu_timer`) on :func:`proxy`
-    ``(A, max_nnz)``. ``where``: a predicate on
+    ``(A, max_nnz)``; a ``timer.prepare(P, strategies, N, dtype)``, where the timer has one, is
+    called first with every strategy the search will time (on the GPU: their kernels
+    compiled in parallel processes, :func:`.warm.prepare`). ``where``: a predicate on
     strategies, only those it accepts are considered (e.g. an ablation's sub-space;
     without a model: the accepted candidates, ``top`` of them evenly spaced in the
     listing order of ``strategies``).
@@ -239,6 +243,8 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
             us = float("inf")
         return us, time.perf_counter() - t1
 
+    prepare = getattr(timer, "prepare", None)       # e.g. compile the tries' kernels at once
+    warmed = prepare(P, ranked, N, dt) if prepare is not None else None
     timed = []
     for i, s in enumerate(ranked):
         us, secs = attempt(P, s)
@@ -265,7 +271,7 @@ def best_strategy(A, N: int, dtype="float16", *, timer, model="default", top: in
             best = min(full, key=lambda i: timed[i]["full_us"])
     return SearchResult(strategy=ranked[best], timed=timed, source=source,
                         seconds=time.perf_counter() - t0, n_candidates=n_cand,
-                        proxy_rows=int(P.shape[0]), proxy_nnz=int(P.nnz))
+                        proxy_rows=int(P.shape[0]), proxy_nnz=int(P.nnz), warm=warmed)
 
 
 def search_analysis(times: dict, order: list, costs: dict | None = None,
