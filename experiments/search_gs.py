@@ -95,11 +95,10 @@ def key_sampled(key: str, fraction: float) -> bool:
 
 def _warm(spec: str, n: int, strategies: list) -> dict:
     """Compile the bare-strategy kernels of ``strategies`` on the matrix of ``spec`` with
-    N = ``n`` (``spmvlab.generalsparse.warm.compile_strategies``). Runs in a worker process."""
-    from spmvlab import methods
-    from spmvlab.generalsparse import warm
+    N = ``n`` (``spmvlab.generalsparse.method.compile_on``). Runs in a worker process."""
+    from spmvlab.generalsparse.method import compile_on
     A, dtype = load(spec)
-    return warm.compile_strategies(methods.Problem.make(A, dtype, k=n, seed=1, lossy=True), strategies)
+    return compile_on(A, n, dtype, strategies)
 
 
 def warm_tasks(work: list, size: int = 8) -> list:

@@ -500,33 +500,38 @@ def test_warm_prepare_compiles_each_new_kernel_once_on_a_sample_of_a(monkeypatch
     A = sp.vstack([sp.csr_matrix((5, 70)), A]).tocsr()          # empty first rows
     ss = tune.anchors(8, "float32")[:3]
     pool = _Pool(fail=(ss[1],))
-    assert warm.prepare(A, ss, 8, "float32", pool=pool) is None       # no workers asked for
+
+    def task(*args):
+        raise AssertionError("runs in the pool")
+
+    assert warm.prepare(A, ss, 8, "float32", task, pool=pool) is None       # no workers asked for
     monkeypatch.setenv(warm.WORKERS_ENV, "1")
-    assert warm.prepare(A, ss, 8, "float32", pool=pool) is None and not pool.tasks
+    assert warm.prepare(A, ss, 8, "float32", task, pool=pool) is None and not pool.tasks
     monkeypatch.setenv(warm.WORKERS_ENV, "4")
-    got = warm.prepare(A, ss, 8, "float32", pool=pool)
-    assert {k: got[k] for k in ("kernels", "compiled", "failed")} == dict(kernels=3, compiled=2, failed=1)
+    got = warm.prepare(A, ss, 8, "float32", task, pool=pool)
+    assert ({k: got[k] for k in ("kernels", "compiled", "failed")}
+            == dict(kernels=3, compiled=2, failed=1))
     assert [a[3] for _, a in pool.tasks] == [[s] for s in ss]         # one strategy a task
     for fn, (S, n, dt, _) in pool.tasks:
-        assert fn is warm._compile_on and (n, dt) == (8, "float32")
+        assert fn is task and (n, dt) == (8, "float32")
         assert S.shape == (warm.SAMPLE_ROWS, 70) and np.diff(S.indptr).min() > 0
         assert (S != A[5:5 + warm.SAMPLE_ROWS]).nnz == 0             # A's first non-empty rows
     pool.tasks.clear()
-    assert warm.prepare(A, ss + tune.anchors(8, "float32")[3:4], 8, "float32", pool=pool)["kernels"] == 1
-    assert warm.prepare(A, ss, 8, "float32", pool=pool) is None       # all met before
-    assert warm.prepare(A, ss[:1], 8, "float16", pool=pool)["kernels"] == 1   # another dtype
+    assert warm.prepare(A, ss + tune.anchors(8, "float32")[3:4], 8, "float32", task,
+                        pool=pool)["kernels"] == 1
+    assert warm.prepare(A, ss, 8, "float32", task, pool=pool) is None       # all met before
+    assert warm.prepare(A, ss[:1], 8, "float16", task, pool=pool)["kernels"] == 1   # another dtype
     assert os.environ[codegen.CACHE_ENV] == "/nonexistent/kernels"    # a cache set is kept
-    from spmvlab.generalsparse.method import gpu_timer
-    assert gpu_timer().prepare is warm.prepare            # bare kernels: compiled ahead
+    from spmvlab.generalsparse.method import compile_on, gpu_timer
+    ready = gpu_timer().prepare                         # bare kernels: compiled ahead
+    assert ready.func is warm.prepare and ready.keywords == dict(task=compile_on)
     assert not hasattr(gpu_timer(optimize=True), "prepare")   # one kernel per plan: not
 
 
-def test_warm_compile_strategies_counts_what_failed():
-    """In a worker: each strategy's kernel launched once; one that cannot run is counted."""
-    from spmvlab import methods
-    from spmvlab.generalsparse import warm
+def test_compile_on_counts_what_failed():
+    """A compile worker's task: each strategy's kernel launched once on the problem of the
+    sample; one that cannot run is counted."""
+    from spmvlab.generalsparse.method import compile_on
     A = sp.random(40, 30, density=0.3, format="csr", random_state=np.random.default_rng(6))
-    p = methods.Problem.make(A, "float32", k=8, seed=1)
-    good = tune.anchors(8, "float32")[0]
-    got = warm.compile_strategies(p, [good, "not a strategy"])
+    got = compile_on(A, 8, "float32", [tune.anchors(8, "float32")[0], "not a strategy"])
     assert got == dict(compiled=1, loaded=0, failed=1)

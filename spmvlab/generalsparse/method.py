@@ -48,6 +48,7 @@ SpMM only (``A @ X`` with X of k columns), float16 (float32 accumulation) or flo
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -60,7 +61,7 @@ from .model import strategy_key
 from .search import _round, best_strategy, first_that_plans, model_ranking
 from .shortlist import default_shortlist
 
-__all__ = ["GeneralSparse", "gpu_timer"]
+__all__ = ["GeneralSparse", "gpu_timer", "compile_strategies", "compile_on"]
 
 
 class GeneralSparse(Method):
@@ -202,9 +203,9 @@ def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = False, keep=None
     ``Problem`` of the searched matrix; the problem of the timed sample is kept among its
     shared values (``Problem.shared``), so the searches for the other N of that matrix
     (``Problem.with_rhs``) reuse the sample's plans (the same X and timings either way).
-    With ``optimize`` False the timer has ``prepare`` (:func:`.warm.prepare`): the search
-    hands it the strategies it will time, whose kernels then compile in parallel processes
-    where ``SPMVLAB_COMPILE_WORKERS`` asks for them."""
+    With ``optimize`` False the timer has ``prepare`` (:func:`.warm.prepare` with
+    :func:`compile_on`): the search hands it the strategies it will time, whose kernels then
+    compile in parallel processes where ``SPMVLAB_COMPILE_WORKERS`` asks for them."""
     cache = {}
 
     def timer(A, s, N, dtype):
@@ -228,5 +229,30 @@ def gpu_timer(reps: int = 10, warmup: int = 2, optimize: bool = False, keep=None
         return m.time(reps=reps, warmup=warmup, cold=True).median_us
 
     if not optimize:        # bare-strategy kernels: the same for every matrix, so compiled ahead
-        timer.prepare = warm.prepare
+        timer.prepare = functools.partial(warm.prepare, task=compile_on)
     return timer
+
+
+def compile_strategies(p: Problem, strategies) -> dict:
+    """Launch the bare kernel of each of ``strategies`` once on the problem ``p`` (its
+    compiled code lands in the kernel cache where ``codegen.CACHE_ENV`` names one): counts of
+    compiled, loaded (from that cache) and failed. Runs in a compile worker; a strategy that
+    fails is counted, not raised (the timed try records its error)."""
+    from .._cuda import cuda
+    out = dict(compiled=0, loaded=0, failed=0)
+    for s in strategies:
+        try:
+            m = GeneralSparse(p, s, optimize=False)
+            m.run()
+            cuda.synchronize()
+            hits = sum(getattr(m.generated.kernel, "_cache_hits", {}).values())   # numba's counter
+            out["loaded" if hits else "compiled"] += 1
+        except Exception:   # noqa: BLE001 (the timed pass records the error)
+            out["failed"] += 1
+    return out
+
+
+def compile_on(A, n: int, dtype: str, strategies: list) -> dict:
+    """A compile worker's task (:func:`.warm.prepare`): :func:`compile_strategies` on the
+    problem of A with N = ``n``."""
+    return compile_strategies(Problem.make(A, dtype, k=n, seed=1, lossy=True), strategies)

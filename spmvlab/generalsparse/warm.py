@@ -8,14 +8,13 @@ the kernel cache (``codegen.CACHE_ENV``) shared through files, the search then l
 
 ``compile_pool(workers)``
     The worker processes, started once per process and kept.
-``compile_strategies(p, strategies)``
-    In a worker: launch each strategy's bare kernel once on the problem ``p`` (which
-    compiles it into the kernel cache); counts of compiled, loaded and failed.
-``prepare(A, strategies, N, dtype)``
-    In the searching process: the strategies not yet met by this process compiled in the
-    pool on the first non-empty rows of A (every column, so the kernels are those of A), where
-    ``SPMVLAB_COMPILE_WORKERS`` asks for two or more workers on a GPU; nothing otherwise.
-    A worker that fails costs nothing but its count: the timed try compiles what is missing.
+``prepare(A, strategies, N, dtype, task)``
+    In the searching process: ``task`` run in the pool for each strategy not yet met by
+    this process, on the first non-empty rows of A (every column, so the kernels are those
+    of A), where ``SPMVLAB_COMPILE_WORKERS`` asks for two or more workers on a GPU; nothing
+    otherwise. The task that compiles (a launch of the bare kernel) is
+    ``method.compile_on``; a worker that fails costs nothing but its count: the timed try
+    compiles what is missing.
 """
 from __future__ import annotations
 
@@ -29,7 +28,7 @@ from reference.generalsparse import SPAN16
 
 from . import codegen
 
-__all__ = ["WORKERS_ENV", "compile_pool", "compile_strategies", "prepare", "kernel_key"]
+__all__ = ["WORKERS_ENV", "compile_pool", "prepare", "kernel_key"]
 
 #: environment variable: how many processes compile a search's kernels before it times them
 WORKERS_ENV = "SPMVLAB_COMPILE_WORKERS"
@@ -60,32 +59,6 @@ def kernel_key(strategy, dtype, n_cols: int) -> tuple:
     return strategy, np.dtype(dtype).name, bool(strategy.compact and n_cols > SPAN16)
 
 
-def compile_strategies(p, strategies) -> dict:
-    """Launch the bare kernel of each of ``strategies`` once on the problem ``p`` (its
-    compiled code lands in the kernel cache where ``codegen.CACHE_ENV`` names one). Runs in
-    a worker process; a strategy that fails is counted, not raised (the timed try records
-    its error)."""
-    from .._cuda import cuda
-    from .method import GeneralSparse
-    out = dict(compiled=0, loaded=0, failed=0)
-    for s in strategies:
-        try:
-            m = GeneralSparse(p, s, optimize=False)
-            m.run()
-            cuda.synchronize()
-            hits = sum(getattr(m.generated.kernel, "_cache_hits", {}).values())   # numba's counter
-            out["loaded" if hits else "compiled"] += 1
-        except Exception:   # noqa: BLE001 (the timed pass records the error)
-            out["failed"] += 1
-    return out
-
-
-def _compile_on(A, n: int, dtype: str, strategies: list) -> dict:
-    """A worker's task: :func:`compile_strategies` on the problem of A with N = ``n``."""
-    from ..methods import Problem
-    return compile_strategies(Problem.make(A, dtype, k=n, seed=1, lossy=True), strategies)
-
-
 def _workers() -> int:
     try:
         return int(os.environ.get(WORKERS_ENV) or 0)
@@ -93,9 +66,12 @@ def _workers() -> int:
         return 0
 
 
-def prepare(A, strategies, N: int, dtype, *, workers: int | None = None, pool=None) -> dict | None:
+def prepare(A, strategies, N: int, dtype, task, *, workers: int | None = None,
+            pool=None) -> dict | None:
     """Compile the kernels of ``strategies`` for A (CSR), N and ``dtype`` in ``workers``
-    processes (default: ``SPMVLAB_COMPILE_WORKERS``), one strategy a task, each on the first
+    processes (default: ``SPMVLAB_COMPILE_WORKERS``): ``task(sample, N, dtype, [strategy])``
+    (a module-level function returning counts of compiled, loaded and failed kernels), one
+    strategy a task, each on the first
     :data:`SAMPLE_ROWS` non-empty rows of A; only those this process has not met before
     (:func:`kernel_key`; a 32-bit-column kernel that the sample's columns do not need is
     then compiled by the timed try, as without workers). None when
@@ -121,7 +97,7 @@ def prepare(A, strategies, N: int, dtype, *, workers: int | None = None, pool=No
     out = dict(kernels=len(new), compiled=0, loaded=0, failed=0)
     try:
         pool = pool or compile_pool(workers)
-        futures = [pool.submit(_compile_on, sample, int(N), dt, [s]) for s in new]
+        futures = [pool.submit(task, sample, int(N), dt, [s]) for s in new]
     except Exception:   # noqa: BLE001 (no pool: the tries compile as before)
         out["failed"] = len(new)
         futures = []
