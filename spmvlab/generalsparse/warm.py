@@ -1,10 +1,10 @@
 """Compile generated kernels in parallel processes before they are timed.
 
-Compiling one generated kernel takes numba a second or more, and a GeneralSparse search
-times about ten strategies per (matrix, N), most of them new to the process: on the GPU
-the compiles, one after another, were the larger part of the search's time
-(docs/performance.md, "GeneralSparse search"). Compiled in worker processes at once, with
-the kernel cache (``codegen.CACHE_ENV``) shared through files, the search then loads them.
+A GeneralSparse search times about ten strategies per (matrix, N), many of them new to the
+process, and numba's compile is the slow step of a new one's try: one after another, the
+compiles took a large share of the search's time on the GPU (docs/performance.md,
+"GeneralSparse search"). Compiled in worker processes at once, with the kernel cache
+(``codegen.CACHE_ENV``) shared through files, the search then loads them.
 
 ``compile_pool(workers)``
     The worker processes, started once per process and kept.
@@ -71,10 +71,9 @@ def prepare(A, strategies, N: int, dtype, task, *, workers: int | None = None,
     """Compile the kernels of ``strategies`` for A (CSR), N and ``dtype`` in ``workers``
     processes (default: ``SPMVLAB_COMPILE_WORKERS``): ``task(sample, N, dtype, [strategy])``
     (a module-level function returning counts of compiled, loaded and failed kernels), one
-    strategy a task, each on the first
-    :data:`SAMPLE_ROWS` non-empty rows of A; only those this process has not met before
-    (:func:`kernel_key`; a 32-bit-column kernel that the sample's columns do not need is
-    then compiled by the timed try, as without workers). None when
+    strategy a task, on the first :data:`SAMPLE_ROWS` non-empty rows of A; only those this
+    process has not met before (:func:`kernel_key`; a 32-bit-column kernel that the sample's
+    columns do not need is then compiled by the timed try, as without workers). None when
     fewer than two workers are asked for, in the simulator (which compiles nothing) or when
     there is nothing new; else the counts and the seconds waited. ``pool``: the executor
     (default :func:`compile_pool`)."""
