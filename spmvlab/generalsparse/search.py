@@ -136,9 +136,9 @@ class SearchResult:
     ``full_seconds`` where it was timed again on the whole matrix: the seconds are each
     try's wall time, plan, compile, check and timing together); ``source`` "model" or
     "shortlist"; ``seconds`` the whole search; ``proxy_rows``/``proxy_nnz`` the matrix timed
-    (A itself when small); ``warm`` what the timer's ``prepare`` did before the tries (None
-    without one: :func:`.warm.prepare`'s counts and seconds). :meth:`summary` keeps the
-    seconds per try as ``s`` and ``full_s`` (where a search's time goes)."""
+    (A itself when small); ``warm`` what the timer's ``prepare`` did before the tries
+    (:func:`.warm.prepare`'s counts and seconds; None where it did nothing). :meth:`summary`
+    keeps the seconds per try as ``s`` and ``full_s`` (where a search's time goes)."""
 
     strategy: GS.Strategy
     timed: list
@@ -150,7 +150,8 @@ class SearchResult:
     warm: dict | None = None
 
     def summary(self) -> dict:
-        return dict(**({"search_warm": self.warm} if self.warm else {}), search_source=self.source, search_tried=len(self.timed),
+        warm = {"search_warm": self.warm} if self.warm else {}
+        return dict(**warm, search_source=self.source, search_tried=len(self.timed),
                     search_candidates=self.n_candidates, search_s=round(self.seconds, 3),
                     search_proxy_rows=self.proxy_rows, search_proxy_nnz=self.proxy_nnz,
                     search_confirmed=sum("full_us" in t for t in self.timed),
