@@ -39,7 +39,6 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-import tempfile
 import time
 
 from experiments import _gs
@@ -143,7 +142,7 @@ def warm_kernels(work: list, workers: int) -> dict:
 def measure(cfg: dict) -> dict:
     import numpy as np
     from spmvlab import methods
-    from spmvlab.generalsparse import codegen, tune, warm
+    from spmvlab.generalsparse import tune, warm
     from spmvlab._cuda import SIMULATOR
     from spmvlab.generalsparse.method import GeneralSparse
     work, loaded = [], {}
@@ -163,7 +162,7 @@ def measure(cfg: dict) -> dict:
     workers = int(os.environ.get(warm.WORKERS_ENV, min(16, os.cpu_count() or 1)))
     if not SIMULATOR and workers > 1:
         # compiled kernels shared through files: compile them all in parallel first
-        os.environ.setdefault(codegen.CACHE_ENV, os.path.join(tempfile.gettempdir(), "spmvlab_kernels"))
+        warm.share_kernels()
         extra["compile"] = warm_kernels(work, workers)
         print(f"{NAME}: {extra['compile']}", file=sys.stderr)
     rows = []

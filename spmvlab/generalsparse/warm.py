@@ -28,7 +28,7 @@ from reference.generalsparse import SPAN16
 
 from . import codegen
 
-__all__ = ["WORKERS_ENV", "compile_pool", "prepare", "kernel_key"]
+__all__ = ["WORKERS_ENV", "compile_pool", "share_kernels", "prepare", "kernel_key"]
 
 #: environment variable: how many processes compile a search's kernels before it times them
 WORKERS_ENV = "SPMVLAB_COMPILE_WORKERS"
@@ -51,6 +51,14 @@ def compile_pool(workers: int):
         _POOL.pop()[1].shutdown(wait=False, cancel_futures=True)
     _POOL.append((workers, cf.ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"))))
     return _POOL[0][1]
+
+
+def share_kernels() -> str:
+    """Keep compiled kernels in files from now on, for this process and the workers it
+    starts: ``codegen.CACHE_ENV`` as set, else a folder under the system's temporary
+    directory (a later run on the same machine loads what is there). Returns the folder."""
+    return os.environ.setdefault(codegen.CACHE_ENV,
+                                 os.path.join(tempfile.gettempdir(), "spmvlab_kernels"))
 
 
 def kernel_key(strategy, dtype, n_cols: int) -> tuple:
@@ -90,7 +98,7 @@ def prepare(A, strategies, N: int, dtype, task, *, workers: int | None = None,
             new.append(s)
     if not new:
         return None
-    os.environ.setdefault(codegen.CACHE_ENV, os.path.join(tempfile.gettempdir(), "spmvlab_kernels"))
+    share_kernels()
     t0 = time.perf_counter()
     sample = A[np.flatnonzero(np.diff(A.indptr))[:SAMPLE_ROWS]]
     out = dict(kernels=len(new), compiled=0, loaded=0, failed=0)
