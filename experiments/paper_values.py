@@ -467,19 +467,18 @@ GENERALSPARSE = [
            why="arithmetic mean over all 24 matrices (6 shapes x 2 prunings x 70/90 %), measured "
                "at several commits (each part's commit in the file): 7168×7168 at 6ea8d2a and "
                "28672×7168 and 9216×9216 at 70 % and 7168×28672 at 70 % random at 990e90d, "
-               "28672×7168 and 9216×9216 at 90 % at b6b8eeb (these with the generalsparse "
-               "default timed beside the tuned pick); "
+               "28672×7168 and 9216×9216 at 90 % at b6b8eeb, 7168×28672 at 90 % and at 70 % "
+               "magnitude at d33d7b0 (these with the generalsparse default timed beside the "
+               "tuned pick); "
                "9216×36864 and "
                "36864×9216 at 70 % at f679411 (gathers of B batched, the default since then); "
-               "7168×28672 and 9216×36864 at 90 % at a531de0, "
-               "7168×28672 at 70 % magnitude at 156e0b1 (all with the cyclic thread division, "
-               "unbatched); "
+               "9216×36864 at 90 % at a531de0 (the cyclic thread division, unbatched); "
                "36864×9216 at 90 % at 06dd8fa (before it). "
                "Batching took -0.4 to 30 % off the re-measured cells (7168×7168 magnitude N = 64: 303 -> "
                "220 us). Below the paper: from N = 8 "
                "to 64 our time grows 3.1-8.6x (a gather of B and N products per nonzero on CUDA "
                "cores), torch's cuSPARSE's 1.1-1.3x. Our picks are faster than CSR SpMM in all 72 "
-               "cases (N = 8: geometric mean 1.14x, 1.03-1.53x). cuSPARSE fp16 "
+               "cases (N = 8: geometric mean 1.17x, 1.03-1.59x). cuSPARSE fp16 "
                "is torch's CSR path (GPU_NOTES: 10-100x slower than cuBLAS at these shapes), whose "
                "results miss our fp32-accumulation error bound in 42 of the 72 cases (n_bad > 0; "
                "max error ≈ 5e-4 of sum |a||b|: fp16 rounding of partial sums); their times are "
@@ -529,12 +528,13 @@ GENERALSPARSE = [
          script="experiments/fig14_gs.py", paper=None,
          ours=dict(results="fig14_gs", view="fig14_gs:default_gap", field="gap", agg="max",
                    fmt=".2f", unit="×"),
-         why="issue 29's goal: at most 1.2 on every cell. The default is timed on 39 of the "
+         why="issue 29's goal: at most 1.2 on every cell. The default is timed on 48 of the "
              "72 cells so far: 7168×7168 (6ea8d2a), 28672×7168 and 9216×9216 at 70 % and "
-             "7168×28672 at 70 % random (990e90d), 28672×7168 and 9216×9216 at 90 % (b6b8eeb, "
-             "where the search also times the default and keeps it unless beaten; the other "
-             "cells' rows predate it); above 1.2 on four (7168×7168 and 9216×9216 random 90 %, "
-             "N = 32 and 64); below 1 the default is the faster of the two"),
+             "7168×28672 at 70 % random (990e90d), 28672×7168 and 9216×9216 at 90 % (b6b8eeb), "
+             "7168×28672 at 90 % and at 70 % magnitude (d33d7b0; from b6b8eeb on the search "
+             "also times the default and keeps it unless beaten; the other cells' rows predate "
+             "it); above 1.2 on four (7168×7168 and 9216×9216 random 90 %, N = 32 and 64); "
+             "below 1 the default is the faster of the two"),
     *[dict(label="Table 5", what=f"mean speedup over cuSPARSE, random ({b},{b}) blocks, "
                                  f"{int(100 * s)} %, col = {n}",
            script="experiments/table5_gs.py", paper=p, paper_note=_A100,
