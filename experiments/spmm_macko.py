@@ -3,9 +3,8 @@
 The batched decoding of LLM serving multiplies each weight matrix by N = 2..64 activation
 columns. For each shape, sparsity and N, every method is checked on the GPU against the
 float64 product and timed (median, L2 flushed before every call): MACKO SpMM (X's column
-tile copied into shared memory when it fits, also held there as float32,
-``macko[spmm_smem_fp32=True]``, and ``macko[spmm_smem=False]``, gathering X from global
-memory; ``macko[spmm_mma=True]``, decoding 16 rows at a time into a dense tile multiplied
+tile copied into shared memory when it fits, and ``macko[spmm_smem=False]``, gathering X
+from global memory; ``macko[spmm_mma=True]``, decoding 16 rows at a time into a dense tile multiplied
 on the tensor cores) and CSR SpMM (register tiles: each decoded entry is multiplied by N
 columns of X at once, ``spmvlab/kernels/_spmm.py``), cuBLAS GEMM fp16 (CuPy, GemmEx with fp32 compute) and, for
 N = 1, the same kernels' SpMV beside it (``spmv_*`` rows) to compare SpMM's cost with SpMV's.
@@ -27,16 +26,17 @@ from spmvlab import plotting as P
 NAME = "spmm_macko"
 NEEDS_GPU = True
 SPLIT_KEYS = ("shapes", "sparsities", "ks")   # measure in parts with --merge
-METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem_fp32=True]",
-           "macko[spmm_smem=False]", "macko[spmm_mma=True]", "csr_vector"]
+METHODS = ["cublas", "macko", "macko[spmm_smem_threads=512]", "macko[spmm_smem=False]",
+           "macko[spmm_mma=True]", "csr_vector"]
 #: float32 rows (the same matrices' values in float32): CSR SpMM at ``fp32_ks`` beside its own
 #: SpMV and cuBLAS, for the CSR goal of issue 8 (SpMM at N = 8 within 1.5x of SpMV)
 FP32_METHODS = ["cublas", "csr_vector"]
 #: MACKO's SpMM settings (no methods of their own): shades of MACKO's colour, orange for the
 #: shared-memory kernels, browns for the tensor-core ones; the methods as ``plotting.METHODS``.
-#: The last two are for saved runs only: 512-column windows lost to 1024 in every cell and
-#: the two-stage tensor-core kernel (``spmm_mma_double``) lost to one stage, so it left the
-#: code (results/h200/spmm_macko.json; docs/performance.md)
+#: Three are for saved runs only: 512-column windows lost to 1024 in every cell, and two
+#: designs lost their A/B and left the code: the two-stage tensor-core kernel
+#: (``spmm_mma_double``, results/h200/spmm_macko.json) and X held as float32 in shared
+#: memory (``spmm_smem_fp32``); their runs and numbers are in docs/performance.md
 VARIANTS = {"macko[spmm_smem_threads=512]": ("MACKO, 512 threads", "#fdae6b", "x", "--"),
             "macko[spmm_smem_fp32=True]": ("MACKO, X as float32", "#fd8d3c", "s", "-."),
             "macko[spmm_smem=False]": ("MACKO, X from global memory", "#f16913", "v", ":"),

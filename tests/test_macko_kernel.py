@@ -21,8 +21,6 @@ def test_unsupported_dtype_and_config():
         K.MackoConfig(spmm_smem_threads=2048)
     with pytest.raises(OptionError, match="spmm_smem: expected True or False"):
         K.MackoConfig(spmm_smem=1)
-    with pytest.raises(OptionError, match="spmm_smem_fp32: expected True or False"):
-        K.MackoConfig(spmm_smem_fp32="yes")
 
 
 @pytest.mark.parametrize("delta_bits, dtype", [(4, np.float16), (4, np.float32), (1, np.float16),
@@ -69,8 +67,6 @@ def test_shared_memory_spmm_equals_the_register_tile_bit_for_bit(dtype, k):
     glob = K.spmm(M, X, config=K.MackoConfig(threads_per_block=64, spmm_tile=8, spmm_smem=False))
     shared = K.spmm(M, X, config=K.MackoConfig(spmm_tile=8, spmm_smem_threads=64))
     assert glob.tobytes() == shared.tobytes()
-    wide = K.spmm(M, X, config=K.MackoConfig(spmm_tile=8, spmm_smem_threads=64, spmm_smem_fp32=True))
-    assert glob.tobytes() == wide.tobytes()      # X converted once instead of per product
     np.testing.assert_allclose(shared, M.to_csr().astype(np.float64) @ X.astype(np.float64),
                                rtol=2e-2 if dtype == np.float16 else 1e-5, atol=1e-2)
 

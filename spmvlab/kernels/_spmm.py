@@ -142,17 +142,16 @@ FILL_UNROLL = 4
 
 
 @functools.lru_cache(maxsize=None)
-def fill_parts(dtype_name: str, ct: int, fg: int, tile_name: str | None = None):
+def fill_parts(dtype_name: str, ct: int, fg: int):
     """``fill(Xf, n, j0, sX)``: the block's threads copy X[:, j0:j0 + ct] (X flat, row-major
-    with n columns) into the shared array sX (row c at c * ct; its dtype ``tile_name``,
-    default X's), zero past column n, ``fg`` values per load (``fg`` from :func:`group_for`:
-    n is then a multiple of it), then meet at a barrier. Each thread has FILL_UNROLL loads
-    in flight before it stores. Eight float16 values into a float16 tile go as four 32-bit
-    words, one 16-byte load and one 16-byte store (``vwords4``, ``sstore4``): stored value
-    by value, a warp's 32 consecutive 16-byte groups would take eight 2-byte stores, each
-    hitting every bank four times."""
+    with n columns) into the shared array sX (row c at c * ct, X's dtype), zero past column
+    n, ``fg`` values per load (``fg`` from :func:`group_for`: n is then a multiple of it),
+    then meet at a barrier. Each thread has FILL_UNROLL loads in flight before it stores.
+    Eight float16 values go as four 32-bit words, one 16-byte load and one 16-byte store
+    (``vwords4``, ``sstore4``): stored value by value, a warp's 32 consecutive 16-byte
+    groups would take eight 2-byte stores, each hitting every bank four times."""
     xt = numba_type(dtype_name)
-    words = dtype_name == "float16" and (tile_name or dtype_name) == "float16" and fg == 8
+    words = dtype_name == "float16" and fg == 8
     load = vwords4 if words else {1: vload1, 2: vload2, 4: vload4, 8: vload8}[fg]
     gpr = ct // fg
     U = FILL_UNROLL
@@ -394,8 +393,7 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
     ``spmv = (factory, threads, rows_per_block)`` is given (Y and its transpose are then
     the same vector).
 
-    ``shared = (factory, threads, tile dtype)``: when the X tile's K rows (in the tile
-    dtype) fit in one block's shared
+    ``shared = (factory, threads)``: when the X tile's K rows fit in one block's shared
     memory (:func:`smem_tile`), ``factory(ct, g, fg, out_t)`` is launched instead (g: values per
     shared-memory gather, fg: per global load of the fill, :func:`fill_parts`): a persistent grid
     (as many blocks as can be resident, at most one per ``threads // 32`` rows; at most one
@@ -406,16 +404,15 @@ def launch_tiles(D, X, out, kernel, arrays: tuple, threads: int, rows_per_block:
     ops, k_cols = prepare_spmm(D, X, out, out_t)
     n_rows, n_k = D.shape
     block_limit = _device_limits()[1] if shared is not None else 0
-    tile_dtype = np.dtype(shared[2]) if shared is not None else None
-    sct = smem_tile(tile_dtype, n_k, k_cols, max_tile, block_limit) if shared is not None else 0
+    sct = smem_tile(D.dtype, n_k, k_cols, max_tile, block_limit) if shared is not None else 0
     if n_rows and k_cols == 1 and spmv is not None:
         factory, sthreads, srows = spmv
         factory()[blocks_for(n_rows, srows), sthreads, launch_stream()](
             *arrays, ops.x.reshape(ops.x.shape[0]), ops.out.reshape(n_rows))
     elif n_rows and sct:
-        factory, sthreads, _ = shared
+        factory, sthreads = shared
         sthreads = min(sthreads, WARP * n_rows)    # no block of idle warps for a short matrix
-        item = tile_dtype.itemsize
+        item = np.dtype(D.dtype).itemsize
         nbytes = n_k * sct * item
         flat = ops.x.reshape(ops.x.shape[0] * k_cols)
         g = min(sct, 16 // item)

@@ -86,9 +86,6 @@ class MackoConfig:
     spmm_smem          SpMM: copy X's column tile into shared memory when its K rows fit
                        (the tile is halved until they do; kernels/_spmm.launch_tiles), else
                        gather X from global memory
-    spmm_smem_fp32     SpMM: the shared tile holds X converted to float32 once, when it is
-                       copied (float16 values: no convert per product; twice the bytes, so
-                       the tile is halved sooner); results identical
     spmm_smem_threads  threads per block of the shared-memory SpMM (one block per SM when
                        the tile is large, so more threads hide more latency); its register
                        cap is 65536 / threads
@@ -111,7 +108,6 @@ class MackoConfig:
     spmm_tile: int = 16
     spmm_smem: bool = True
     spmm_smem_threads: int = 1024
-    spmm_smem_fp32: bool = False
     spmm_mma: bool = False
     spmm_mma_window: int = 1024
 
@@ -124,7 +120,7 @@ class MackoConfig:
         if self.spmm_mma_window not in MMA_WINDOWS or isinstance(self.spmm_mma_window, bool):
             raise OptionError(problem("MackoConfig.spmm_mma_window", f"one of {MMA_WINDOWS}",
                                       repr(self.spmm_mma_window)))
-        for name in ("spmm_smem", "spmm_smem_fp32", "spmm_mma"):
+        for name in ("spmm_smem", "spmm_mma"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(problem(f"MackoConfig.{name}", "True or False",
                                           repr(getattr(self, name))))
@@ -250,8 +246,8 @@ def _spmm_smem_kernel(dtype_name: str, delta_bits: int, cfg: MackoConfig, ct: in
     T = tile_parts(dtype_name, ct, g, shared=True, out_t=out_t)
     reduce, finite, put = T["reduce"], T["finite"], T["put"]
     row_tile = _row_tile(dtype_name, delta_bits, T)
-    xnp = np.dtype(np.float32) if cfg.spmm_smem_fp32 else np.dtype(dtype_name)
-    fill = fill_parts(dtype_name, ct, fg, xnp.name)
+    xnp = np.dtype(dtype_name)
+    fill = fill_parts(dtype_name, ct, fg)
     accnp = accumulator_np(dtype_name)
 
     @cuda.jit(**jit_options(max_registers=min(255, 65536 // cfg.spmm_smem_threads)))
@@ -373,8 +369,7 @@ def spmm(D, X, out=None, config: MackoConfig = MackoConfig(), out_t: bool = Fals
                               config.threads_per_block, config.threads_per_block // WARP),
                         shared=((lambda ct, g, fg, t: _spmm_smem_kernel(
                                     D.dtype.name, D.delta_bits, config, ct, g, fg, t)),
-                                config.spmm_smem_threads,
-                                np.float32 if config.spmm_smem_fp32 else D.dtype)
+                                config.spmm_smem_threads)
                         if config.spmm_smem else None, out_t=out_t)
 
 
@@ -416,11 +411,6 @@ def ptx_targets():
                                                        8, 8, True),
                                      head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)",
                                      wide + (r"ld\.shared\.v4", r"st\.shared\.v4")))
-                out.append(PTXTarget(f"macko.spmm_smem_fp32[{dt},b{b},tile8]",
-                                     functools.partial(_spmm_smem_kernel, dt, b,
-                                                       MackoConfig(spmm_smem_fp32=True), 8, 4, 8),
-                                     head + f"{array_sig(dt)}, {array_sig(dt, 2)}, int64)",
-                                     wide + (r"ld\.shared\.v4",)))
     for b in DELTA_BITS:
         out.append(PTXTarget(f"macko.check[b{b}]", functools.partial(_check_kernel, b),
                              f"void(int32[::1], {array_sig(np.dtype(_WORD[b]).name)}, int64, "
