@@ -4,8 +4,8 @@ The batched decoding of LLM serving multiplies each weight matrix by N = 2..64 a
 columns. For each shape, sparsity and N, every method is checked on the GPU against the
 float64 product and timed (median, L2 flushed before every call): MACKO SpMM (X's column
 tile copied into shared memory when it fits, and ``macko[spmm_smem=False]``, gathering X
-from global memory; ``macko[spmm_mma=True]``, decoding 16 rows at a time into a dense tile multiplied
-on the tensor cores) and CSR SpMM (register tiles: each decoded entry is multiplied by N
+from global memory; ``macko[spmm_mma=True]``, decoding 16 rows at a time into a dense tile
+multiplied on the tensor cores) and CSR SpMM (register tiles: each decoded entry is multiplied by N
 columns of X at once, ``spmvlab/kernels/_spmm.py``), cuBLAS GEMM fp16 (CuPy, GemmEx with fp32 compute) and, for
 N = 1, the same kernels' SpMV beside it (``spmv_*`` rows) to compare SpMM's cost with SpMV's.
 ``fp32_methods`` at ``fp32_ks`` add float32 rows (CSR SpMM and its SpMV, cuBLAS) on the same
