@@ -148,3 +148,6 @@ def test_plan_cached_is_the_fast_plan():
     A = build_case(seed=5, n_rows=40, n_cols=64, density=0.4, dtype=np.float16).A
     for s in tune.default_shortlist(64, "float16"):
         assert_same_plan(tune.plan_cached(A, s, np.float16), G.plan(A, s, dtype=np.float16, lossy=True))
+    for planned in (fast.plan, tune.plan_cached):     # the reference's refusal, before any work
+        with pytest.raises(OptionError, match=r"strategy: expected a Strategy"):
+            planned(A, "csr-vector", np.float16)

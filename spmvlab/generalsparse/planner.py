@@ -99,12 +99,19 @@ def plan(A, strategy: GS.Strategy, dtype=None, lossy: bool = False) -> GS.Plan:
     """``reference.generalsparse.plan(A, strategy, dtype, lossy)``, array for array, with
     the slot stream written by one compiled pass (same errors where the strategy does not
     fit A)."""
+    _check_strategy(strategy)
+    dt = resolve_dtype(A, dtype)
+    return _plan_csr(canonical_csr(A, dt, lossy), strategy, dt)
+
+
+def _check_strategy(strategy):
     if not isinstance(strategy, GS.Strategy):
         raise OptionError(problem("strategy", "a Strategy", type(strategy).__name__,
                                   "take one from strategies(A, N) or build Strategy(...)"))
-    dt = resolve_dtype(A, dtype)
-    csr = canonical_csr(A, dt, lossy)
-    s = strategy
+
+
+def _plan_csr(csr: sp.csr_matrix, s: GS.Strategy, dt) -> GS.Plan:
+    """:func:`plan` of a matrix ``canonical_csr`` already returned (in ``dt``)."""
     rowptr, starts, padded_row, order = GS._row_adjust(csr.indptr, s.sort_rows, s.pad_empty_rows)
     _, _, thread = GS._divide(rowptr, s)
     length, padded = GS._pad_slots(thread, s)
@@ -197,12 +204,13 @@ def plan_cached(A, s: GS.Strategy, dtype, lossy: bool = True) -> GS.Plan:
     """``plan(A, s)`` (:func:`plan`, equal to the reference's), reusing the last plans made
     for the same matrix (by content) and the same :func:`sparse_signature` (the arrays are
     shared, only the strategy differs: such a plan gets its own checksum)."""
+    _check_strategy(s)
     dt = resolve_dtype(A, dtype)
     csr = canonical_csr(A, dt, lossy)
     key = (_fingerprint(csr, dt), sparse_signature(s))
     held = _PLANS.get(key)
     if held is None:
-        held = plan(csr, s, dtype=dt, lossy=lossy)
+        held = _plan_csr(csr, s, dt)
         while len(_PLANS) >= _PLAN_SLOTS:
             _PLANS.pop(next(iter(_PLANS)))
         _PLANS[key] = held
