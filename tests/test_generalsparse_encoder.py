@@ -1,6 +1,8 @@
 """spmvlab/generalsparse/planner.py: the fast planner gives the reference's Plan array for
 array (equal values and dtypes, same fields) for every listed strategy of drawn and fixed
-matrices, for strategies outside the pruned list, and raises the reference's errors."""
+matrices, for strategies outside the pruned list, and raises the reference's errors; its
+compiled ``decode_compact`` gives the reference's arrays for every compact plan, damaged
+ones included, so the validation that uses it rejects what the reference's rejects."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,7 +14,7 @@ from hypothesis import assume, example, given
 from hypothesis import strategies as st
 
 import reference.generalsparse as G
-from reference._common import OptionError
+from reference._common import FormatError, OptionError
 from spmvlab.generalsparse import planner as fast
 from spmvlab.generalsparse import tune
 from strategies import build_case, gs_matrices, gs_wide_matrix
@@ -46,7 +48,17 @@ def both(A, s, dtype):
         return None
     F = fast.plan(A, s, dtype=dtype, lossy=True)
     assert_same_plan(F, R)
+    if F.strategy.compact:
+        assert_same_decoding(F)
     return F
+
+
+def assert_same_decoding(p):
+    """The compiled decoding of ``p``'s compact arrays is the reference's, dtype and bytes."""
+    want, got = G.decode_compact(p), fast.decode_compact(p)
+    assert sorted(got) == sorted(want)
+    for name, a in want.items():
+        assert got[name].dtype == a.dtype and got[name].tobytes() == a.tobytes(), name
 
 
 @ACCEPT_LOSS
@@ -151,3 +163,77 @@ def test_plan_cached_is_the_fast_plan():
     for planned in (fast.plan, tune.plan_cached):     # the reference's refusal, before any work
         with pytest.raises(OptionError, match=r"strategy: expected a Strategy"):
             planned(A, "csr-vector", np.float16)
+
+
+def _damaged(p, how: int, rng):
+    """``p`` with one compact array changed in a way the checks before the decoding pass
+    (``how``: 0 a thread-group one slot shorter, 1 a row starting one slot later, 2 a
+    column offset changed, 3 two storage positions swapped); None where p offers no place."""
+    def pick(where):
+        return int(rng.choice(where)) if where.size else None
+    if how == 0:
+        g = pick(np.flatnonzero(p.tg_len > 0))
+        a = p.tg_len.copy()
+        field = "tg_len"
+    elif how == 1:
+        ptr = p.row_ptr
+        g = pick(np.flatnonzero(ptr[1:-1] < ptr[2:]) + 1) if ptr.size > 2 else None
+        a = ptr.copy()
+        field = "row_ptr"
+    elif how == 2:
+        if p.col_bits != 16 or not p.n_slots:
+            return None
+        g = pick(np.arange(p.n_slots))
+        a = p.col_offset.copy()
+        field = "col_offset"
+    else:
+        if p.n_slots < 2:
+            return None
+        i, j = rng.choice(p.n_slots, 2, replace=False)
+        a = p.storage.copy()
+        a[[i, j]] = a[[j, i]]
+        return dataclasses.replace(p, storage=a, checksum=None)
+    if g is None:
+        return None
+    a[g] = a[g] - 1 if how == 0 else (a[g] + 1 if how == 1 else a[g] ^ 1)
+    return dataclasses.replace(p, **{field: a}, checksum=None)
+
+
+@ACCEPT_LOSS
+@given(gs_matrices(max_side=45, extremes=False), st.sampled_from([1, 8, 33]), st.integers(0, 3),
+       st.integers(0, 2**32 - 1))
+def test_damaged_compact_plans_decode_and_fail_alike(case, N, how, seed):
+    """A compact plan with one array damaged: both decodings agree, and the full validation
+    with the compiled one fails (or passes) exactly as with the reference's."""
+    A, dtype = case
+    compact = [s for s in G.strategies(A, N, dtype=dtype, lossy=True) if s.compact]
+    assume(compact)
+    rng = np.random.default_rng(seed)
+    p = _damaged(fast.plan(A, compact[int(rng.integers(len(compact)))], dtype=dtype, lossy=True),
+                 how, rng)
+    assume(p is not None)
+    assert_same_decoding(p)
+    try:
+        p.validate(expensive=True)
+    except FormatError as e:
+        with pytest.raises(FormatError) as f:
+            p.validate(expensive=True, decode=fast.decode_compact)
+        assert str(f.value) == str(e)
+    else:
+        p.validate(expensive=True, decode=fast.decode_compact)
+
+
+@ACCEPT_LOSS
+@pytest.mark.parametrize("how", [0, 1, 2, 3], ids=["tg_len", "row_ptr", "col_offset", "storage"])
+def test_each_damage_is_caught_with_the_compiled_decoding(how):
+    """On a fixed matrix every kind of damage reaches the decoding and fails there, with the
+    reference's message."""
+    A = build_case(seed=1, n_rows=37, n_cols=50, density=0.3, dtype=np.float32, empty_rows=True).A
+    s = next(s for s in G.strategies(A, 8, dtype=np.float32) if s.compact and not s.sort_rows)
+    p = _damaged(fast.plan(A, s, dtype=np.float32), how, np.random.default_rng(how))
+    assert_same_decoding(p)
+    with pytest.raises(FormatError, match="decode to") as e:
+        p.validate(expensive=True)
+    with pytest.raises(FormatError) as f:
+        p.validate(expensive=True, decode=fast.decode_compact)
+    assert str(f.value) == str(e.value)

@@ -123,7 +123,7 @@ class Plan(Checksummed):
                 absent)
 
     # validation ---------------------------------------------------------------------------
-    def validate(self, expensive: bool = False, *, checksum: bool = True) -> "Plan":
+    def validate(self, expensive: bool = False, *, checksum: bool = True, decode=None) -> "Plan":
         """Check the plan is consistent; raise :class:`FormatError` naming the field if not,
         else return it. Cheap: the strategy, shape, dtype and reduction, every array's dtype
         and length, the offsets (starting at 0, non-decreasing, ending at the slot count,
@@ -132,10 +132,13 @@ class Plan(Checksummed):
         index a kernel reads in range (rows, columns, storage and row order permutations,
         the source of every slot, padding holding 0), the reduction the rules select, C
         zeroed where a row is never written, and a compact plan's arrays decoding to its
-        per-slot arrays (:func:`decode_compact`). ``checksum=True``: the checksum, last."""
+        per-slot arrays (:func:`decode_compact`). ``checksum=True``: the checksum, last.
+        ``decode``: a function that returns what :func:`decode_compact` returns for every plan
+        that reaches it (default that function; a faster one may stand in for it, as
+        ``spmvlab.generalsparse.planner.decode_compact`` does)."""
         self._check_fields()
         if expensive:
-            self._check_entries()
+            self._check_entries(decode or decode_compact)
         if checksum:
             self.verify_checksum()
         return self
@@ -203,7 +206,7 @@ class Plan(Checksummed):
                                     and b.shape == (n_blocks,)), "col_base",
                       f"None or int32 of shape {(n_blocks,)}", repr(b)[:80])
 
-    def _check_entries(self):
+    def _check_entries(self, decode):
         s, (m, k), n = self.strategy, (int(v) for v in self.shape), self.n_slots
         pad = self.pad
         real = ~pad
@@ -242,7 +245,7 @@ class Plan(Checksummed):
                       f"rows in [-1, {m})", "others")
         if self.col_base is not None:
             self._require(bool(np.all(self.col_base >= 0)), "col_base", "non-negative columns", "a negative one")
-        got = decode_compact(self)
+        got = decode(self)
         for name in ("rows", "row_start", "pad", "cols"):
             self._require(bool(np.array_equal(got[name], getattr(self, name))), name,
                           "what the compact arrays (row_ptr, tg_len, col_base/col_offset) decode to",

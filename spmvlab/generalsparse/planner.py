@@ -1,6 +1,8 @@
 """Fast GeneralSparse planner (numba, CPU): the same :class:`~reference.generalsparse.Plan`
 as ``reference.generalsparse.plan``, array for array (equal values, equal dtypes), quicker;
-and the plan cache the search and the method share (:func:`plan_cached`).
+and the plan cache the search and the method share (:func:`plan_cached`); and
+:func:`decode_compact`, the reference's decoding of a compact plan in one compiled pass,
+which the upload's full validation uses (``codegen.checked_plan``).
 
 The reference builds the padded slot stream with several passes of NumPy temporaries the
 size of the matrix (the layout's slot rows and sources, the logical slot stream, the storage
@@ -28,7 +30,7 @@ from numba import njit, prange
 import reference.generalsparse as GS
 from reference._common import OptionError, canonical_csr, index_dtype_for, problem, resolve_dtype
 
-__all__ = ["plan", "sparse_signature", "plan_cached"]
+__all__ = ["plan", "sparse_signature", "plan_cached", "decode_compact"]
 
 #: the reference's cyclic thread division, compiled for scalars
 _cyclic_entry = njit(cache=True, nogil=True)(GS.cyclic_entry)
@@ -176,6 +178,67 @@ def _compact(s, length, offsets, block_offset, rows, cols, pad, storage, row_ptr
     offset = np.zeros(n, dtype=np.uint16)
     offset[storage] = np.where(real, logical_cols - base[block], 0).astype(np.uint16)
     return dict(out, col_bits=16, col_base=base.astype(np.int32), col_offset=offset)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _decode_slots(off, tg_len, row_ptr, block_offset, storage, col_src, col_base, by_base,
+                  rows, row_start, pad, cols):
+    """The reference ``decode_compact``'s arrays, thread-group by thread-group: slot j of
+    group g (``off[g] <= j < off[g + 1]``) is real while ``j - off[g] < tg_len[g]``; a real
+    slot's row is the last r with ``row_ptr[r] <= j`` (walked forward within the group),
+    a padding slot's that of its group's last real slot (-1 where the group has none); its
+    column ``col_src[storage[j]]`` plus, where ``by_base``, the column base of the block
+    holding ``off[g]`` (every slot of a group is in one block). Written at ``storage[j]``,
+    which the validation has checked to be a permutation."""
+    for g in prange(off.size - 1):
+        lo, hi, n_real = off[g], off[g + 1], tg_len[g]
+        if hi <= lo:
+            continue
+        r = np.searchsorted(row_ptr, lo, side="right") - 1
+        base = 0
+        if by_base:
+            base = col_base[np.searchsorted(block_offset, lo, side="right") - 1]
+        held = -1
+        for j in range(lo, hi):
+            q = storage[j]
+            if j - lo < n_real:
+                while r + 1 < row_ptr.size and row_ptr[r + 1] <= j:
+                    r += 1
+                held = r
+                rows[q] = r
+                row_start[q] = row_ptr[max(r, 0)] == j
+                pad[q] = False
+                cols[q] = col_src[q] + base
+            else:
+                rows[q] = held
+                row_start[q] = False
+                pad[q] = True
+                cols[q] = 0
+
+
+def decode_compact(p: GS.Plan) -> dict:
+    """``reference.generalsparse.decode_compact(p)``, array for array: the per-slot
+    ``rows``, ``row_start``, ``pad`` and ``cols`` a compact plan's stored arrays decode to,
+    for a plan whose cheap checks, storage permutation and ``row_ptr`` order the
+    validation has passed (``Plan._check_entries`` calls it only then)."""
+    if not p.strategy.compact:
+        return GS.decode_compact(p)              # the reference's error
+    n = p.n_slots
+    rows = np.zeros(n, dtype=p.rows.dtype)
+    row_start = np.zeros(n, dtype=np.bool_)
+    pad = np.zeros(n, dtype=np.bool_)
+    cols = np.zeros(n, dtype=p.cols.dtype)
+    if p.col_bits == 16:
+        src = np.asarray(p.col_offset, dtype=np.int64)
+    else:
+        src = np.asarray(p.cols, dtype=np.int64)
+    by_base = p.col_bits == 16 and p.col_base is not None
+    base = np.asarray(p.col_base, dtype=np.int64) if by_base else np.zeros(1, dtype=np.int64)
+    _decode_slots(np.asarray(p.thread_offset, dtype=np.int64), np.asarray(p.tg_len, dtype=np.int64),
+                  np.asarray(p.row_ptr, dtype=np.int64), np.asarray(p.block_offset, dtype=np.int64),
+                  np.asarray(p.storage, dtype=np.int64), src, base, by_base,
+                  rows, row_start, pad, cols)
+    return dict(rows=rows, row_start=row_start, pad=pad, cols=cols)
 
 
 # --------------------------------------------------------------------------------------

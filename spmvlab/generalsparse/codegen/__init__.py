@@ -109,6 +109,7 @@ from reference._common import (
 from reference.offsets import compress
 
 from ...kernels._common import launch_stream, scratch
+from ..planner import decode_compact
 from ..shortlist import default_shortlist
 from . import _emit, _runtime
 from ._spec import Offset, Spec
@@ -366,15 +367,16 @@ def _checked(p, expensive: bool) -> GS.Plan:
         raise NotEncodedError(problem("plan", "a reference.generalsparse.Plan", describe(p),
                                       "plan it first: reference.generalsparse.plan(A, strategy)"))
     if p not in _CHECKED:
-        p.validate(expensive=expensive)
+        p.validate(expensive=expensive, decode=decode_compact)     # the compiled decoding
         _CHECKED.add(p)
     return p
 
 
 def checked_plan(p) -> GS.Plan:
     """``p`` validated fully (``Plan.validate(expensive=True)``: every index a kernel reads
-    in range, the compact arrays consistent, the checksum), once per plan object (plans are
-    frozen and their arrays read-only). :class:`NotEncodedError` for anything but a Plan."""
+    in range, the compact arrays consistent, the checksum; the compact arrays decoded by
+    ``planner.decode_compact``, the reference's decoding compiled), once per plan object
+    (plans are frozen and their arrays read-only). :class:`NotEncodedError` for anything but a Plan."""
     return _checked(p, expensive=True)
 
 
