@@ -531,7 +531,9 @@ def plot(results: dict, fig_path: str) -> list[str]:
     models = sorted({r["model"] for r in rows},
                     key=lambda m: (order.index(m) if m in order else len(order), m))
     sps = [str(s) for s in results["config"]["sparsities"]]
-    fig, axes = plt.subplots(len(models), len(batches), squeeze=False,
+    # a batch's panels share their y scale, so that models measured at fewer sparsities
+    # read against the first model's lines
+    fig, axes = plt.subplots(len(models), len(batches), squeeze=False, sharey="col",
                              figsize=(P.PAGE_WIDTH, 0.3 + 2.5 * len(models)))
     for row, model in zip(axes, models):
         for ax, B in zip(row, batches):
@@ -547,7 +549,7 @@ def plot(results: dict, fig_path: str) -> list[str]:
             ax.set(title=title, xlabel="sparsity", ylabel="tokens/s over dense")
     fig.suptitle(f"{', '.join(models)}, {' or '.join(map(str, lengths))} generated tokens, "
                  f"decode step in a CUDA graph; {P.device_name(results)}")
-    P.legend_below(fig, axes[-1], room=0.18 / len(models))
+    P.legend_below(fig, axes.ravel(), room=None)
     return P.savefig(fig, fig_path, tight=False)
 
 

@@ -483,7 +483,9 @@ def _run_flags(name, device):
     if (name, device) in (("fig6_dtans", "cpu"), ("table1_dtans", "cpu")):
         return dict(synthetic=D.COMMITTED_FAMILIES)
     if (name, device) == ("e2e_decode", "h200"):         # measured in parts on GPU hosts
-        return dict(formats=["macko", "ec_csr", "csr", "csr_dtans", "coo"])   # split24 not yet
+        return dict(models=["llama2-7b", "llama2-13b", "llama3.1-8b"],
+                    formats=["macko", "ec_csr", "csr", "csr_dtans", "coo", "split24",
+                             "generalsparse"])
     if name in ("fig7_dtans", "fig8_dtans", "table2_dtans", "table3_dtans") and device == "h200":
         return dict(variants=["csr_dtans[first_delta=diagonal]"])    # before rows_per_lane=auto
     if (name, device) == ("spmm_macko", "h200"):   # before spmm_mma_double left the code
@@ -805,7 +807,8 @@ def test_sigterm_stops_a_run_and_keeps_its_checkpoint(tmp_path):
 
 def test_e2e_plot_has_a_row_of_panels_per_model(monkeypatch, tmp_path):
     """e2e_decode's figure: one panel per batch, a row per model, each model's lines from its
-    own rows (two models at one sparsity must not share a point)."""
+    own rows (two models at one sparsity must not share a point); its legend names every
+    format, also one that only the first model's rows hold."""
     from experiments import e2e_decode as E
     rows = []
     for model, tps in [("llama2-7b", 150.0), ("llama2-13b", 90.0)]:
@@ -815,13 +818,15 @@ def test_e2e_plot_has_a_row_of_panels_per_model(monkeypatch, tmp_path):
             rows.append(dict(model=model, sparsity=0.7, method="macko", batch=B, new_tokens=4,
                              graph=True, tokens_per_s=tps * B, ms_per_step=1.0, weights_bytes=5,
                              dense_tokens_per_s=100.0 * B))
+            if model == "llama2-7b":
+                rows.append(dict(rows[-1], method="csr", tokens_per_s=50.0 * B))
     results = dict(rows=rows, config=dict(models=["llama2-7b", "llama2-13b"], sparsities=[0.7],
-                                          formats=["macko"]),
+                                          formats=["macko", "csr"]),
                    meta=dict(device=dict(name="test GPU")))
     seen = {}
 
     def keep(fig, path, tight=True):
-        seen["axes"] = fig.axes
+        seen["axes"], seen["legends"] = fig.axes, fig.legends
         return [path]
     monkeypatch.setattr(P, "savefig", keep)
     E.plot(results, str(tmp_path / "f.png"))
@@ -830,7 +835,11 @@ def test_e2e_plot_has_a_row_of_panels_per_model(monkeypatch, tmp_path):
               for ax in seen["axes"]}
     assert list(panels) == ["llama2-7b, batch 1", "llama2-7b, batch 8",
                             "llama2-13b, batch 1", "llama2-13b, batch 8"]
-    assert panels["llama2-7b, batch 8"] == [(1.5,)] and panels["llama2-13b, batch 1"] == [(0.9,)]
+    assert panels["llama2-7b, batch 8"] == [(0.5,), (1.5,)]
+    assert panels["llama2-13b, batch 1"] == [(0.9,)]
+    legend, = seen["legends"]
+    assert sorted(t.get_text() for t in legend.get_texts()) == sorted(
+        P.line_style(m)["label"] for m in ("csr", "macko"))
 
 
 def test_e2e_plot_takes_the_newest_part_of_the_file(monkeypatch, tmp_path):
