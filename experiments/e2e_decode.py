@@ -553,6 +553,10 @@ def plot(results: dict, fig_path: str) -> list[str]:
     return P.savefig(fig, fig_path, tight=False)
 
 
+#: the model whose layer shapes ``table1_macko`` times in isolation
+T1_MODEL = "llama2-7b"
+
+
 def predicted(results: dict) -> list[dict]:
     """The integration yardstick at batch 1: what ``table1_macko``'s isolated cold-L2 layer
     times on the same GPU (a Llama-2-7B block's seven projections, 32 blocks) predict for
@@ -560,7 +564,8 @@ def predicted(results: dict) -> list[dict]:
     (``nonlinear_ms``) is added to both, against the speedup measured here (``share``: the
     measured speedup over the predicted one). The decoder runs q/k/v and gate/up as stacked
     layers, the isolated times are the separate layers': the share also holds what stacking
-    gains. Empty without those results."""
+    gains. Llama-2-7B rows only: those are the isolated layers' shapes. Empty without those
+    results."""
     from spmvlab.results import load_results, results_path
     from spmvlab.runinfo import device_slug
     path = results_path("table1_macko", device_slug((results.get("meta") or {}).get("device")))
@@ -571,7 +576,8 @@ def predicted(results: dict) -> list[dict]:
     out = []
     for r in table(results):
         t = iso.get(r["sparsity"])
-        if r["method"] != "macko" or r["batch"] != 1 or not t or r["speedup"] is None:
+        if r["model"] != T1_MODEL or r["method"] != "macko" or r["batch"] != 1 or not t \
+                or r["speedup"] is None:
             continue
         nl = r["step_ms"] - r["linear_ms"]
         dense_ms, macko_ms = 1e3 / t["dense_tok_s"], 1e3 / t["macko_tok_s"]

@@ -842,6 +842,25 @@ def test_e2e_plot_has_a_row_of_panels_per_model(monkeypatch, tmp_path):
         P.line_style(m)["label"] for m in ("csr", "macko"))
 
 
+def test_e2e_prediction_is_for_the_isolated_layers_model_only():
+    """e2e_decode.predicted puts table1_macko's isolated Llama-2-7B layer times beside the
+    measured MACKO speedup at batch 1: never beside another model's (other shapes)."""
+    from experiments import e2e_decode as E
+    rows = []
+    for model in ("llama2-7b", "llama2-13b"):
+        rows.append(dict(model=model, sparsity=0.7, method="dense", batch=1, new_tokens=8,
+                         graph=True, tokens_per_s=100.0, ms_per_step=10.0, nonlinear_ms=1.0,
+                         weights_bytes=10))
+        rows.append(dict(rows[-1], method="macko", tokens_per_s=140.0, ms_per_step=7.0,
+                         weights_bytes=4, dense_tokens_per_s=100.0))
+    results = dict(rows=rows, config=dict(models=["llama2-7b", "llama2-13b"], sparsities=[0.7],
+                                          formats=["macko"]),
+                   meta=dict(device=dict(name="NVIDIA H200")))
+    got = E.predicted(results)
+    assert [(p["model"], p["sparsity"]) for p in got] == [("llama2-7b", "0.7")]
+    assert got[0]["speedup"] == pytest.approx(1.4) and got[0]["nonlinear_ms"] == 1.0
+
+
 def test_e2e_plot_takes_the_newest_part_of_the_file(monkeypatch, tmp_path):
     """A point of e2e_decode's figure comes from the newest part that measured it (its
     longest generation there), not from an older part's longer run of older code."""
