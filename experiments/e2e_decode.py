@@ -354,7 +354,8 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
                                  weights_bytes=rep["total"], model_bytes=mbytes,
                                  kernel="cublas" if fmt == "dense" else
                                  "spmv" if B == 1 and fmt != "generalsparse" else "spmm",
-                                 nonlinear_ms=(nonlinear or {}).get(B), **chk))
+                                 nonlinear_ms=(nonlinear or {}).get(B), **chk,
+                                 **_picks(model, B)))
                 print(f"{NAME}: {extra['model']} {extra['sparsity']} {fmt:9s} B={B:<3d} n={n:<4d} "
                       f"graph={graph!s:5s} {B * n / secs:9.1f} tok/s  check {chk} "
                       f"({time.perf_counter() - t0:.0f} s)", file=sys.stderr, flush=True)
@@ -372,6 +373,17 @@ def _time_model(model, fmt: str, cfg: dict, prompts: dict, refs: dict, extra: di
         del r
         saved(rows)
     return rows
+
+
+def _picks(model, B: int) -> dict:
+    """``{"plans": [...]}`` for a model with generalsparse layers: each distinct
+    "rows x columns: strategy label" of the plans its layers run for ``B`` tokens (the cost
+    model picks per weight and token count, so the row names the kernels it timed); ``{}``
+    for other formats (one kernel per format and token count: the row's ``kernel``)."""
+    from spmvlab.torch import SparseLinear
+    picks = {f"{m.out_features}x{m.in_features}: {m.plan_labels()[B]}"
+             for m in model.modules() if isinstance(m, SparseLinear) and B in m.plan_labels()}
+    return {"plans": sorted(picks)} if picks else {}
 
 
 def _model_bytes(model) -> int:

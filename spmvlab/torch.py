@@ -242,6 +242,14 @@ class SparseLinear(torch.nn.Module):
                     self._matrix.plan(int(n))
         return self
 
+    def plan_labels(self) -> dict:
+        """generalsparse: ``{token count: strategy label}`` of each plan built so far (the
+        cost model's pick for this weight and count, what ``forward`` runs); ``{}`` for the
+        other formats (one kernel per format: SpMV for one token, SpMM for several)."""
+        if self.format != GENERALSPARSE:
+            return {}
+        return {n: label for n, (_, label) in sorted(self._matrix.plans.items())}
+
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"format={self.format!r}, nnz={self.nnz}, nbytes={self.nbytes}, "

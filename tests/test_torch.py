@@ -232,6 +232,29 @@ def test_sparsify_prepares_every_token_count_it_is_given():
                         "csr", batch=bad)
 
 
+def test_layers_and_e2e_rows_name_the_generalsparse_picks():
+    """``plan_labels``: the cost model's pick (its strategy label) per token count a
+    generalsparse layer has planned, none for other formats; e2e_decode's rows list each
+    distinct (shape, pick) of a model's layers for their batch (the mutation of a shape
+    or of the count read would show here)."""
+    from experiments import e2e_decode as E
+    model = torch.nn.Sequential(torch.nn.Linear(IN, OUT, bias=False),
+                                torch.nn.Linear(OUT, 2 * IN, bias=False),
+                                torch.nn.Linear(2 * IN, OUT, bias=False)).to(torch.float16)
+    ST.sparsify(model, 0.7, ST.GENERALSPARSE, include=r"^[01]$", batch=(1, 5))
+    ST.sparsify(model, 0.7, "csr", include=r"^2$")
+    first = model[0].plan_labels()
+    assert sorted(first) == [1, 5] and model[2].plan_labels() == {}
+    for n in (1, 5):
+        assert first[n] == ST._GeneralSparseWeight.host_plan(model[0]._matrix.A, n,
+                                                             np.float16)[1]
+    assert E._picks(model, 5) == {"plans": sorted([
+        f"{OUT}x{IN}: {first[5]}", f"{2 * IN}x{OUT}: {model[1].plan_labels()[5]}"])}
+    assert E._picks(model, 3) == {} and E._picks(model[2:], 1) == {}
+    assert E._picks(model, 1) == {"plans": sorted([
+        f"{OUT}x{IN}: {first[1]}", f"{2 * IN}x{OUT}: {model[1].plan_labels()[1]}"])}
+
+
 def test_auto_format_times_every_format_on_a_gpu():
     """``format="auto"``: the fastest checked format of the layer's shape and batch (on a
     GPU), the choice cached; in the simulator a typed error; no other format's options."""
