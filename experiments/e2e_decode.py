@@ -381,8 +381,11 @@ def _picks(model, B: int) -> dict:
     model picks per weight and token count, so the row names the kernels it timed); ``{}``
     for other formats (one kernel per format and token count: the row's ``kernel``)."""
     from spmvlab.torch import SparseLinear
-    picks = {f"{m.out_features}x{m.in_features}: {m.plan_labels()[B]}"
-             for m in model.modules() if isinstance(m, SparseLinear) and B in m.plan_labels()}
+    picks = set()
+    for m in model.modules():
+        label = m.plan_labels().get(B) if isinstance(m, SparseLinear) else None
+        if label is not None:
+            picks.add(f"{m.out_features}x{m.in_features}: {label}")
     return {"plans": sorted(picks)} if picks else {}
 
 

@@ -23,6 +23,14 @@ COPY = dict(results="baseline_csr", table="copy_bandwidth", field="tb_s", fmt=".
 # at 128 generated tokens (EC-SpMV's Table 3 length; every format and sparsity has it, and
 # re-measured parts may hold only it, so a median over lengths would mix runs of other code)
 E2E = dict(results="e2e_decode", view="e2e_decode:table", field="speedup", fmt=".2f", unit="×")
+
+
+def _e2e(agg: str = "value", **where) -> dict:
+    """An :data:`E2E` rule over the Llama-2-7B rows at 128 tokens (``where`` adds to or
+    replaces those keys)."""
+    return dict(E2E, agg=agg, where={"model": "llama2-7b", "new_tokens": 128, **where})
+
+
 _E2E_WHY = ("ours: PyTorch, a Llama-2-7B-shaped model with seeded random weights pruned per row "
             "by magnitude, dense = cuBLAS in the same captured decode step, H200")
 SPEEDUP = dict(field="speedup_vs_cublas", fmt=".2f", unit="×")
@@ -356,15 +364,13 @@ MACKO = [
                                  "layers in PyTorch",
            script="experiments/e2e_decode.py", paper=MACKO_TABLE1[sp][3] / MACKO_TABLE1[sp][2],
            paper_fmt=".2f", paper_note="RTX 4090, its own runtime",
-           ours=dict(E2E, where={"model": "llama2-7b", "method": "macko", "sparsity": str(sp),
-                                 "batch": 1, "new_tokens": 128}),
+           ours=_e2e(method="macko", sparsity=str(sp), batch=1),
            why=_E2E_WHY + "; the paper's weights are real and its GPU has a third of the bandwidth")
       for sp in (0.5, 0.7, 0.9)],
     dict(label="Table 1", what="… the same at 70 % on two other models' shapes",
          script="experiments/e2e_decode.py", paper=None,
-         ours=dict(E2E, where={"model": ("in", ["llama3.1-8b", "llama2-13b"]), "method": "macko",
-                               "sparsity": "0.7", "batch": 1, "new_tokens": 128},
-                   agg="list", item="{model} {v}"),
+         ours=dict(_e2e("list", model=("in", ["llama3.1-8b", "llama2-13b"]), method="macko",
+                        sparsity="0.7", batch=1), item="{model} {v}"),
          why="the paper measures Llama-2-7B only; Llama-3.1-8B's larger vocabulary (a 128256-row "
              "LM head) and grouped KV heads, Llama-2-13B's 40 blocks of 5120"),
     dict(label="Table 1", what="MACKO speedup over cuBLAS per layer shape at 50 % (× layers "
@@ -579,12 +585,10 @@ GENERALSPARSE = [
                                  f"batch {B}: the fastest sparse format over dense",
            script="experiments/e2e_decode.py", paper=x, paper_fmt=".2f",
            paper_note="FasterTransformer, LLaMA / OPT models, A100",
-           ours=dict(E2E, where={"model": "llama2-7b", "method": ("!=", "dense"), "sparsity": "mix",
-                                 "batch": B, "new_tokens": 128}, agg="max"),
+           ours=_e2e("max", method=("!=", "dense"), sparsity="mix", batch=B),
            why=_E2E_WHY + "; every format: {each}",
-           why_rules=dict(each=dict(E2E, where={"model": "llama2-7b", "method": ("!=", "dense"),
-                                                "sparsity": "mix", "batch": B, "new_tokens": 128},
-                                    agg="list", item="{method} {v}")))
+           why_rules=dict(each=dict(_e2e("list", method=("!=", "dense"), sparsity="mix", batch=B),
+                                    item="{method} {v}")))
       for B, x in ((8, 2.33), (32, 1.58))],
     dict(label="Fig. 18", what="speedup over base (fixed allocation, thread reduction), geometric "
                                "mean of 20 (matrix, N), and cases where the variant is fastest",
@@ -1028,8 +1032,7 @@ EC = [
          what="decode speedup, Llama2-7B at 70 %, batch 1: EC-CSR layers over dense",
          paper=49.97 / 43.64, paper_fmt=".2f",
          paper_note="llama.cpp, SparseGPT pruning, 128 tokens, RTX 3090 (64 / 256 tokens: 1.15 / 1.11)",
-         ours=dict(E2E, where={"model": "llama2-7b", "method": "ec_csr", "sparsity": "0.7",
-                               "batch": 1, "new_tokens": 128}),
+         ours=_e2e(method="ec_csr", sparsity="0.7", batch=1),
          why=_E2E_WHY + "; llama.cpp and SparseGPT-pruned weights are not available here"),
 ]
 
